@@ -1,0 +1,409 @@
+"""Loading and validating a sensors file into a ``SensorConfig`` (the spec's lidar block).
+
+A sensors file is JSON: ``{"lidar": {...}}`` with the keys of ``schema.LIDAR_PARAMS`` (dotted
+names are nested objects: ``"radiometry": {...}``, ``"weather": {...}``) and ``"materials"``
+(material name -> keys of ``schema.MATERIAL_PARAMS``). A file may name another with
+``"extends": "sensors.json"`` (relative to itself): it is then an overlay that changes only the
+keys it names. Keys whose name starts with ``_`` are comments. Degrees appear only in keys
+ending ``_deg`` and are converted to radians here, once.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.materials import MATERIAL_NAMES
+from acres_lidar_ros.schema import LIDAR_PARAM, LIDAR_PARAMS, MATERIAL_DEFAULTS, MATERIAL_PARAM, MATERIAL_PARAMS
+
+PACKAGE = "acres_lidar_ros"
+NAMED_SENSORS = {"default": "sensors.json", "polaris": "sensors_polaris.json"}
+
+
+def share_dir() -> Path:
+    """The package's share directory: the source checkout, a pip install or an ament install."""
+    source = Path(__file__).resolve().parents[1]
+    candidates = [source, Path(sys.prefix) / "share" / PACKAGE]
+    try:  # an ament (colcon) install
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory(PACKAGE)))
+    except Exception:  # noqa: BLE001 - ament is optional; any failure means "not installed that way"
+        pass
+    for candidate in candidates:
+        if (candidate / "config" / "sensors.json").is_file():
+            return candidate
+    raise ConfigError(
+        f"cannot find the {PACKAGE} config directory (looked in {', '.join(str(c) for c in candidates)})"
+    )
+
+
+def config_dir() -> Path:
+    return share_dir() / "config"
+
+
+@dataclass(frozen=True)
+class MaterialTable:
+    """Material parameters as (M,) float64 arrays indexed by material number."""
+
+    names: tuple[str, ...]
+    reflectivity: np.ndarray
+    specular: np.ndarray
+    specular_width_rad: np.ndarray
+    transmission: np.ndarray
+    wet_darkening: np.ndarray
+    incidence_exponent: np.ndarray
+    micro_slope_rad: np.ndarray
+    reflectivity_sd: np.ndarray
+    roughness_m: np.ndarray
+
+
+@dataclass(frozen=True)
+class RadiometryConfig:
+    range_at_10pct_m: float
+    ring_range_at_10pct_m: np.ndarray  # (rings,) resolved: the ring table or range_at_10pct_m
+    signal_at_10pct_counts: float
+    ambient_counts: float
+    detection_probability_at_spec: float
+    overlap_range_m: float
+    saturation_counts: float
+    range_std_low_snr_m: float
+
+
+@dataclass(frozen=True)
+class WeatherConfig:
+    enabled: bool
+    rain_extinction_db_per_km: float
+    rain_extinction_exponent: float
+    fog_lidar_ratio_sr: float
+    haze_lidar_ratio_sr: float
+    rain_lidar_ratio_sr: float
+    rain_drops_per_m3: float
+    rain_drops_exponent: float
+    exit_diameter_m: float
+    clutter_max_range_m: float
+
+
+@dataclass(frozen=True)
+class SensorConfig:
+    """The validated lidar block, in SI units and radians.
+
+    ``effective`` is the merged JSON (defaults filled in) that a run writes beside its results.
+    """
+
+    enabled: bool
+    hz: float
+    columns: int
+    rings: int
+    elevations_rad: np.ndarray  # (rings,) in the sensor's ring order
+    azimuth_order: str
+    azimuth_offsets_rad: np.ndarray  # (rings,)
+    lens_center_m: float
+    range_m: float
+    min_range_m: float
+    std_m: float
+    position_flu_m: np.ndarray  # (3,)
+    rpy_rad: np.ndarray  # (3,) roll, pitch, yaw
+    wavelength_nm: float
+    beam_divergence_rad: float
+    beam_divergence_v_rad: float  # resolved: 0 in the file gives beta
+    pulse_length_m: float
+    sub_rays: int
+    max_hits_per_sub_ray: int
+    continue_step_m: float
+    min_return_separation_m: float
+    return_mode: str
+    pond_threshold_m: float
+    motion_distortion: bool
+    spin_direction: str
+    scan_start_azimuth_rad: float
+    delay_s: float
+    output: str
+    frame_id: str
+    self_returns: Path | None
+    radiometry: RadiometryConfig
+    weather: WeatherConfig
+    materials: MaterialTable
+    effective: dict = field(repr=False, compare=False, default_factory=dict)
+    source: str = ""
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.hz
+
+    def material_table(self) -> MaterialTable:
+        return self.materials
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "SensorConfig":
+        """A new config with dotted lidar keys replaced (``{"return_mode": "first"}``), validated."""
+        merged = copy.deepcopy(self.effective)
+        for key, value in overrides.items():
+            if key not in LIDAR_PARAM:
+                raise ConfigError(f"lidar.{key}: unknown key; allowed: {', '.join(sorted(LIDAR_PARAM))}")
+            node = merged["lidar"]
+            *parents, leaf = key.split(".")
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[leaf] = value
+        return _build(merged, self.source, base_dir=None)
+
+
+def resolve_sensor(source: str | Path) -> Path:
+    """``polaris``, ``default`` or a file path -> the sensors file."""
+    if str(source) in NAMED_SENSORS:
+        return config_dir() / NAMED_SENSORS[str(source)]
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(
+            f"sensors file {str(path)!r} does not exist; give a file or one of {', '.join(NAMED_SENSORS)}"
+        )
+    return path
+
+
+def load_sensor_config(source: str | Path = "polaris") -> SensorConfig:
+    """Load, merge (``extends``) and validate a sensors file; ``source`` may be a named sensor."""
+    path = resolve_sensor(source)
+    raw = _read_with_extends(path, chain=())
+    return _build(raw, str(path), base_dir=path.parent)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"sensors file {str(path)!r} cannot be read: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"sensors file {str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"sensors file {str(path)!r}: the top level must be an object with a 'lidar' block")
+    return data
+
+
+def _read_with_extends(path: Path, chain: tuple[Path, ...]) -> dict:
+    resolved = path.resolve()
+    if resolved in chain:
+        raise ConfigError(f"sensors file {str(path)!r} extends itself through {' -> '.join(map(str, chain))}")
+    data = _strip_comments(_read_json(path))
+    unknown = set(data) - {"lidar", "extends"}
+    if unknown:
+        raise ConfigError(f"sensors file {str(path)!r}: unknown top-level key(s) {sorted(unknown)}; allowed: extends, lidar")
+    lidar = data.get("lidar", {})
+    if not isinstance(lidar, dict):
+        raise ConfigError(f"{path}: lidar = {lidar!r}: expected an object")
+    # A relative self_returns belongs to the file that names it.
+    if isinstance(lidar.get("self_returns"), str):
+        lidar["self_returns"] = str((path.parent / lidar["self_returns"]).resolve())
+    if "extends" in data:
+        base_name = data["extends"]
+        if not isinstance(base_name, str):
+            raise ConfigError(f"{path}: extends = {base_name!r}: expected a file name")
+        base_path = path.parent / base_name
+        if not base_path.is_file():
+            raise ConfigError(f"{path}: extends = {base_name!r}: file {str(base_path)!r} does not exist")
+        base = _read_with_extends(base_path, chain + (resolved,))
+        return {"lidar": _deep_merge(base.get("lidar", {}), lidar)}
+    return {"lidar": lidar}
+
+
+def _strip_comments(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_comments(v) for k, v in value.items() if not (isinstance(k, str) and k.startswith("_"))}
+    if isinstance(value, list):
+        return [_strip_comments(v) for v in value]
+    return value
+
+
+def _deep_merge(base: dict, overlay: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _flatten(lidar: dict, where: str) -> dict[str, Any]:
+    """Nested lidar block -> dotted keys (materials kept whole); unknown keys are errors."""
+    flat: dict[str, Any] = {}
+    for key, value in lidar.items():
+        if key == "materials":
+            flat[key] = value
+        elif key in ("radiometry", "weather"):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}.{key} = {value!r}: expected an object")
+            for sub, sub_value in value.items():
+                dotted = f"{key}.{sub}"
+                if dotted not in LIDAR_PARAM:
+                    allowed = sorted(p.name.split(".", 1)[1] for p in LIDAR_PARAMS if p.name.startswith(key + "."))
+                    raise ConfigError(f"{where}.{dotted}: unknown key; allowed: {', '.join(allowed)}")
+                flat[dotted] = sub_value
+        elif key in LIDAR_PARAM and "." not in key:
+            flat[key] = value
+        else:
+            allowed = sorted({p.name.split(".")[0] for p in LIDAR_PARAMS} | {"materials"})
+            raise ConfigError(f"{where}.{key}: unknown key; allowed: {', '.join(allowed)}")
+    return flat
+
+
+def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
+    del base_dir  # relative paths were resolved while reading
+    where = "lidar"
+    flat = _flatten(raw.get("lidar", {}), where)
+    v: dict[str, Any] = {}
+    for param in LIDAR_PARAMS:
+        if param.name in flat and flat[param.name] is not None:
+            v[param.name] = param.validate(flat[param.name], f"{where}.{param.name}")
+        else:
+            v[param.name] = copy.deepcopy(param.default)
+
+    elevations = v["elevations_deg"]
+    if elevations is not None:
+        rings = len(elevations)
+        if len(elevations) > 128:
+            raise ConfigError(f"lidar.elevations_deg has {len(elevations)} values: expected 1 to 128")
+        elevations_deg = np.asarray(elevations, dtype=np.float64)
+    else:
+        rings = v["rings"]
+        lo, hi = v["elevation_min_deg"], v["elevation_max_deg"]
+        if lo > hi:
+            raise ConfigError(
+                f"lidar.elevation_min_deg = {lo!r} is above lidar.elevation_max_deg = {hi!r}: expected min <= max"
+            )
+        elevations_deg = (
+            np.array([(lo + hi) / 2.0]) if rings == 1 else lo + (hi - lo) * np.arange(rings) / (rings - 1)
+        )
+    for key in ("azimuth_offsets_deg", "radiometry.ring_range_at_10pct_m"):
+        if v[key] is not None and len(v[key]) != rings:
+            raise ConfigError(
+                f"lidar.{key} has {len(v[key])} values but the sensor has {rings} rings "
+                f"(from {'elevations_deg' if elevations is not None else 'rings'}): expected one value per ring"
+            )
+    if v["min_range_m"] >= v["range_m"]:
+        raise ConfigError(
+            f"lidar.min_range_m = {v['min_range_m']!r} is not below lidar.range_m = {v['range_m']!r}: expected min < max"
+        )
+
+    offsets_deg = np.zeros(rings) if v["azimuth_offsets_deg"] is None else np.asarray(v["azimuth_offsets_deg"])
+    ring_r10 = (
+        np.full(rings, v["radiometry.range_at_10pct_m"])
+        if v["radiometry.ring_range_at_10pct_m"] is None
+        else np.asarray(v["radiometry.ring_range_at_10pct_m"], dtype=np.float64)
+    )
+    materials = _materials(flat.get("materials", {}))
+    beta = v["beam_divergence_mrad"] * 1e-3
+    beta_v = v["beam_divergence_v_mrad"] * 1e-3 or beta
+
+    effective = {"lidar": _effective(v, flat.get("materials", {}), rings)}
+    self_returns = Path(v["self_returns"]) if v["self_returns"] else None
+    return SensorConfig(
+        enabled=v["enabled"],
+        hz=v["hz"],
+        columns=v["columns"],
+        rings=rings,
+        elevations_rad=np.deg2rad(elevations_deg),
+        azimuth_order=v["azimuth_order"],
+        azimuth_offsets_rad=np.deg2rad(offsets_deg),
+        lens_center_m=v["lens_center_m"],
+        range_m=v["range_m"],
+        min_range_m=v["min_range_m"],
+        std_m=v["std_m"],
+        position_flu_m=np.asarray(v["position_flu_m"], dtype=np.float64),
+        rpy_rad=np.deg2rad(np.asarray(v["rpy_deg"], dtype=np.float64)),
+        wavelength_nm=v["wavelength_nm"],
+        beam_divergence_rad=beta,
+        beam_divergence_v_rad=beta_v,
+        pulse_length_m=v["pulse_length_m"],
+        sub_rays=v["sub_rays"],
+        max_hits_per_sub_ray=v["max_hits_per_sub_ray"],
+        continue_step_m=v["continue_step_m"],
+        min_return_separation_m=v["min_return_separation_m"],
+        return_mode=v["return_mode"],
+        pond_threshold_m=v["pond_threshold_m"],
+        motion_distortion=v["motion_distortion"],
+        spin_direction=v["spin_direction"],
+        scan_start_azimuth_rad=math.radians(v["scan_start_azimuth_deg"]),
+        delay_s=v["delay_s"],
+        output=v["output"],
+        frame_id=v["frame_id"],
+        self_returns=self_returns,
+        radiometry=RadiometryConfig(
+            range_at_10pct_m=v["radiometry.range_at_10pct_m"],
+            ring_range_at_10pct_m=ring_r10,
+            signal_at_10pct_counts=v["radiometry.signal_at_10pct_counts"],
+            ambient_counts=v["radiometry.ambient_counts"],
+            detection_probability_at_spec=v["radiometry.detection_probability_at_spec"],
+            overlap_range_m=v["radiometry.overlap_range_m"],
+            saturation_counts=v["radiometry.saturation_counts"],
+            range_std_low_snr_m=v["radiometry.range_std_low_snr_m"],
+        ),
+        weather=WeatherConfig(**{k.split(".", 1)[1]: v[k] for k in v if k.startswith("weather.")}),
+        materials=materials,
+        effective=effective,
+        source=source,
+    )
+
+
+def _materials(entries: Any) -> MaterialTable:
+    if not isinstance(entries, dict):
+        raise ConfigError(f"lidar.materials = {entries!r}: expected an object of material name -> keys")
+    rows: dict[str, dict[str, float]] = {}
+    for name in MATERIAL_NAMES:
+        rows[name] = {p.name: p.default for p in MATERIAL_PARAMS}
+        rows[name].update(MATERIAL_DEFAULTS[name])
+    for name, entry in entries.items():
+        if name not in rows:
+            raise ConfigError(f"lidar.materials.{name}: unknown material; allowed: {', '.join(MATERIAL_NAMES)}")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"lidar.materials.{name} = {entry!r}: expected an object")
+        for key, value in entry.items():
+            if key not in MATERIAL_PARAM:
+                raise ConfigError(
+                    f"lidar.materials.{name}.{key}: unknown key; allowed: {', '.join(p.name for p in MATERIAL_PARAMS)}"
+                )
+            rows[name][key] = MATERIAL_PARAM[key].validate(value, f"lidar.materials.{name}.{key}")
+
+    def column(key: str) -> np.ndarray:
+        return np.array([rows[n][key] for n in MATERIAL_NAMES], dtype=np.float64)
+
+    return MaterialTable(
+        names=MATERIAL_NAMES,
+        reflectivity=column("reflectivity"),
+        specular=column("specular"),
+        specular_width_rad=np.deg2rad(column("specular_width_deg")),
+        transmission=column("transmission"),
+        wet_darkening=column("wet_darkening"),
+        incidence_exponent=column("incidence_exponent"),
+        micro_slope_rad=np.deg2rad(column("micro_slope_deg")),
+        reflectivity_sd=column("reflectivity_sd"),
+        roughness_m=column("roughness_m"),
+    )
+
+
+def _effective(values: dict[str, Any], material_entries: dict, rings: int) -> dict:
+    lidar: dict[str, Any] = {}
+    for name, value in values.items():
+        node = lidar
+        *parents, leaf = name.split(".")
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    lidar["rings"] = rings
+    materials = {}
+    for name in MATERIAL_NAMES:
+        row = {p.name: p.default for p in MATERIAL_PARAMS}
+        row.update(MATERIAL_DEFAULTS[name])
+        row.update(material_entries.get(name, {}))
+        materials[name] = row
+    lidar["materials"] = materials
+    return lidar

@@ -1,0 +1,162 @@
+"""Pose history of base_footprint in the world (spec "Pose at the Firing Time").
+
+Between two samples ``a`` and ``b`` the position is linear and the rotation is the slerp of the
+two quaternions at ``lambda = (t - t_a) / (t_b - t_a)``. Before the first sample the history
+holds the first pose. Quaternions are ``(x, y, z, w)`` as in ROS and TUM files.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation, Slerp
+
+from acres_lidar_ros.errors import PoseError
+
+UNIT_QUATERNION_TOLERANCE = 1e-3
+
+
+def check_poses(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, where: str) -> None:
+    """Raise ``PoseError`` naming ``where`` and the first bad sample for NaN, a non-unit quaternion
+    or non-increasing times."""
+    times_s = np.asarray(times_s, dtype=np.float64)
+    positions_m = np.asarray(positions_m, dtype=np.float64)
+    quaternions_xyzw = np.asarray(quaternions_xyzw, dtype=np.float64)
+    n = len(times_s)
+    if positions_m.shape != (n, 3) or quaternions_xyzw.shape != (n, 4):
+        raise PoseError(
+            f"{where}: expected {n} positions (n, 3) and quaternions (n, 4), got {positions_m.shape} and "
+            f"{quaternions_xyzw.shape}"
+        )
+    finite = np.isfinite(times_s) & np.isfinite(positions_m).all(axis=1) & np.isfinite(quaternions_xyzw).all(axis=1)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise PoseError(
+            f"{where}: sample {i} (t = {times_s[i]!r}) is not finite: position {positions_m[i].tolist()}, "
+            f"quaternion {quaternions_xyzw[i].tolist()}; expected finite numbers"
+        )
+    norm = np.linalg.norm(quaternions_xyzw, axis=1)
+    unit = np.abs(norm - 1.0) <= UNIT_QUATERNION_TOLERANCE
+    if not unit.all():
+        i = int(np.argmin(unit))
+        raise PoseError(
+            f"{where}: sample {i} (t = {times_s[i]!r}) has a quaternion of norm {norm[i]:.6g} "
+            f"{quaternions_xyzw[i].tolist()}; expected a unit quaternion (x, y, z, w), norm within "
+            f"{UNIT_QUATERNION_TOLERANCE} of 1"
+        )
+    steps = np.diff(times_s)
+    if (steps <= 0).any():
+        i = int(np.argmax(steps <= 0)) + 1
+        raise PoseError(
+            f"{where}: time {times_s[i]!r} at sample {i} is not after {times_s[i - 1]!r}; expected increasing times"
+        )
+
+
+class PoseHistory:
+    """Time-stamped poses of base_footprint in the world, queried at any times at once.
+
+    Parameters
+    ----------
+    max_age_s : float or None
+        Samples older than the newest minus ``max_age_s`` are dropped on ``append`` (the node
+        keeps one period plus a margin). None keeps everything.
+    """
+
+    def __init__(self, max_age_s: float | None = None) -> None:
+        self.max_age_s = max_age_s
+        self._times_s = np.empty(0)
+        self._positions_m = np.empty((0, 3))
+        self._quaternions_xyzw = np.empty((0, 4))
+        self._slerp: Slerp | None = None
+
+    @classmethod
+    def from_arrays(
+        cls, times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, where: str = "trajectory"
+    ) -> "PoseHistory":
+        check_poses(times_s, positions_m, quaternions_xyzw, where)
+        history = cls()
+        history._times_s = np.array(times_s, dtype=np.float64)
+        history._positions_m = np.array(positions_m, dtype=np.float64)
+        q = np.array(quaternions_xyzw, dtype=np.float64)
+        history._quaternions_xyzw = q / np.linalg.norm(q, axis=1, keepdims=True)
+        return history
+
+    def __len__(self) -> int:
+        return len(self._times_s)
+
+    @property
+    def times_s(self) -> np.ndarray:
+        return self._times_s.copy()
+
+    @property
+    def start_s(self) -> float:
+        return float(self._times_s[0]) if len(self) else float("nan")
+
+    @property
+    def end_s(self) -> float:
+        return float(self._times_s[-1]) if len(self) else float("nan")
+
+    def append(self, t_s: float, position_m: np.ndarray, quaternion_xyzw: np.ndarray) -> None:
+        """Add a sample after the newest one (``PoseError`` for NaN, non-unit or non-increasing)."""
+        times = np.append(self._times_s[-1:], t_s)
+        positions = np.vstack([self._positions_m[-1:], np.asarray(position_m, dtype=np.float64).reshape(1, 3)])
+        quats = np.vstack([self._quaternions_xyzw[-1:], np.asarray(quaternion_xyzw, dtype=np.float64).reshape(1, 4)])
+        check_poses(times, positions, quats, where=f"pose at t = {t_s!r}")
+        q = quats[-1] / np.linalg.norm(quats[-1])
+        self._times_s = np.append(self._times_s, float(t_s))
+        self._positions_m = np.vstack([self._positions_m, positions[-1:]])
+        self._quaternions_xyzw = np.vstack([self._quaternions_xyzw, q[None]])
+        if self.max_age_s is not None:
+            self.trim_before(float(t_s) - self.max_age_s)
+        self._slerp = None
+
+    def trim_before(self, t_s: float) -> None:
+        """Drop samples older than ``t_s``, keeping the newest one at or before it for interpolation."""
+        keep_from = max(int(np.searchsorted(self._times_s, t_s, side="right")) - 1, 0)
+        if keep_from:
+            self._times_s = self._times_s[keep_from:]
+            self._positions_m = self._positions_m[keep_from:]
+            self._quaternions_xyzw = self._quaternions_xyzw[keep_from:]
+            self._slerp = None
+
+    def clear(self) -> None:
+        self.__init__(self.max_age_s)
+
+    def interpolate(self, times_s: np.ndarray, extrapolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (n, 3) and rotation matrices (n, 3, 3) of base_footprint at ``times_s`` (n,).
+
+        Before the first sample: the first pose. After the last: the last pose, or with
+        ``extrapolate`` the position continued at the last segment's velocity (rotation held).
+        """
+        if not len(self):
+            raise PoseError("pose history is empty: no pose to interpolate")
+        t = np.atleast_1d(np.asarray(times_s, dtype=np.float64))
+        if len(self) == 1:
+            return np.repeat(self._positions_m, len(t), axis=0), np.repeat(
+                Rotation.from_quat(self._quaternions_xyzw).as_matrix(), len(t), axis=0
+            )
+        tc = np.clip(t, self._times_s[0], self._times_s[-1])
+        positions = np.stack([np.interp(tc, self._times_s, self._positions_m[:, k]) for k in range(3)], axis=1)
+        if extrapolate:
+            after = t > self._times_s[-1]
+            velocity = (self._positions_m[-1] - self._positions_m[-2]) / (self._times_s[-1] - self._times_s[-2])
+            positions[after] += (t[after] - self._times_s[-1])[:, None] * velocity
+        if self._slerp is None:
+            self._slerp = Slerp(self._times_s, Rotation.from_quat(self._quaternions_xyzw))
+        return positions, self._slerp(tc).as_matrix()
+
+    def transforms(self, times_s: np.ndarray, extrapolate: bool = False) -> np.ndarray:
+        """``T_world_base`` at ``times_s``: (n, 4, 4) float64."""
+        positions, rotations = self.interpolate(times_s, extrapolate)
+        T = np.zeros((len(positions), 4, 4))
+        T[:, :3, :3] = rotations
+        T[:, :3, 3] = positions
+        T[:, 3, 3] = 1.0
+        return T
+
+
+def pose_matrix(position_m: np.ndarray, roll_pitch_yaw_rad: np.ndarray) -> np.ndarray:
+    """(4, 4) ``T_world_base`` from a position and roll, pitch, yaw (R = Rz Ry Rx, fixed axes)."""
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_euler("xyz", roll_pitch_yaw_rad).as_matrix()
+    T[:3, 3] = position_m
+    return T

@@ -1,0 +1,256 @@
+"""Every key of the sensors file, declared once (spec "Parameters", "Materials of sensors.json").
+
+A ``Param`` carries the name, type, unit, default, allowed range and description of one key.
+The JSON loader (``config.py``), the ROS 2 parameter descriptors of the node, the validation
+messages and the README's parameter table all come from ``LIDAR_PARAMS``, ``MATERIAL_PARAMS``
+and ``OPTION_PARAMS``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from acres_lidar_ros.errors import ConfigError
+
+RETURN_MODES = (
+    "strongest",
+    "first",
+    "last",
+    "dual_strongest_last",
+    "dual_first_last",
+    "triple_first_strongest_last",
+)
+
+_FRAME_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One key of the sensors file.
+
+    ``kind`` is one of ``bool``, ``int``, ``float``, ``str``, ``float_list`` (one value per ring,
+    or ``length`` values when it is set), ``path`` (a file name relative to the sensors file, or
+    null). ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
+    make a bound exclusive. ``runtime`` marks a key the ROS 2 node may change without a rebuild.
+    """
+
+    name: str
+    kind: str
+    default: Any
+    unit: str = ""
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+    length: int | None = None
+    int_values: tuple[int, ...] = ()
+    description: str = ""
+    runtime: bool = False
+
+    def allowed(self) -> str:
+        """What the key allows, in words (used in error messages and the README)."""
+        if self.kind == "bool":
+            return "true or false"
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.int_values:
+            return "one of " + ", ".join(str(v) for v in self.int_values)
+        if self.kind == "path":
+            return "a file name relative to the sensors file, or null"
+        if self.kind == "str":
+            return "a frame name (letters, digits, _ and /, not starting with a digit)"
+        parts = []
+        if self.low is not None:
+            parts.append(("> " if self.low_open else ">= ") + _fmt(self.low))
+        if self.high is not None:
+            parts.append(("< " if self.high_open else "<= ") + _fmt(self.high))
+        what = "an integer" if self.kind == "int" else "a number"
+        bound = f"{what} {' and '.join(parts)}" if parts else f"a finite {what.split(' ', 1)[1]}"
+        if self.kind == "float_list":
+            count = f"{self.length} values" if self.length else "one value per ring"
+            return f"a list of {count}, each {bound}"
+        return bound
+
+    def validate(self, value: Any, where: str) -> Any:
+        """Check one value; return it in its Python type. ``where`` is the full key for messages."""
+        if value is None and (self.default is None):
+            return None
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+            return value
+        if self.kind in ("str", "path"):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+            if self.choices and value not in self.choices:
+                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+            if self.kind == "str" and not self.choices and not _FRAME_ID.match(value):
+                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+            return value
+        if self.kind == "float_list":
+            if not isinstance(value, list) or not value:
+                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+            if self.length is not None and len(value) != self.length:
+                raise ConfigError(f"{where} has {len(value)} values: expected {self.allowed()}")
+            return [self._number(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return self._number(value, where)
+
+    def _number(self, value: Any, where: str) -> float | int:
+        integer = self.kind == "int"
+        ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type or (not integer and not math.isfinite(value)):
+            raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if too_low or too_high or (self.int_values and value not in self.int_values):
+            raise ConfigError(f"{where} = {value!r} is out of range: expected {self.allowed()}")
+        return int(value) if integer else float(value)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:
+    return Param(name=name, kind=kind, default=default, unit=unit, **kw)
+
+
+# The lidar block, in the order of the spec's table. Dotted names are nested objects.
+LIDAR_PARAMS: tuple[Param, ...] = (
+    P("enabled", "bool", True, description="Records the LiDAR."),
+    P("hz", "float", 10.0, "Hz", low=1, high=120, description="The scan rate."),
+    P("columns", "int", 180, low=4, high=3600, description="N_c, columns (azimuth steps per turn)."),
+    P("rings", "int", 8, low=1, high=128, description="N_r without an elevation table."),
+    P("elevation_min_deg", "float", -20.0, "deg", low=-90, high=90, description="Lowest ring without a table."),
+    P("elevation_max_deg", "float", 10.0, "deg", low=-90, high=90, description="Highest ring without a table."),
+    P("elevations_deg", "float_list", None, "deg", low=-90, high=90,
+      description="Elevation of each ring in the sensor's ring order; sets N_r."),
+    P("azimuth_order", "str", "ccw", choices=("ccw", "cw"), description="Direction of the column index."),
+    P("azimuth_offsets_deg", "float_list", None, "deg", low=-30, high=30,
+      description="delta_r, azimuth offset of each ring (counter-clockwise)."),
+    P("lens_center_m", "float", 0.0, "m", low=0, high=0.5, description="l, lens centre distance from the spin axis."),
+    P("range_m", "float", 60.0, "m", low=1, high=200, description="R_max, maximum range."),
+    P("min_range_m", "float", 0.5, "m", low=0, high=200, description="R_min, minimum range (below range_m)."),
+    P("std_m", "float", 0.02, "m", low=0, high=1, description="sigma_0, range noise at high SNR.", runtime=True),
+    P("position_flu_m", "float_list", [0.0, 0.0, 1.9], "m", low=-100, high=100, length=3,
+      description="Position in the mount frame (base_footprint FLU)."),
+    P("rpy_deg", "float_list", [0.0, 0.0, 0.0], "deg", low=-180, high=180, length=3,
+      description="Roll, pitch, yaw of the mount (R = Rz Ry Rx)."),
+    P("wavelength_nm", "float", 905.0, "nm", low=200, high=2500, description="lambda, for the fog extinction."),
+    P("beam_divergence_mrad", "float", 3.0, "mrad", low=0, high=20, description="beta, full-angle divergence."),
+    P("beam_divergence_v_mrad", "float", 0.0, "mrad", low=0, high=20,
+      description="beta_v, vertical divergence; 0 gives beta_v = beta."),
+    P("pulse_length_m", "float", 0.0, "m", low=0, high=100, description="L; 0 sets the echo stretch off."),
+    P("sub_rays", "int", 7, int_values=(1, 7), description="Sub-rays per beam: 1 or 7."),
+    P("max_hits_per_sub_ray", "int", 4, low=1, high=8, description="K, hits of one sub-ray."),
+    P("continue_step_m", "float", 0.25, "m", low=0, high=10, low_open=True,
+      description="Distance behind a foliage hit where the search continues."),
+    P("min_return_separation_m", "float", 0.75, "m", low=0, high=100, low_open=True,
+      description="Range width of an echo."),
+    P("return_mode", "str", "dual_strongest_last", choices=RETURN_MODES,
+      description="Echoes that become points.", runtime=True),
+    P("pond_threshold_m", "float", 0.003, "m", low=0, high=10, description="Water depth that makes ground water."),
+    P("motion_distortion", "bool", True, description="A firing time for each column.", runtime=True),
+    P("spin_direction", "str", "cw", choices=("cw", "ccw"), description="Spin direction of the sweep."),
+    P("scan_start_azimuth_deg", "float", 180.0, "deg", low=-360, high=360, description="alpha_s, start of the sweep."),
+    P("delay_s", "float", 0.05, "s", low=0, high=10, description="Delay of the scan row and the published cloud."),
+    P("output", "str", "ply", choices=("ply", "pcd", "both"), description="Files each scan writes."),
+    P("frame_id", "str", "lidar", description="Frame name of the cloud."),
+    P("self_returns", "path", None, description="File of the self-return table."),
+    P("radiometry.range_at_10pct_m", "float", 60.0, "m", low=0, high=10000, low_open=True,
+      description="R_10, range of the specification point."),
+    P("radiometry.ring_range_at_10pct_m", "float_list", None, "m", low=0, high=10000, low_open=True,
+      description="R_10 of each ring."),
+    P("radiometry.signal_at_10pct_counts", "float", 100.0, "counts", low=0, high=65535, low_open=True,
+      description="S_10, mean signal of a 10 % target at R_10."),
+    P("radiometry.ambient_counts", "float", 20.0, "counts", low=0, high=65535, description="B, ambient signal."),
+    P("radiometry.detection_probability_at_spec", "float", 0.9, low=0.5, high=0.9999,
+      description="p_spec, detection probability at the specification point."),
+    P("radiometry.overlap_range_m", "float", 1.0, "m", low=0, high=100, low_open=True,
+      description="R_ov, transmitter/receiver overlap range."),
+    P("radiometry.saturation_counts", "float", 65535.0, "counts", low=1, high=65535, description="S_sat."),
+    P("radiometry.range_std_low_snr_m", "float", 0.03, "m", low=0, high=10,
+      description="sigma_low, range noise at the specification SNR.", runtime=True),
+    P("weather.enabled", "bool", True, description="Rain and fog.", runtime=True),
+    P("weather.rain_extinction_db_per_km", "float", 1.076, "dB/km", low=0, high=1000, description="a."),
+    P("weather.rain_extinction_exponent", "float", 0.67, low=0, high=5, description="b."),
+    P("weather.fog_lidar_ratio_sr", "float", 18.8, "sr", low=0, high=1000, low_open=True, description="S_fog."),
+    P("weather.haze_lidar_ratio_sr", "float", 60.0, "sr", low=0, high=1000, low_open=True, description="S_haze."),
+    P("weather.rain_lidar_ratio_sr", "float", 500.0, "sr", low=0, high=100000, low_open=True,
+      description="S_rain, an engineering estimate."),
+    P("weather.rain_drops_per_m3", "float", 1951.0, "1/m^3", low=0, high=1e7, description="Factor of n_d."),
+    P("weather.rain_drops_exponent", "float", 0.21, low=0, high=5, description="Exponent of n_d."),
+    P("weather.exit_diameter_m", "float", 0.01, "m", low=0, high=1, description="d_exit."),
+    P("weather.clutter_max_range_m", "float", 10.0, "m", low=0, high=1000, description="Range limit of the clutter."),
+)
+LIDAR_PARAM: dict[str, Param] = {p.name: p for p in LIDAR_PARAMS}
+
+# Keys of one entry of lidar.materials. Reflectivity has no single default: MATERIAL_DEFAULTS.
+MATERIAL_PARAMS: tuple[Param, ...] = (
+    P("reflectivity", "float", None, low=0, high=1, description="rho, diffuse reflectance at normal incidence."),
+    P("specular", "float", 0.0, low=0, high=100, description="s, peak of the specular lobe."),
+    P("specular_width_deg", "float", 8.0, "deg", low=0, high=90, low_open=True, description="theta_s, lobe width."),
+    P("transmission", "float", 0.0, low=0, high=1, high_open=True, description="tau, of one foliage layer."),
+    P("wet_darkening", "float", 0.0, low=0, high=1, description="a_w, loss of reflectance at wetness 1."),
+    P("incidence_exponent", "float", 1.0, low=0, high=4, description="k, Minnaert exponent."),
+    P("micro_slope_deg", "float", 0.0, "deg", low=0, high=30, description="sigma_t, micro-slope of ground."),
+    P("reflectivity_sd", "float", 0.0, low=0, high=2, description="s_rho, albedo texture."),
+    P("roughness_m", "float", 0.0, "m", low=0, high=0.5, description="sigma_h, roughness of ground."),
+)
+MATERIAL_PARAM: dict[str, Param] = {p.name: p for p in MATERIAL_PARAMS}
+
+# The spec's material table (905 nm estimates): reflectivity, specular, width, transmission, wet.
+MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
+    "other": {"reflectivity": 0.30},
+    "soil": {"reflectivity": 0.25, "wet_darkening": 0.5},
+    "grass": {"reflectivity": 0.45, "transmission": 0.5, "wet_darkening": 0.1},
+    "gravel": {"reflectivity": 0.35, "wet_darkening": 0.35},
+    "asphalt": {"reflectivity": 0.12, "wet_darkening": 0.3},
+    "concrete": {"reflectivity": 0.35, "wet_darkening": 0.35},
+    "water": {"reflectivity": 0.02, "specular": 5.0, "specular_width_deg": 3.0},
+    "corn_leaf": {"reflectivity": 0.45, "transmission": 0.5},
+    "soybean_leaf": {"reflectivity": 0.48, "transmission": 0.45},
+    "tree_foliage": {"reflectivity": 0.45, "transmission": 0.6},
+    "bark": {"reflectivity": 0.30},
+    "shrub": {"reflectivity": 0.42, "transmission": 0.5},
+    "building": {"reflectivity": 0.45, "specular": 0.3, "specular_width_deg": 8.0},
+    "metal_bin": {"reflectivity": 0.30, "specular": 2.0, "specular_width_deg": 6.0},
+    "vehicle": {"reflectivity": 0.30, "specular": 0.5, "specular_width_deg": 8.0},
+    "mud": {"reflectivity": 0.12},
+    "potato_leaf": {"reflectivity": 0.47, "transmission": 0.45},
+}
+
+# Scan options (command line and node parameters), not keys of the sensors file.
+OPTION_PARAMS: tuple[Param, ...] = (
+    P("rain_mm_per_h", "float", 0.0, "mm/h", low=0, high=500, description="Rain rate R_r.", runtime=True),
+    P("visibility_m", "float", math.inf, "m", low=10, description="Meteorological visibility V (inf: clear).",
+      runtime=True),
+    P("noise", "bool", True, description="Signal and range noise.", runtime=True),
+    P("seed", "int", 0, low=0, high=2**63 - 1, description="Seed of the noise streams and hashes."),
+)
+OPTION_PARAM: dict[str, Param] = {p.name: p for p in OPTION_PARAMS}
+
+
+def check_option(name: str, value: Any) -> Any:
+    """Validate one scan option (``rain_mm_per_h``, ``visibility_m``, ``noise``, ``seed``)."""
+    param = OPTION_PARAM[name]
+    if name == "visibility_m" and isinstance(value, (int, float)) and value == math.inf:
+        return math.inf
+    return param.validate(value, name)
+
+
+def markdown_table() -> str:
+    """The README's parameter table, generated from the schema."""
+    rows = ["| key | type | unit | default | allowed | description |", "| --- | --- | --- | --- | --- | --- |"]
+    for prefix, params in (("lidar.", LIDAR_PARAMS), ("lidar.materials.<name>.", MATERIAL_PARAMS)):
+        for p in params:
+            default = "table" if p.default is None and prefix.endswith("<name>.") else p.default
+            default = "none" if default is None else default
+            if isinstance(default, bool):
+                default = str(default).lower()
+            rows.append(f"| `{prefix}{p.name}` | {p.kind} | {p.unit} | {default} | {p.allowed()} | {p.description} |")
+    return "\n".join(rows)
