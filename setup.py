@@ -1,0 +1,39 @@
+"""ament_python package that also installs with plain ``pip install .`` on a machine without ROS."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "acres_lidar_ros"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    description="Physically based, ray-traced LiDAR simulator of the Polaris vehicle's RoboSense Helios",
+    packages=find_packages(exclude=["test", "test.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "open3d>=0.18",
+        "rosbags>=0.10.4",
+        "tqdm>=4.60",
+        "pillow>=9.0",
+    ],
+    extras_require={"test": ["pytest>=7", "hypothesis>=6", "mcap>=1.1", "mcap-ros2-support>=0.5", "plyfile>=1.0"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*")),
+    ],
+    zip_safe=True,
+    entry_points={
+        "console_scripts": [
+            "acres-lidar = acres_lidar_ros.cli:main",
+            "lidar_node = acres_lidar_ros.node:main",
+            "demo_drive = acres_lidar_ros.demo_drive:main",
+        ],
+    },
+)
