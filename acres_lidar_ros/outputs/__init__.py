@@ -1,0 +1,7 @@
+"""Outputs of a scan: each a pure function of a ``Scan`` (or of a few arrays).
+
+Modules: ``layouts`` (the dtypes every output derives from), ``pointcloud2`` (ROS message),
+``pcd``, ``ply``, ``preview`` (PNG top view), ``records`` (lidar.jsonl rows, episode.json),
+``tum`` (trajectories), ``bag`` (rosbag2 / MCAP) and ``files`` (atomic, no-overwrite writes).
+Import the module you need; this package imports nothing heavy on its own.
+"""
