@@ -31,7 +31,7 @@ def check_poses(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: 
     if not finite.all():
         i = int(np.argmin(finite))
         raise PoseError(
-            f"{where}: sample {i} (t = {times_s[i]!r}) is not finite: position {positions_m[i].tolist()}, "
+            f"{where}: sample {i} (t = {float(times_s[i])!r}) is not finite: position {positions_m[i].tolist()}, "
             f"quaternion {quaternions_xyzw[i].tolist()}; expected finite numbers"
         )
     norm = np.linalg.norm(quaternions_xyzw, axis=1)
@@ -39,7 +39,7 @@ def check_poses(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: 
     if not unit.all():
         i = int(np.argmin(unit))
         raise PoseError(
-            f"{where}: sample {i} (t = {times_s[i]!r}) has a quaternion of norm {norm[i]:.6g} "
+            f"{where}: sample {i} (t = {float(times_s[i])!r}) has a quaternion of norm {norm[i]:.6g} "
             f"{quaternions_xyzw[i].tolist()}; expected a unit quaternion (x, y, z, w), norm within "
             f"{UNIT_QUATERNION_TOLERANCE} of 1"
         )
@@ -47,7 +47,7 @@ def check_poses(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: 
     if (steps <= 0).any():
         i = int(np.argmax(steps <= 0)) + 1
         raise PoseError(
-            f"{where}: time {times_s[i]!r} at sample {i} is not after {times_s[i - 1]!r}; expected increasing times"
+            f"{where}: time {float(times_s[i])!r} at sample {i} is not after {float(times_s[i - 1])!r}; expected increasing times"
         )
 
 

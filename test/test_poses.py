@@ -1,0 +1,72 @@
+"""Pose history: linear position, slerp rotation, hold the first pose, validation."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from acres_lidar_ros.errors import PoseError
+from acres_lidar_ros.poses import PoseHistory
+
+
+def yaw_quat(deg):
+    h = math.radians(deg) / 2
+    return [0.0, 0.0, math.sin(h), math.cos(h)]
+
+
+def test_slerp_against_known_rotations():
+    h = PoseHistory.from_arrays([0.0, 2.0], [[0, 0, 0], [4, -2, 1]], [yaw_quat(0), yaw_quat(120)])
+    positions, R = h.interpolate([0.5, 1.0, 1.5])
+    np.testing.assert_allclose(positions, [[1, -0.5, 0.25], [2, -1, 0.5], [3, -1.5, 0.75]])
+    for Ri, yaw in zip(R, (30, 60, 90)):
+        c, s = math.cos(math.radians(yaw)), math.sin(math.radians(yaw))
+        np.testing.assert_allclose(Ri, [[c, -s, 0], [s, c, 0], [0, 0, 1]], atol=1e-12)
+
+
+def test_slerp_about_a_tilted_axis_keeps_the_axis():
+    axis = np.array([1.0, 2.0, 2.0]) / 3.0
+    q1 = np.append(axis * math.sin(0.5), math.cos(0.5))  # 1 rad about axis
+    h = PoseHistory.from_arrays([0.0, 1.0], [[0, 0, 0]] * 2, [[0, 0, 0, 1], q1])
+    _, R = h.interpolate([0.25])
+    rotvec = Rotation.from_matrix(R[0]).as_rotvec()
+    np.testing.assert_allclose(rotvec, 0.25 * axis, atol=1e-12)
+
+
+def test_hold_first_pose_before_history_and_last_after():
+    h = PoseHistory.from_arrays([1.0, 2.0], [[1, 0, 0], [2, 0, 0]], [yaw_quat(0), yaw_quat(90)])
+    positions, R = h.interpolate([0.0, 3.0])
+    np.testing.assert_allclose(positions, [[1, 0, 0], [2, 0, 0]])
+    np.testing.assert_allclose(R[0], np.eye(3), atol=1e-15)
+    positions, _ = h.interpolate([3.0], extrapolate=True)
+    np.testing.assert_allclose(positions, [[3, 0, 0]])
+
+
+def test_append_trims_to_max_age_but_keeps_a_bracketing_sample():
+    h = PoseHistory(max_age_s=0.1)
+    for i in range(20):
+        h.append(i * 0.02, [i, 0, 0], yaw_quat(0))
+    assert h.start_s <= 0.38 - 0.1 and h.end_s == pytest.approx(0.38)
+    assert len(h) <= 7
+
+
+@pytest.mark.parametrize(
+    "times, positions, quats, message",
+    [
+        ([0, 1], [[0, 0, np.nan], [0, 0, 0]], [yaw_quat(0)] * 2, r"sample 0 \(t = 0\.0\) is not finite"),
+        ([0, 1], [[0, 0, 0]] * 2, [[0, 0, 0, 1], [0, 0, 0, 2]], r"sample 1 .* norm 2 .* expected a unit quaternion"),
+        ([0, 1, 1], [[0, 0, 0]] * 3, [yaw_quat(0)] * 3, r"time 1\.0 at sample 2 is not after 1\.0"),
+    ],
+)
+def test_bad_poses_are_rejected_with_the_sample(times, positions, quats, message):
+    with pytest.raises(PoseError, match=message):
+        PoseHistory.from_arrays(np.array(times, float), positions, quats)
+
+
+def test_append_rejects_going_back():
+    h = PoseHistory()
+    h.append(1.0, [0, 0, 0], yaw_quat(0))
+    with pytest.raises(PoseError, match=r"time 0\.5 at sample 1 is not after 1\.0"):
+        h.append(0.5, [0, 0, 0], yaw_quat(0))
+    with pytest.raises(PoseError, match="empty"):
+        PoseHistory().interpolate([0.0])
