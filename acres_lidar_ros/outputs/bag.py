@@ -1,0 +1,302 @@
+"""A rosbag2 (MCAP, version 9) of a drive: clouds, transforms, odometry and clock.
+
+Topics (types of ROS 2 Jazzy, rosbags' typestore ``Stores.ROS2_JAZZY``):
+
+========================  =============================  ==========================================
+topic                     type                           contents
+========================  =============================  ==========================================
+``/lidar/points``         sensor_msgs/msg/PointCloud2    organised cloud, frame ``lidar``
+``/tf_static``            tf2_msgs/msg/TFMessage         base_footprint -> lidar mount (transient
+                                                         local, as tf2's static broadcaster)
+``/tf``                   tf2_msgs/msg/TFMessage         odom -> base_footprint
+``/odom``                 nav_msgs/msg/Odometry          odom -> base_footprint pose and twist
+``/clock``                rosgraph_msgs/msg/Clock        simulation time
+========================  =============================  ==========================================
+
+The bag's receive time of each message is its header stamp. ``BagWriter`` refuses to write into
+an existing path and closes the bag on any exception (including ``KeyboardInterrupt``), so what
+was written so far stays a readable bag. (rosbags' own context manager aborts on an exception,
+which leaves an MCAP without its summary and no metadata.yaml.)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from acres_lidar_ros.errors import OutputError, PoseError
+from acres_lidar_ros.outputs.files import refuse_existing
+from acres_lidar_ros.outputs.layouts import organised_cloud, point_dtype
+from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message, qos_profile_dict, time_message
+from acres_lidar_ros.scan import Scan
+
+CLOUD_TOPIC = "/lidar/points"
+TF_TOPIC = "/tf"
+TF_STATIC_TOPIC = "/tf_static"
+ODOM_TOPIC = "/odom"
+CLOCK_TOPIC = "/clock"
+
+# RMW_DURATION_INFINITE as rosbag2 writes it in offered_qos_profiles.
+_INFINITE = {"sec": 9_223_372_036, "nsec": 854_775_807}
+
+# Offered QoS of each topic, as plain data (see ``topic_qos``).
+TOPIC_QOS: dict[str, dict[str, Any]] = {
+    CLOUD_TOPIC: qos_profile_dict(),
+    TF_TOPIC: {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 100},
+    TF_STATIC_TOPIC: {"reliability": "reliable", "durability": "transient_local", "history": "keep_last", "depth": 1},
+    ODOM_TOPIC: {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 10},
+    CLOCK_TOPIC: {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 1},
+}
+
+_QUATERNION_TOLERANCE = 1e-6
+
+
+def rosbags_qos(profile: dict[str, Any]) -> Any:
+    """A rosbags ``Qos`` of a plain QoS dict (reliability, durability, history, depth)."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    infinite = QosTime(**_INFINITE)
+    return Qos(
+        history=QosHistory[profile["history"].upper()],
+        depth=int(profile["depth"]),
+        reliability=QosReliability[profile["reliability"].upper()],
+        durability=QosDurability[profile["durability"].upper()],
+        deadline=infinite,
+        lifespan=infinite,
+        liveliness=QosLiveliness.AUTOMATIC,
+        liveliness_lease_duration=infinite,
+        avoid_ros_namespace_conventions=False,
+    )
+
+
+def _vector3(name: str, value: Any) -> np.ndarray:
+    vector = np.asarray(value, dtype=np.float64)
+    if vector.shape != (3,) or not np.all(np.isfinite(vector)):
+        raise PoseError(f"{name} must be 3 finite numbers, got {value!r}")
+    return vector
+
+
+def _unit_quaternion(name: str, value: Any) -> np.ndarray:
+    quaternion = np.asarray(value, dtype=np.float64)
+    if quaternion.shape != (4,) or not np.all(np.isfinite(quaternion)):
+        raise PoseError(f"{name} must be 4 finite numbers (x, y, z, w), got {value!r}")
+    norm = float(np.linalg.norm(quaternion))
+    if abs(norm - 1.0) > _QUATERNION_TOLERANCE:
+        raise PoseError(f"{name} {value!r} has norm {norm:.9g}; a rotation needs a unit quaternion")
+    return quaternion
+
+
+class BagWriter:
+    """Write a drive to a new rosbag2 MCAP bag directory.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Bag directory to create; must not exist.
+    point_type : {"XYZI", "XYZIRT"}
+        Layout of the clouds (``outputs.layouts``).
+    odom_frame, base_frame, lidar_frame : str
+        Frame names: the odometry frame, the vehicle's base_footprint, the LiDAR (cloud) frame.
+    typestore : rosbags Typestore, optional
+        Defaults to ``Stores.ROS2_JAZZY``.
+
+    Use as a context manager, or call ``open`` and ``close``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        point_type: str = "XYZI",
+        *,
+        odom_frame: str = "odom",
+        base_frame: str = "base_footprint",
+        lidar_frame: str = "lidar",
+        typestore: Any = None,
+    ) -> None:
+        self.path = Path(path)
+        self.point_type = point_type
+        self.point_dtype = point_dtype(point_type)
+        self.odom_frame = odom_frame
+        self.base_frame = base_frame
+        self.lidar_frame = lidar_frame
+        self.typestore = default_typestore() if typestore is None else typestore
+        self._writer: Any = None
+        self._connections: dict[str, Any] = {}
+        self.message_counts: dict[str, int] = dict.fromkeys(TOPIC_QOS, 0)
+
+    # Life cycle ---------------------------------------------------------------------------------
+
+    def open(self) -> BagWriter:
+        """Create the bag directory and register the topics."""
+        from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+
+        refuse_existing(self.path)
+        writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
+        try:
+            writer.open()
+        except (WriterError, OSError) as error:
+            raise OutputError(f"cannot create bag {self.path}: {error}") from error
+        self._writer = writer
+        msgtypes = {
+            CLOUD_TOPIC: "sensor_msgs/msg/PointCloud2",
+            TF_STATIC_TOPIC: "tf2_msgs/msg/TFMessage",
+            TF_TOPIC: "tf2_msgs/msg/TFMessage",
+            ODOM_TOPIC: "nav_msgs/msg/Odometry",
+            CLOCK_TOPIC: "rosgraph_msgs/msg/Clock",
+        }
+        try:
+            for topic, msgtype in msgtypes.items():
+                self._connections[topic] = writer.add_connection(
+                    topic,
+                    msgtype,
+                    typestore=self.typestore,
+                    offered_qos_profiles=[rosbags_qos(TOPIC_QOS[topic])],
+                )
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Finish the bag (MCAP summary and metadata.yaml). Closing twice does nothing."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except Exception as error:
+            raise OutputError(f"cannot finish bag {self.path}: {error}") from error
+
+    def __enter__(self) -> BagWriter:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool:
+        try:
+            self.close()
+        except OutputError as error:
+            if exc_val is None:
+                raise
+            exc_val.add_note(f"closing the bag also failed: {error}")
+        return False
+
+    # Messages -----------------------------------------------------------------------------------
+
+    def _write(self, topic: str, stamp_ns: int, message: Any) -> None:
+        if self._writer is None:
+            raise OutputError(f"bag {self.path} is not open; use BagWriter as a context manager or call open()")
+        connection = self._connections[topic]
+        data = self.typestore.serialize_cdr(message, connection.msgtype)
+        self._writer.write(connection, int(stamp_ns), data)
+        self.message_counts[topic] += 1
+
+    def _header(self, stamp_ns: int, frame_id: str) -> Any:
+        return self.typestore.types["std_msgs/msg/Header"](stamp=time_message(stamp_ns, self.typestore), frame_id=frame_id)
+
+    def _transform(self, stamp_ns: int, parent: str, child: str, position_m: np.ndarray, quaternion_xyzw: np.ndarray) -> Any:
+        types = self.typestore.types
+        return types["geometry_msgs/msg/TransformStamped"](
+            header=self._header(stamp_ns, parent),
+            child_frame_id=child,
+            transform=types["geometry_msgs/msg/Transform"](
+                translation=types["geometry_msgs/msg/Vector3"](*position_m),
+                rotation=types["geometry_msgs/msg/Quaternion"](*quaternion_xyzw),
+            ),
+        )
+
+    def write_static_mount(self, stamp_ns: int, position_m: Any, quaternion_xyzw: Any) -> None:
+        """Write the LiDAR mount, base_footprint -> lidar, on ``/tf_static``.
+
+        Parameters
+        ----------
+        stamp_ns : int
+        position_m : (3,) float
+            Lidar origin in the base_footprint frame, m.
+        quaternion_xyzw : (4,) float
+            Unit quaternion rotating lidar coordinates into base_footprint.
+        """
+        position_m = _vector3("position_m", position_m)
+        quaternion_xyzw = _unit_quaternion("quaternion_xyzw", quaternion_xyzw)
+        transform = self._transform(stamp_ns, self.base_frame, self.lidar_frame, position_m, quaternion_xyzw)
+        self._write(TF_STATIC_TOPIC, stamp_ns, self.typestore.types["tf2_msgs/msg/TFMessage"](transforms=[transform]))
+
+    def write_base_pose(
+        self,
+        stamp_ns: int,
+        position_m: Any,
+        quaternion_xyzw: Any,
+        linear_velocity_m_s: Any,
+        angular_velocity_rad_s: Any,
+    ) -> None:
+        """Write the vehicle pose, odom -> base_footprint, on ``/tf`` and ``/odom``.
+
+        Parameters
+        ----------
+        stamp_ns : int
+        position_m : (3,) float
+            base_footprint origin in the odom frame, m.
+        quaternion_xyzw : (4,) float
+            Unit quaternion rotating base_footprint coordinates into odom.
+        linear_velocity_m_s, angular_velocity_rad_s : (3,) float
+            Twist in the child frame (base_footprint), as nav_msgs/Odometry defines it.
+            Covariances are written as zeros (simulated ground truth).
+        """
+        types = self.typestore.types
+        position_m = _vector3("position_m", position_m)
+        quaternion_xyzw = _unit_quaternion("quaternion_xyzw", quaternion_xyzw)
+        linear = _vector3("linear_velocity_m_s", linear_velocity_m_s)
+        angular = _vector3("angular_velocity_rad_s", angular_velocity_rad_s)
+        transform = self._transform(stamp_ns, self.odom_frame, self.base_frame, position_m, quaternion_xyzw)
+        self._write(TF_TOPIC, stamp_ns, types["tf2_msgs/msg/TFMessage"](transforms=[transform]))
+        odometry = types["nav_msgs/msg/Odometry"](
+            header=self._header(stamp_ns, self.odom_frame),
+            child_frame_id=self.base_frame,
+            pose=types["geometry_msgs/msg/PoseWithCovariance"](
+                pose=types["geometry_msgs/msg/Pose"](
+                    position=types["geometry_msgs/msg/Point"](*position_m),
+                    orientation=types["geometry_msgs/msg/Quaternion"](*quaternion_xyzw),
+                ),
+                covariance=np.zeros(36, np.float64),
+            ),
+            twist=types["geometry_msgs/msg/TwistWithCovariance"](
+                twist=types["geometry_msgs/msg/Twist"](
+                    linear=types["geometry_msgs/msg/Vector3"](*linear),
+                    angular=types["geometry_msgs/msg/Vector3"](*angular),
+                ),
+                covariance=np.zeros(36, np.float64),
+            ),
+        )
+        self._write(ODOM_TOPIC, stamp_ns, odometry)
+
+    def write_clock(self, stamp_ns: int) -> None:
+        """Write the simulation time on ``/clock``."""
+        clock = self.typestore.types["rosgraph_msgs/msg/Clock"](clock=time_message(stamp_ns, self.typestore))
+        self._write(CLOCK_TOPIC, stamp_ns, clock)
+
+    def write_cloud(self, stamp_ns: int, cloud: np.ndarray) -> None:
+        """Write an organised cloud on ``/lidar/points`` in the lidar frame.
+
+        Parameters
+        ----------
+        stamp_ns : int
+            Scan stamp, ns.
+        cloud : (columns, rings) structured array of the writer's point type
+        """
+        cloud = np.asarray(cloud)
+        if cloud.dtype != self.point_dtype:
+            raise OutputError(
+                f"cloud dtype {cloud.dtype} is not the bag's point type {self.point_type} ({self.point_dtype})"
+            )
+        self._write(CLOUD_TOPIC, stamp_ns, pointcloud2_message(cloud, self.lidar_frame, stamp_ns, self.typestore))
+
+    def write_scan(self, scan: Scan) -> None:
+        """Write the scan's organised cloud at its stamp (``write_cloud`` of ``organised_cloud``)."""
+        self.write_cloud(scan.stamp_ns, organised_cloud(scan, self.point_type))
