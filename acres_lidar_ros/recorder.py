@@ -1,0 +1,222 @@
+"""Runs without ROS: one scan at a pose, or a recorded drive (rosbag2 + files).
+
+These are the library functions behind ``acres-lidar scan`` and ``acres-lidar record``. They take
+a sensor config, a scene and poses, and write into a new run directory: the effective
+configuration, the scan files, ``lidar.jsonl``, ``episode.json`` and (for a drive) the bag and
+the ground-truth trajectory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from acres_lidar_ros.config import SensorConfig
+from acres_lidar_ros.errors import OutputError
+from acres_lidar_ros.outputs.files import atomic_write, scan_file_stem
+from acres_lidar_ros.poses import PoseHistory
+from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+
+FILE_CHOICES = ("pcd", "ply", "both", "none")
+
+
+def prepare_run_dir(out_dir: Path) -> Path:
+    """Create ``out_dir`` (and ``out_dir/lidar``); refuse a path that exists and is not empty."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise OutputError(f"output directory {out_dir} exists and is not empty; give a new --out path")
+    (out_dir / "lidar").mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
+def write_json(path: Path, data: dict) -> Path:
+    return atomic_write(path, (json.dumps(_jsonable(data), indent=2) + "\n").encode())
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (np.floating, float)):
+        v = float(value)
+        return v if math.isfinite(v) else str(v)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOptions, run: dict) -> None:
+    """The run's effective configuration beside its results."""
+    write_json(out_dir / "config.json", {"sensors": config.effective, "options": asdict(options), "run": run})
+
+
+def scan_files(scan: Scan, out_dir: Path, files: str) -> list[Path]:
+    """Write the scan's point files (``pcd``, ``ply``, ``both`` or ``none``) and its PNG preview."""
+    from acres_lidar_ros.outputs.pcd import write_pcd
+    from acres_lidar_ros.outputs.ply import write_ply
+    from acres_lidar_ros.outputs.preview import render_top_view, write_png
+
+    stem = out_dir / "lidar" / scan_file_stem(scan.stamp_ns)
+    written = []
+    if files in ("pcd", "both"):
+        written.append(write_pcd(stem.with_suffix(".pcd"), scan))
+    if files in ("ply", "both"):
+        written.append(write_ply(stem.with_suffix(".ply"), scan))
+    if files != "none":
+        written.append(write_png(stem.with_suffix(".png"), render_top_view(scan)))
+    return written
+
+
+def body_twist(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Linear and angular velocity in the body frame from sampled poses (central differences).
+
+    Returns two (n, 3) arrays: ``R^T dp/dt`` and the rotation vector rate of ``R_i^T R_{i+1}``.
+    """
+    n = len(times_s)
+    if n < 2:
+        return np.zeros((n, 3)), np.zeros((n, 3))
+    rotations = Rotation.from_quat(quaternions_xyzw)
+    velocity_world = np.gradient(positions_m, times_s, axis=0)
+    linear = rotations.inv().apply(velocity_world)
+    step = (rotations[:-1].inv() * rotations[1:]).as_rotvec() / np.diff(times_s)[:, None]
+    angular = np.vstack([step, step[-1:]])
+    return linear, angular
+
+
+@dataclass
+class RecordSummary:
+    scans: int
+    points: int
+    seconds: float
+    sim_seconds: float
+    lidar_busy: int = 0
+
+    @property
+    def real_time_factor(self) -> float:
+        return self.sim_seconds / self.seconds if self.seconds > 0 else math.inf
+
+    def line(self) -> str:
+        return (
+            f"{self.scans} scans, {self.points} points, {self.seconds:.1f} s for {self.sim_seconds:.1f} s of driving, "
+            f"real-time factor {self.real_time_factor:.1f}x"
+        )
+
+
+def single_scan(
+    scanner: Scanner,
+    T_world_base: np.ndarray,
+    out_dir: Path,
+    files: str = "both",
+    run: dict | None = None,
+) -> Scan:
+    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir."""
+    from acres_lidar_ros.outputs.records import episode_dict, scan_row
+
+    out_dir = prepare_run_dir(out_dir)
+    write_effective_config(out_dir, scanner.config, scanner.options, run or {})
+    position = T_world_base[:3, 3]
+    quaternion = Rotation.from_matrix(T_world_base[:3, :3]).as_quat()
+    poses = PoseHistory.from_arrays(np.zeros(1), position[None], quaternion[None], where="--pose")
+    stamp_ns = int(round(scanner.config.period_s * 1e9))
+    scan = scanner.scan(poses, stamp_ns)
+    scan_files(scan, out_dir, files)
+    row = scan_row(scan, delay_s=scanner.config.delay_s)
+    atomic_write(out_dir / "lidar.jsonl", (json.dumps(_jsonable(row)) + "\n").encode())
+    write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0))
+    return scan
+
+
+def record_drive(
+    scanner: Scanner,
+    trajectory: PoseHistory,
+    out_dir: Path,
+    duration_s: float | None = None,
+    point_type: str = "XYZI",
+    files: str = "pcd",
+    boxes_at: Callable[[float], Iterable] | None = None,
+    run: dict | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RecordSummary:
+    """Drive ``trajectory`` and record every scan into a new run directory.
+
+    Scans are due every period from the trajectory's start; each is stamped at the end of its
+    sweep and traced column by column from the pose at that column's firing time. The bag gets
+    ``/lidar/points`` (organised, ``point_type``), ``/tf``, ``/tf_static``, ``/odom`` and
+    ``/clock``; ``trajectory_gt.tum`` gets the ground-truth base_footprint poses. The bag is
+    closed, readable, on any error or Ctrl-C.
+
+    ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
+    ``progress(done, total)`` is called after each scan.
+    """
+    from acres_lidar_ros.outputs.bag import BagWriter
+    from acres_lidar_ros.outputs.layouts import organised_cloud
+    from acres_lidar_ros.outputs.records import episode_dict, scan_row
+    from acres_lidar_ros.outputs.tum import write_tum
+
+    config = scanner.config
+    out_dir = prepare_run_dir(out_dir)
+    write_effective_config(out_dir, config, scanner.options, run or {})
+    t_start, t_end = trajectory.start_s, trajectory.end_s
+    if duration_s is not None:
+        t_end = min(t_end, t_start + duration_s)
+    period_s = config.period_s
+    n_scans = int(math.floor((t_end - t_start) / period_s + 1e-9))
+    stamps_ns = [int(round((t_start + k * period_s) * 1e9)) for k in range(1, n_scans + 1)]
+
+    times = trajectory.times_s
+    in_run = (times >= t_start) & (times <= t_end)
+    sample_times = times[in_run]
+    positions, rotations = trajectory.interpolate(sample_times)
+    quaternions = Rotation.from_matrix(rotations).as_quat()
+    linear, angular = body_twist(sample_times, positions, quaternions)
+    sample_ns = np.rint(sample_times * 1e9).astype(np.int64)
+
+    mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
+    summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
+    started = time.perf_counter()
+    jsonl = out_dir / "lidar.jsonl"
+    next_sample = 0
+    try:
+        with BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag, open(jsonl, "x") as rows:
+            bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)
+            for stamp_ns in stamps_ns:
+                release_ns = stamp_ns + int(round(config.delay_s * 1e9))
+                while next_sample < len(sample_ns) and sample_ns[next_sample] <= release_ns:
+                    i = next_sample
+                    bag.write_clock(int(sample_ns[i]))
+                    bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
+                    next_sample += 1
+                boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
+                scan = scanner.scan(trajectory, stamp_ns, boxes=boxes)
+                bag.write_cloud(stamp_ns, organised_cloud(scan, point_type), log_time_ns=release_ns)
+                scan_files(scan, out_dir, files)
+                rows.write(json.dumps(_jsonable(scan_row(scan, delay_s=config.delay_s))) + "\n")
+                rows.flush()
+                summary.scans += 1
+                summary.points += int(scan.returns.valid.sum())
+                summary.sim_seconds = (stamp_ns * 1e-9) - t_start
+                if progress is not None:
+                    progress(summary.scans, n_scans)
+            while next_sample < len(sample_ns):
+                i = next_sample
+                bag.write_clock(int(sample_ns[i]))
+                bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
+                next_sample += 1
+    finally:
+        summary.seconds = time.perf_counter() - started
+        write_tum(out_dir / "trajectory_gt.tum", sample_times[:next_sample], positions[:next_sample],
+                  quaternions[:next_sample])
+        write_json(out_dir / "episode.json", episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy))
+    return summary
