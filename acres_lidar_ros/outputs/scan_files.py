@@ -1,0 +1,93 @@
+"""The files of one scan in a session folder, as the spec lays them out.
+
+``<session>/lidar/scan_<time>.ply`` (all returns) and/or ``.pcd`` (organised cloud) by
+``lidar.output``, ``<session>/lidar/scan_<time>.png`` (top view), then one row appended to
+``<session>/lidar.jsonl``. The time is the scan stamp in microseconds. The row is appended only
+after the scan's files exist (spec "Delay": the recorder releases the row when the files exist).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.outputs.files import scan_file_stem
+from acres_lidar_ros.outputs.pcd import write_pcd
+from acres_lidar_ros.outputs.ply import write_ply
+from acres_lidar_ros.outputs.preview import render_top_view, write_png
+from acres_lidar_ros.outputs.records import append_jsonl, scan_row
+from acres_lidar_ros.scan import Scan
+
+OUTPUT_MODES = ("ply", "pcd", "both")
+SCAN_FOLDER = "lidar"
+JSONL_NAME = "lidar.jsonl"
+
+
+def write_scan_files(
+    session_dir: str | os.PathLike[str],
+    scan: Scan,
+    output: str,
+    *,
+    delay_s: float,
+    period_s: float,
+    T_world_sensor_stamp: np.ndarray | None = None,
+    preview: bool = True,
+) -> dict[str, Any]:
+    """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
+
+    Parameters
+    ----------
+    session_dir : path
+        Existing session folder; ``lidar/`` is created in it when missing.
+    scan : Scan
+    output : {"ply", "pcd", "both"}
+        ``lidar.output``.
+    delay_s, period_s : float
+        ``lidar.delay_s`` and the scan period, s (see ``records.scan_row``).
+    T_world_sensor_stamp : (4, 4) float64, optional
+        Sensor pose at the stamp for the row.
+    preview : bool
+        Write the 384 x 384 px top view.
+
+    Returns
+    -------
+    The row appended to ``lidar.jsonl``; its ``files`` are relative to ``session_dir``.
+
+    Raises
+    ------
+    ConfigError
+        ``output`` is not one of ``OUTPUT_MODES``.
+    OutputError
+        ``session_dir`` is missing, or a file of this scan exists already (no row is appended).
+    """
+    if output not in OUTPUT_MODES:
+        raise ConfigError(f"lidar.output {output!r} is not an output mode; allowed: {', '.join(OUTPUT_MODES)}")
+    session_dir = Path(session_dir)
+    if not session_dir.is_dir():
+        raise OutputError(f"session folder {session_dir} does not exist")
+    scan_dir = session_dir / SCAN_FOLDER
+    try:
+        scan_dir.mkdir(exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"cannot create {scan_dir}: {error}") from error
+    stem = scan_file_stem(scan.stamp_ns)
+    files = []
+    if output in ("ply", "both"):
+        files.append(write_ply(scan_dir / f"{stem}.ply", scan))
+    if output in ("pcd", "both"):
+        files.append(write_pcd(scan_dir / f"{stem}.pcd", scan))
+    if preview:
+        files.append(write_png(scan_dir / f"{stem}.png", render_top_view(scan)))
+    row = scan_row(
+        scan,
+        delay_s,
+        period_s,
+        T_world_sensor_stamp=T_world_sensor_stamp,
+        files=[path.relative_to(session_dir).as_posix() for path in files],
+    )
+    append_jsonl(session_dir / JSONL_NAME, row)
+    return row
