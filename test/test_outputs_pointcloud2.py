@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rosbags.typesys import Stores, get_typestore
 from test_outputs_synthetic import STAMP_NS, make_scan
 
@@ -108,3 +110,23 @@ def test_cloud_must_be_organised():
 
 def test_qos_profile_is_rslidar_sdks():
     assert qos_profile_dict() == {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 100}
+
+
+SCALARS = ["i1", "u1", "<i2", "<u2", "<i4", "<u4", "<f4", "<f8"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.sampled_from(SCALARS), min_size=1, max_size=6),
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.integers(0, 2**32 - 1),
+)
+def test_any_packed_layout_round_trips(scalars, height, width, seed):
+    dtype = np.dtype([(f"f{i}", s) for i, s in enumerate(scalars)])
+    raw = np.random.default_rng(seed).integers(0, 256, size=height * width * dtype.itemsize, dtype=np.uint8)
+    cloud = raw.view(dtype).reshape(height, width)
+    msg = pointcloud2_message(cloud, "lidar", 5, TYPESTORE)
+    back = decode_pointcloud2(TYPESTORE.deserialize_cdr(TYPESTORE.serialize_cdr(msg, msg.__msgtype__), msg.__msgtype__))
+    assert back.tobytes() == cloud.tobytes()
+    assert [back.dtype.fields[n][1] for n in back.dtype.names] == [dtype.fields[n][1] for n in dtype.names]
