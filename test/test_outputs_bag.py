@@ -176,3 +176,13 @@ def test_write_after_close_is_refused(tmp_path):
     bag.close()  # twice is fine
     with pytest.raises(OutputError, match="not open"):
         bag.write_clock(0)
+
+
+def test_cloud_log_time_can_be_its_release_time(tmp_path):
+    scan = make_scan(seed=22)
+    release_ns = STAMP_NS + 12_000_000
+    with BagWriter(tmp_path / "drive") as bag:
+        bag.write_scan(scan, log_time_ns=release_ns)
+    for _, log_time, msg in _read_mcap(tmp_path / "drive"):
+        assert log_time == release_ns
+        assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == STAMP_NS

@@ -127,3 +127,9 @@ def test_episode_without_material_parameters_lists_names():
 def test_episode_rejects_bad_input(counters, extra, match):
     with pytest.raises(OutputError, match=match):
         episode_dict(counters, extra=extra)
+
+
+def test_counters_as_keywords_and_row_without_period():
+    assert episode_dict({"scans": 2}, lidar_busy=1)["counters"] == {"scans": 2, "lidar_busy": 1}
+    assert episode_dict(scans=3)["counters"] == {"scans": 3}
+    assert scan_row(make_scan(seed=34), delay_s=0.05)["sweep"]["period_s"] is None

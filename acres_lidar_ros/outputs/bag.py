@@ -13,7 +13,8 @@ topic                     type                           contents
 ``/clock``                rosgraph_msgs/msg/Clock        simulation time
 ========================  =============================  ==========================================
 
-The bag's receive time of each message is its header stamp. ``BagWriter`` refuses to write into
+The bag's receive time of each message is its header stamp (a cloud may give a later one, its
+release time). ``BagWriter`` refuses to write into
 an existing path and closes the bag on any exception (including ``KeyboardInterrupt``), so what
 was written so far stays a readable bag. (rosbags' own context manager aborts on an exception,
 which leaves an MCAP without its summary and no metadata.yaml.)
@@ -281,22 +282,26 @@ class BagWriter:
         clock = self.typestore.types["rosgraph_msgs/msg/Clock"](clock=time_message(stamp_ns, self.typestore))
         self._write(CLOCK_TOPIC, stamp_ns, clock)
 
-    def write_cloud(self, stamp_ns: int, cloud: np.ndarray) -> None:
+    def write_cloud(self, stamp_ns: int, cloud: np.ndarray, *, log_time_ns: int | None = None) -> None:
         """Write an organised cloud on ``/lidar/points`` in the lidar frame.
 
         Parameters
         ----------
         stamp_ns : int
-            Scan stamp, ns.
+            Scan stamp (header stamp), ns.
         cloud : (columns, rings) structured array of the writer's point type
+        log_time_ns : int, optional
+            Bag receive time, ns, e.g. when the scan was released (stamp + processing);
+            default ``stamp_ns``.
         """
         cloud = np.asarray(cloud)
         if cloud.dtype != self.point_dtype:
             raise OutputError(
                 f"cloud dtype {cloud.dtype} is not the bag's point type {self.point_type} ({self.point_dtype})"
             )
-        self._write(CLOUD_TOPIC, stamp_ns, pointcloud2_message(cloud, self.lidar_frame, stamp_ns, self.typestore))
+        message = pointcloud2_message(cloud, self.lidar_frame, stamp_ns, self.typestore)
+        self._write(CLOUD_TOPIC, stamp_ns if log_time_ns is None else log_time_ns, message)
 
-    def write_scan(self, scan: Scan) -> None:
+    def write_scan(self, scan: Scan, *, log_time_ns: int | None = None) -> None:
         """Write the scan's organised cloud at its stamp (``write_cloud`` of ``organised_cloud``)."""
-        self.write_cloud(scan.stamp_ns, organised_cloud(scan, self.point_type))
+        self.write_cloud(scan.stamp_ns, organised_cloud(scan, self.point_type), log_time_ns=log_time_ns)

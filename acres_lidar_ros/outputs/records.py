@@ -85,7 +85,7 @@ def pose_dict(T_world_sensor: np.ndarray) -> dict[str, list[float]]:
 def scan_row(
     scan: Scan,
     delay_s: float,
-    period_s: float,
+    period_s: float | None = None,
     *,
     T_world_sensor_stamp: np.ndarray | None = None,
     files: Sequence[str] = (),
@@ -97,8 +97,8 @@ def scan_row(
     scan : Scan
     delay_s : float
         ``lidar.delay_s``: ``available_time_s = sample_time_s + delay_s``.
-    period_s : float
-        Scan period ``T = 1 / hz``, s.
+    period_s : float, optional
+        Scan period ``T = 1 / hz``, s (``None`` in the row when not given).
     T_world_sensor_stamp : (4, 4) float64, optional
         Sensor pose at the stamp. Default: the pose of the column that fires last (closest to
         the stamp; the pose of every column without motion distortion).
@@ -131,7 +131,7 @@ def scan_row(
         "material_counts": _counts_by_name(scan.returns.material_id[valid], MATERIAL_NAMES, "material"),
         "sensor_pose": pose_dict(T_world_sensor_stamp),
         "sweep": {
-            "period_s": float(period_s),
+            "period_s": None if period_s is None else _number(period_s),
             "first_firing_time_s": sample_time_s + float(time_offset_s.min()),
             "last_firing_time_s": sample_time_s + float(time_offset_s.max()),
         },
@@ -144,18 +144,21 @@ def scan_row(
 
 
 def episode_dict(
-    counters: Mapping[str, int],
+    counters: Mapping[str, int] | None = None,
     *,
     material_table: Any = None,
     model_parts: Mapping[str, str] = MODEL_PARTS,
     extra: Mapping[str, Any] | None = None,
+    **more_counters: int,
 ) -> dict[str, Any]:
     """The ``episode.json`` content of a run.
 
     Parameters
     ----------
-    counters : mapping of str to int
+    counters : mapping of str to int, optional
         Run counters, e.g. ``lidar_busy`` (scans dropped because two were in work), ``scans``.
+    **more_counters : int
+        More counters as keywords: ``episode_dict(scans=120, lidar_busy=3)``.
     material_table : config.MaterialTable, optional
         The effective material parameters (``names`` and (M,) arrays); without it the table lists
         numbers and names only.
@@ -164,6 +167,7 @@ def episode_dict(
     extra : mapping, optional
         More JSON data to include under its own keys (e.g. the effective config).
     """
+    counters = {**(counters or {}), **more_counters}
     bad = {key: value for key, value in counters.items() if isinstance(value, bool) or not isinstance(value, (int, np.integer))}
     if bad:
         raise OutputError(f"episode counters must be integers, got {bad}")
