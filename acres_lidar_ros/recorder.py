@@ -62,21 +62,17 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
     write_json(out_dir / "config.json", {"sensors": config.effective, "options": asdict(options), "run": run})
 
 
-def scan_files(scan: Scan, out_dir: Path, files: str) -> list[Path]:
-    """Write the scan's point files (``pcd``, ``ply``, ``both`` or ``none``) and its PNG preview."""
-    from acres_lidar_ros.outputs.pcd import write_pcd
-    from acres_lidar_ros.outputs.ply import write_ply
-    from acres_lidar_ros.outputs.preview import render_top_view, write_png
+def write_scan_outputs(scan: Scan, out_dir: Path, files: str, config: SensorConfig) -> dict:
+    """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
+    preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
+    from acres_lidar_ros.outputs.records import append_jsonl, scan_row
+    from acres_lidar_ros.outputs.scan_files import write_scan_files
 
-    stem = out_dir / "lidar" / scan_file_stem(scan.stamp_ns)
-    written = []
-    if files in ("pcd", "both"):
-        written.append(write_pcd(stem.with_suffix(".pcd"), scan))
-    if files in ("ply", "both"):
-        written.append(write_ply(stem.with_suffix(".ply"), scan))
-    if files != "none":
-        written.append(write_png(stem.with_suffix(".png"), render_top_view(scan)))
-    return written
+    if files == "none":
+        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s)
+        append_jsonl(out_dir / "lidar.jsonl", row)
+        return row
+    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s)
 
 
 def body_twist(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +118,7 @@ def single_scan(
     run: dict | None = None,
 ) -> Scan:
     """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir."""
-    from acres_lidar_ros.outputs.records import episode_dict, scan_row
+    from acres_lidar_ros.outputs.records import episode_dict
 
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, scanner.config, scanner.options, run or {})
@@ -131,10 +127,8 @@ def single_scan(
     poses = PoseHistory.from_arrays(np.zeros(1), position[None], quaternion[None], where="--pose")
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
-    scan_files(scan, out_dir, files)
-    row = scan_row(scan, delay_s=scanner.config.delay_s)
-    atomic_write(out_dir / "lidar.jsonl", (json.dumps(_jsonable(row)) + "\n").encode())
-    write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0))
+    write_scan_outputs(scan, out_dir, files, scanner.config)
+    write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials))
     return scan
 
 
@@ -162,7 +156,7 @@ def record_drive(
     """
     from acres_lidar_ros.outputs.bag import BagWriter
     from acres_lidar_ros.outputs.layouts import organised_cloud
-    from acres_lidar_ros.outputs.records import episode_dict, scan_row
+    from acres_lidar_ros.outputs.records import episode_dict
     from acres_lidar_ros.outputs.tum import write_tum
 
     config = scanner.config
@@ -186,10 +180,9 @@ def record_drive(
     mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
     started = time.perf_counter()
-    jsonl = out_dir / "lidar.jsonl"
     next_sample = 0
     try:
-        with BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag, open(jsonl, "x") as rows:
+        with BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag:
             bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)
             for stamp_ns in stamps_ns:
                 release_ns = stamp_ns + int(round(config.delay_s * 1e9))
@@ -201,9 +194,7 @@ def record_drive(
                 boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
                 scan = scanner.scan(trajectory, stamp_ns, boxes=boxes)
                 bag.write_cloud(stamp_ns, organised_cloud(scan, point_type), log_time_ns=release_ns)
-                scan_files(scan, out_dir, files)
-                rows.write(json.dumps(_jsonable(scan_row(scan, delay_s=config.delay_s))) + "\n")
-                rows.flush()
+                write_scan_outputs(scan, out_dir, files, config)
                 summary.scans += 1
                 summary.points += int(scan.returns.valid.sum())
                 summary.sim_seconds = (stamp_ns * 1e-9) - t_start
@@ -218,5 +209,5 @@ def record_drive(
         summary.seconds = time.perf_counter() - started
         write_tum(out_dir / "trajectory_gt.tum", sample_times[:next_sample], positions[:next_sample],
                   quaternions[:next_sample])
-        write_json(out_dir / "episode.json", episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy))
+        write_json(out_dir / "episode.json", episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy, material_table=config.materials))
     return summary
