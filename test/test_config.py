@@ -212,3 +212,9 @@ def test_readme_table_lists_every_key():
         assert f"`lidar.{p.name}`" in table
     for p in MATERIAL_PARAMS:
         assert f"`lidar.materials.<name>.{p.name}`" in table
+
+
+def test_readme_parameter_table_is_the_schema(repo_root):
+    readme = (repo_root / "README.md").read_text()
+    block = readme.split("<!-- schema-table-start -->\n", 1)[1].split("\n<!-- schema-table-end -->", 1)[0]
+    assert block == markdown_table()
