@@ -1,0 +1,341 @@
+"""The node's ROS 2 parameters, built from the one schema (``schema.py``), without ROS.
+
+Three groups, all declared by ``lidar_node``:
+
+* ``lidar.<key>``: every key of the sensors file (``schema.LIDAR_PARAMS``), default from the
+  loaded sensors file; read-only unless the schema marks it ``runtime`` (noise, return mode,
+  motion distortion, weather on/off), because the rest changes the beam geometry or the trace.
+* the scan options ``rain_mm_per_h``, ``visibility_m``, ``noise`` (runtime) and ``seed``
+  (``schema.OPTION_PARAMS``);
+* the node's own wiring (``NODE_PARAMS``): sensors file, scene, topics, frames, point type, QoS
+  depth, pose source, ``ts_first_point`` and the pose wait. All read-only: they take effect at
+  start-up (from ``config/polaris.yaml`` or ``--ros-args -p``).
+
+``declarations`` gives one ``ParamDecl`` per parameter (name, ROS type, default, description,
+range, read_only) and ``ParamDecl.descriptor_fields`` the fields of an
+``rcl_interfaces/msg/ParameterDescriptor``; the node turns them into messages. ``check_changes``
+is the on-set validation: ``(ok, reason)``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from acres_lidar_ros.config import SensorConfig
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
+
+LIDAR_PREFIX = "lidar."
+
+# rcl_interfaces/msg/ParameterType
+PARAMETER_TYPE = {"bool": 1, "integer": 2, "double": 3, "string": 4, "double_array": 8}
+_TYPE_OF_KIND = {"bool": "bool", "int": "integer", "float": "double", "str": "string", "path": "string",
+                 "float_list": "double_array"}
+
+_TOPIC = re.compile(r"^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+_FRAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
+
+
+@dataclass(frozen=True)
+class ParamDecl:
+    """One ROS parameter of the node.
+
+    ``type`` is a key of ``PARAMETER_TYPE``; ``default`` is None only for a list key the sensors
+    file leaves unset (declared without a value). ``low``/``high`` become a floating-point or
+    integer range (closed: an open bound of the schema is enforced by ``check_changes``);
+    ``step`` is the integer step (``sub_rays``: 1 or 7 is the range 1..7 step 6). ``group`` is
+    ``lidar``, ``option`` or ``node``; ``key`` the sensors-file key or option name.
+    """
+
+    name: str
+    type: str
+    default: Any
+    description: str
+    read_only: bool
+    group: str
+    key: str
+    low: float | int | None = None
+    high: float | int | None = None
+    step: float | int = 0
+    additional_constraints: str = ""
+    choices: tuple[str, ...] = ()
+
+    def descriptor_fields(self) -> dict[str, Any]:
+        """Fields of ``rcl_interfaces/msg/ParameterDescriptor``; ranges as lists of dicts of
+        ``FloatingPointRange`` / ``IntegerRange`` fields (empty when unbounded)."""
+        fp_range: list[dict[str, Any]] = []
+        int_range: list[dict[str, Any]] = []
+        if self.low is not None or self.high is not None:
+            if self.type == "double":
+                fp_range.append({
+                    "from_value": float(-math.inf if self.low is None else self.low),
+                    "to_value": float(math.inf if self.high is None else self.high),
+                    "step": float(self.step),
+                })
+            elif self.type == "integer":
+                int_range.append({
+                    "from_value": int(-(2**63) if self.low is None else self.low),
+                    "to_value": int(2**63 - 1 if self.high is None else self.high),
+                    "step": int(self.step or 1),
+                })
+        return {
+            "name": self.name,
+            "type": PARAMETER_TYPE[self.type],
+            "description": self.description,
+            "additional_constraints": self.additional_constraints,
+            "read_only": self.read_only,
+            "dynamic_typing": False,
+            "floating_point_range": fp_range,
+            "integer_range": int_range,
+        }
+
+
+@dataclass(frozen=True)
+class NodeParam:
+    name: str
+    type: str
+    default: Any
+    description: str
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    pattern: str = ""  # "topic", "frame", "topic_or_empty" or ""
+
+    def check(self, value: Any) -> Any:
+        where = self.name
+        if self.type == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} = {value!r}: expected true or false")
+            return value
+        if self.type == "string":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where} = {value!r}: expected a string")
+            if self.choices and value not in self.choices:
+                raise ConfigError(f"{where} = {value!r}: expected one of {', '.join(self.choices)}")
+            if self.pattern == "topic_or_empty" and value == "":
+                return value
+            if self.pattern.startswith("topic") and not _TOPIC.match(value):
+                raise ConfigError(f"{where} = {value!r}: expected a topic name such as /lidar/points")
+            if self.pattern == "frame" and not _FRAME.match(value):
+                raise ConfigError(f"{where} = {value!r}: expected a frame name (letters, digits, _ and /)")
+            return value
+        integer = self.type == "integer"
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok or not math.isfinite(value):
+            raise ConfigError(f"{where} = {value!r}: expected {'an integer' if integer else 'a number'}")
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise ConfigError(f"{where} = {value!r} is out of range: expected {self.low:g} to {self.high:g}")
+        return int(value) if integer else float(value)
+
+
+NODE_PARAMS: tuple[NodeParam, ...] = (
+    NodeParam("sensors", "string", "polaris", "Sensors file: polaris, default, or a path to a JSON file."),
+    NodeParam("scene", "string", "", "Scene file; empty: the built-in farm."),
+    NodeParam("topic", "string", "/lidar/points", "Cloud topic (rslidar_sdk: ros_send_point_cloud_topic, "
+              "/rslidar_points).", pattern="topic"),
+    NodeParam("point_type", "string", "XYZI", "Point layout of the cloud: XYZI (the vehicle's) or XYZIRT "
+              "(rslidar_sdk's PointXYZIRT).", choices=("XYZI", "XYZIRT")),
+    NodeParam("qos_depth", "integer", 100, "Keep-last depth of the reliable, volatile cloud publisher "
+              "(rslidar_sdk: 100).", low=1, high=10000),
+    NodeParam("ts_first_point", "bool", False, "Stamp the cloud with its first point instead of its last, "
+              "as rslidar_sdk's ts_first_point."),
+    NodeParam("pose_source", "string", "odom", "Base pose from nav_msgs/Odometry (odom) or from TF "
+              "odom_frame -> base_frame (tf).", choices=("odom", "tf")),
+    NodeParam("odom_topic", "string", "/odom", "nav_msgs/Odometry topic (pose_source odom).", pattern="topic"),
+    NodeParam("odom_frame", "string", "odom", "World frame of the poses (the odometry's header.frame_id).",
+              pattern="frame"),
+    NodeParam("base_frame", "string", "base_footprint", "Vehicle frame the lidar is mounted on (the odometry's "
+              "child_frame_id).", pattern="frame"),
+    NodeParam("pose_timeout_s", "double", 0.05, "Wait after the end of a sweep for a pose at or after it; "
+              "then extrapolate.", low=0.0, high=1.0),
+    NodeParam("max_extrapolation_s", "double", 0.1, "Longest extrapolation beyond the newest pose; a scan "
+              "further away is skipped.", low=0.0, high=1.0),
+    NodeParam("vehicle_markers_topic", "string", "/vehicle_markers", "visualization_msgs/MarkerArray of other "
+              "vehicles (CUBE markers become boxes); empty: none.", pattern="topic_or_empty"),
+)
+NODE_PARAM: dict[str, NodeParam] = {p.name: p for p in NODE_PARAMS}
+
+
+def _effective_value(config: SensorConfig, key: str) -> Any:
+    node: Any = config.effective["lidar"]
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _ros_default(param: Param, value: Any) -> Any:
+    if param.kind == "path":
+        return "" if value is None else str(value)
+    if value is None:
+        return None
+    if param.kind == "float":
+        return float(value)
+    if param.kind == "float_list":
+        return [float(v) for v in value]
+    return value
+
+
+def _range(param: Param) -> tuple[Any, Any, Any]:
+    if param.kind not in ("int", "float") or param.choices:
+        return None, None, 0
+    if param.int_values:
+        values = sorted(param.int_values)
+        steps = {b - a for a, b in zip(values, values[1:])}
+        return values[0], values[-1], (steps.pop() if len(steps) == 1 else 1)
+    return param.low, param.high, 0
+
+
+def _decl(param: Param, name: str, default: Any, group: str) -> ParamDecl:
+    low, high, step = _range(param)
+    unit = f" [{param.unit}]" if param.unit else ""
+    return ParamDecl(
+        name=name,
+        type=_TYPE_OF_KIND[param.kind],
+        default=default,
+        description=f"{param.description}{unit}",
+        read_only=not param.runtime,
+        group=group,
+        key=param.name,
+        low=low,
+        high=high,
+        step=step,
+        additional_constraints=param.allowed() + ("" if param.runtime else "; read-only: set it at start-up"),
+        choices=param.choices,
+    )
+
+
+def declarations(config: SensorConfig) -> list[ParamDecl]:
+    """Every parameter of the node, defaults from ``config`` (the loaded sensors file)."""
+    out = [
+        ParamDecl(
+            name=p.name, type=p.type, default=p.default, description=p.description, read_only=True,
+            group="node", key=p.name, low=p.low, high=p.high,
+            step=1 if p.type == "integer" else 0,
+            additional_constraints=("one of " + ", ".join(p.choices) if p.choices else "")
+            + "; read-only: set it at start-up",
+            choices=p.choices,
+        )
+        for p in NODE_PARAMS
+    ]
+    for param in LIDAR_PARAMS:
+        out.append(_decl(param, LIDAR_PREFIX + param.name, _ros_default(param, _effective_value(config, param.name)),
+                         "lidar"))
+    for param in OPTION_PARAMS:
+        out.append(_decl(param, param.name, _ros_default(param, param.default), "option"))
+    return out
+
+
+def _lidar_param(name: str) -> Param:
+    for param in LIDAR_PARAMS:
+        if LIDAR_PREFIX + param.name == name:
+            return param
+    raise KeyError(name)
+
+
+def check_value(decl: ParamDecl, value: Any) -> Any:
+    """Validate one value of a parameter; returns it in the sensors file's Python form (a path's
+    empty string becomes None) or raises ``ConfigError`` whose message names the parameter."""
+    if decl.group == "node":
+        return NODE_PARAM[decl.name].check(value)
+    if decl.group == "option":
+        try:
+            return check_option(decl.key, value)
+        except ConfigError as exc:
+            raise ConfigError(str(exc)) from exc
+    param = _lidar_param(decl.name)
+    if param.kind == "path" and value in ("", None):
+        return None
+    if param.kind == "float_list" and isinstance(value, tuple):
+        value = list(value)
+    if param.kind == "float_list" and value is not None and not isinstance(value, list):
+        try:  # rclpy hands a double_array as array.array
+            value = [float(v) for v in value]
+        except TypeError:
+            pass
+    return param.validate(value, decl.name)
+
+
+def check_changes(
+    changes: Mapping[str, Any], decls: Mapping[str, ParamDecl], config: SensorConfig | None = None
+) -> tuple[bool, str]:
+    """The on-set validation: ``(True, "")`` or ``(False, reason)`` for the first bad change.
+
+    A read-only parameter is refused (it needs a restart); each value is checked against the
+    schema; with ``config``, the runtime sensors-file changes are applied together with
+    ``SensorConfig.with_overrides`` so that cross-key rules hold as well.
+    """
+    lidar: dict[str, Any] = {}
+    for name, value in changes.items():
+        decl = decls.get(name)
+        if decl is None:
+            return False, f"{name}: not a parameter of lidar_node"
+        if decl.read_only:
+            return False, f"{name} is read-only: it takes effect at start-up; restart the node to change it"
+        try:
+            checked = check_value(decl, value)
+        except ConfigError as exc:
+            return False, str(exc)
+        if decl.group == "lidar":
+            lidar[decl.key] = checked
+    if config is not None and lidar:
+        try:
+            config.with_overrides(lidar)
+        except ConfigError as exc:
+            return False, str(exc)
+    return True, ""
+
+
+def split_changes(changes: Mapping[str, Any], decls: Mapping[str, ParamDecl]) -> tuple[dict, dict]:
+    """Accepted runtime changes -> (sensors-file overrides for ``SensorConfig.with_overrides``,
+    scan options for ``ScanOptions`` / ``Scanner.set_options``)."""
+    lidar: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for name, value in changes.items():
+        decl = decls[name]
+        checked = check_value(decl, value)
+        if decl.group == "lidar":
+            lidar[decl.key] = checked
+        elif decl.group == "option":
+            options[decl.key] = checked
+    return lidar, options
+
+
+def startup_overrides(values: Mapping[str, Any], config: SensorConfig) -> dict[str, Any]:
+    """Sensors-file keys whose start-up parameter value (``lidar.<key>`` from a YAML file or the
+    command line) differs from the loaded file: the overrides to apply before the first scan.
+    Raises ``ConfigError`` naming the parameter for a bad value."""
+    overrides: dict[str, Any] = {}
+    for param in LIDAR_PARAMS:
+        name = LIDAR_PREFIX + param.name
+        if name not in values or values[name] is None:
+            continue
+        decl = _decl(param, name, None, "lidar")
+        checked = check_value(decl, values[name])
+        current = _effective_value(config, param.name)
+        if param.kind == "path":
+            current = None if current is None else str(current)
+            checked = None if checked is None else str(checked)
+        if checked != current:
+            overrides[param.name] = checked
+    return overrides
+
+
+def option_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Scan options from start-up parameter values (validated; unknown names ignored)."""
+    out = {}
+    for param in OPTION_PARAMS:
+        if param.name in values and values[param.name] is not None:
+            out[param.name] = check_option(param.name, values[param.name])
+    return out
+
+
+def node_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The node's own parameters from start-up values, validated, defaults filled in."""
+    return {p.name: p.check(values[p.name]) if values.get(p.name) is not None else p.default for p in NODE_PARAMS}
+
+
+def by_name(decls: Iterable[ParamDecl]) -> dict[str, ParamDecl]:
+    return {d.name: d for d in decls}

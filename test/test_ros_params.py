@@ -1,0 +1,163 @@
+"""The node's parameter declarations and on-set validation come from the one schema (no ROS)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rosbags.typesys import Stores, get_typestore
+
+from acres_lidar_ros.config import load_sensor_config
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.ros_params import (
+    NODE_PARAMS,
+    PARAMETER_TYPE,
+    by_name,
+    check_changes,
+    declarations,
+    node_values,
+    option_values,
+    split_changes,
+    startup_overrides,
+)
+from acres_lidar_ros.schema import LIDAR_PARAMS, OPTION_PARAMS
+
+TYPES = get_typestore(Stores.ROS2_JAZZY).types
+
+
+@pytest.fixture(scope="module")
+def polaris():
+    return load_sensor_config("polaris")
+
+
+@pytest.fixture(scope="module")
+def decls(polaris):
+    return by_name(declarations(polaris))
+
+
+def test_every_schema_key_and_node_parameter_is_declared_once(polaris):
+    names = [d.name for d in declarations(polaris)]
+    assert len(names) == len(set(names))
+    expected = {"lidar." + p.name for p in LIDAR_PARAMS} | {p.name for p in OPTION_PARAMS} | {
+        p.name for p in NODE_PARAMS}
+    assert set(names) == expected
+
+
+def test_only_the_runtime_keys_are_writable(decls):
+    writable = sorted(name for name, d in decls.items() if not d.read_only)
+    assert writable == sorted([
+        "lidar.std_m", "lidar.return_mode", "lidar.motion_distortion", "lidar.radiometry.range_std_low_snr_m",
+        "lidar.weather.enabled", "rain_mm_per_h", "visibility_m", "noise",
+    ])
+
+
+def test_defaults_come_from_the_loaded_sensors_file(decls, polaris):
+    assert decls["lidar.columns"].default == 1800
+    assert decls["lidar.delay_s"].default == 0.012
+    assert decls["lidar.frame_id"].default == "lidar"
+    assert decls["lidar.return_mode"].default == "strongest"
+    assert decls["lidar.position_flu_m"].default == [2.5, 0.0, 2.039]
+    assert decls["lidar.rpy_deg"].default == [-1.518, 5.317, 0.0]
+    assert len(decls["lidar.elevations_deg"].default) == 32
+    assert decls["lidar.hz"].type == "double" and decls["lidar.columns"].type == "integer"
+    assert decls["topic"].default == "/lidar/points" and decls["point_type"].default == "XYZI"
+    assert decls["qos_depth"].default == 100
+    default = by_name(declarations(load_sensor_config("default")))
+    assert default["lidar.elevations_deg"].default is None  # declared without a value
+    assert default["lidar.self_returns"].default == ""
+
+
+def _in_descriptor_range(fields: dict, value) -> bool:
+    """The range check rclpy applies before the on-set callback."""
+    for r in fields["floating_point_range"]:
+        if not r["from_value"] <= value <= r["to_value"]:
+            return False
+    for r in fields["integer_range"]:
+        if not r["from_value"] <= value <= r["to_value"]:
+            return False
+        if value != r["to_value"] and (value - r["from_value"]) % r["step"]:
+            return False
+    return True
+
+
+def test_descriptors_are_valid_messages_and_hold_their_defaults(decls):
+    Descriptor = TYPES["rcl_interfaces/msg/ParameterDescriptor"]
+    FloatRange = TYPES["rcl_interfaces/msg/FloatingPointRange"]
+    IntRange = TYPES["rcl_interfaces/msg/IntegerRange"]
+    for decl in decls.values():
+        fields = decl.descriptor_fields()
+        message = Descriptor(**{
+            **fields,
+            "floating_point_range": [FloatRange(**r) for r in fields["floating_point_range"]],
+            "integer_range": [IntRange(**r) for r in fields["integer_range"]],
+        })
+        assert message.type == PARAMETER_TYPE[decl.type] and message.description
+        if decl.default is not None and decl.type in ("double", "integer"):
+            assert _in_descriptor_range(fields, decl.default), decl.name
+
+
+def test_ranges_follow_the_schema(decls):
+    hz = decls["lidar.hz"].descriptor_fields()["floating_point_range"]
+    assert hz == [{"from_value": 1.0, "to_value": 120.0, "step": 0.0}]
+    sub_rays = decls["lidar.sub_rays"].descriptor_fields()
+    assert sub_rays["integer_range"] == [{"from_value": 1, "to_value": 7, "step": 6}]
+    assert [v for v in range(0, 9) if _in_descriptor_range(sub_rays, v)] == [1, 7]
+    visibility = decls["visibility_m"].descriptor_fields()["floating_point_range"]
+    assert visibility[0]["from_value"] == 10.0 and visibility[0]["to_value"] == math.inf
+    assert decls["lidar.return_mode"].descriptor_fields()["floating_point_range"] == []
+    assert "dual_strongest_last" in decls["lidar.return_mode"].additional_constraints
+    assert decls["lidar.columns"].read_only and "read-only" in decls["lidar.columns"].additional_constraints
+
+
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({"lidar.std_m": 2.0}, "lidar.std_m = 2.0 is out of range: expected a number >= 0 and <= 1"),
+        ({"lidar.std_m": "x"}, "lidar.std_m = 'x': expected a number >= 0 and <= 1"),
+        ({"lidar.return_mode": "median"}, "lidar.return_mode = 'median': expected one of strongest, first"),
+        ({"visibility_m": 5.0}, "visibility_m = 5.0 is out of range: expected a number >= 10"),
+        ({"rain_mm_per_h": -1.0}, "rain_mm_per_h = -1.0 is out of range"),
+        ({"noise": 1}, "noise = 1: expected true or false"),
+        ({"lidar.columns": 900}, "lidar.columns is read-only"),
+        ({"topic": "/other"}, "topic is read-only"),
+        ({"lidar.bogus": 1}, "lidar.bogus: not a parameter of lidar_node"),
+    ],
+)
+def test_bad_runtime_changes_are_refused_with_a_reason(decls, polaris, changes, reason):
+    ok, why = check_changes(changes, decls, polaris)
+    assert not ok and why.startswith(reason)
+
+
+def test_good_runtime_changes_are_accepted_and_split(decls, polaris):
+    changes = {"lidar.std_m": 0.01, "lidar.return_mode": "last", "rain_mm_per_h": 12.5,
+               "visibility_m": math.inf, "noise": False, "lidar.weather.enabled": False}
+    assert check_changes(changes, decls, polaris) == (True, "")
+    lidar, options = split_changes(changes, decls)
+    assert lidar == {"std_m": 0.01, "return_mode": "last", "weather.enabled": False}
+    assert options == {"rain_mm_per_h": 12.5, "visibility_m": math.inf, "noise": False}
+    updated = polaris.with_overrides(lidar)
+    assert updated.std_m == 0.01 and updated.return_mode == "last" and not updated.weather.enabled
+
+
+def test_every_declared_default_passes_its_own_validation(polaris):
+    decls = declarations(polaris)
+    values = {d.name: d.default for d in decls}
+    assert startup_overrides(values, polaris) == {}
+    assert option_values(values) == {"rain_mm_per_h": 0.0, "visibility_m": math.inf, "noise": True, "seed": 0}
+    assert node_values(values)["pose_source"] == "odom"
+
+
+def test_startup_values_become_overrides_and_bad_ones_name_the_parameter(polaris):
+    overrides = startup_overrides({"lidar.columns": 900, "lidar.frame_id": "rslidar",
+                                   "lidar.delay_s": 0.012}, polaris)
+    assert overrides == {"columns": 900, "frame_id": "rslidar"}
+    assert polaris.with_overrides(overrides).frame_id == "rslidar"
+    with pytest.raises(ConfigError, match=r"lidar\.columns = 2 is out of range: expected an integer >= 4"):
+        startup_overrides({"lidar.columns": 2}, polaris)
+    with pytest.raises(ConfigError, match="point_type = 'XYZ'"):
+        node_values({"point_type": "XYZ"})
+    with pytest.raises(ConfigError, match="topic = 'lidar points'"):
+        node_values({"topic": "lidar points"})
+    with pytest.raises(ConfigError, match="qos_depth = 0 is out of range"):
+        node_values({"qos_depth": 0})
+    assert node_values({"vehicle_markers_topic": ""})["vehicle_markers_topic"] == ""
