@@ -207,9 +207,9 @@ def _decl(param: Param, name: str, default: Any, group: str) -> ParamDecl:
     )
 
 
-def declarations(config: SensorConfig) -> list[ParamDecl]:
-    """Every parameter of the node, defaults from ``config`` (the loaded sensors file)."""
-    out = [
+def node_declarations() -> list[ParamDecl]:
+    """The node's own parameters (declared first: ``sensors`` names the file the rest come from)."""
+    return [
         ParamDecl(
             name=p.name, type=p.type, default=p.default, description=p.description, read_only=True,
             group="node", key=p.name, low=p.low, high=p.high,
@@ -220,6 +220,11 @@ def declarations(config: SensorConfig) -> list[ParamDecl]:
         )
         for p in NODE_PARAMS
     ]
+
+
+def declarations(config: SensorConfig) -> list[ParamDecl]:
+    """Every parameter of the node, defaults from ``config`` (the loaded sensors file)."""
+    out = node_declarations()
     for param in LIDAR_PARAMS:
         out.append(_decl(param, LIDAR_PREFIX + param.name, _ros_default(param, _effective_value(config, param.name)),
                          "lidar"))

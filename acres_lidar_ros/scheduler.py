@@ -399,6 +399,63 @@ class ScanScheduler:
             out.publish.append(job)
 
 
+class LogThrottle:
+    """One log line per event kind per ``period_s`` (the node's throttle for repeated warnings).
+
+    ``clock`` returns ns (default: the monotonic wall clock, so a paused sim clock still logs).
+    """
+
+    def __init__(self, period_s: float = 5.0, clock: Clock = time.monotonic_ns) -> None:
+        self.period_ns = int(round(period_s * NS_PER_S))
+        self.clock = clock
+        self._last: dict[str, int] = {}
+        self.suppressed: dict[str, int] = {}
+
+    def allow(self, kind: str) -> bool:
+        now = int(self.clock())
+        last = self._last.get(kind)
+        if last is not None and now - last < self.period_ns:
+            self.suppressed[kind] = self.suppressed.get(kind, 0) + 1
+            return False
+        self._last[kind] = now
+        return True
+
+
+DIAGNOSTIC_KEYS = (
+    ("scans_published", "published"),
+    ("scans_late", "late"),
+    ("scans_dropped_busy", "dropped_busy"),
+    ("scans_extrapolated", "extrapolated"),
+    ("scans_skipped_no_pose", "skipped_no_pose"),
+    ("scans_failed", "failed"),
+    ("scans_in_work", "in_work"),
+)
+
+
+def diagnostic_status(current: dict[str, Any], previous: dict[str, Any] | None) -> tuple[str, str, list[tuple[str, str]]]:
+    """Level (``OK``, ``WARN``, ``ERROR``), message and key/value pairs of the node's
+    ``diagnostic_msgs/DiagnosticStatus`` from two successive ``ScanScheduler.diagnostics()``.
+
+    WARN when scans were dropped, late, extrapolated or skipped since the previous report; ERROR
+    when a trace failed or nothing was published in the interval though scans were due.
+    """
+    previous = previous or {}
+    delta = {k: current.get(k, 0) - previous.get(k, 0) for k in COUNT_KEYS}
+    if delta["failed"] or (delta["due"] and not delta["published"] and not current.get("in_work")):
+        level = "ERROR"
+    elif delta["dropped_busy"] or delta["late"] or delta["extrapolated"] or delta["skipped_no_pose"]:
+        level = "WARN"
+    else:
+        level = "OK"
+    message = (f"{delta['published']} published, {delta['late']} late, {delta['dropped_busy']} dropped (busy), "
+               f"{delta['skipped_no_pose']} without pose since the last report")
+    values = [(key, str(int(current.get(name, 0)))) for key, name in DIAGNOSTIC_KEYS]
+    trace_ms, rtf = current.get("trace_ms", math.nan), current.get("real_time_factor", math.nan)
+    values.append(("trace_ms", "nan" if math.isnan(trace_ms) else f"{trace_ms:.1f}"))
+    values.append(("real_time_factor", "nan" if math.isnan(rtf) else f"{rtf:.2f}"))
+    return level, message, values
+
+
 # --------------------------------------------------------------------------------------------
 # Pose ingestion
 
@@ -793,7 +850,8 @@ def run_schedule_benchmark(
     from acres_lidar_ros.outputs.layouts import organised_cloud
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scene.farm import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
 
     config = load_sensor_config(sensors)
     scene = build_default_farm(seed)

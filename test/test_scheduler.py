@@ -13,7 +13,8 @@ from scipy.spatial.transform import Rotation
 from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.poses import PoseHistory
 from acres_lidar_ros.scheduler import (
-    OdometrySample,
+    LogThrottle,
+    diagnostic_status,
     PoseTracker,
     ScanScheduler,
     boxes_from_markers,
@@ -564,3 +565,41 @@ def test_simulated_run_counts_failed_traces():
     out = simulate_schedule(trace, stream, 5, period_s=0.025, delay_s=0.005, start_ns=-10 * MS)
     assert out["counts"]["failed"] == 1 and out["counts"]["published"] == 4
     assert out["events"]["trace_failed"] == 1
+
+
+# -- logging and diagnostics helpers -------------------------------------------------------------
+
+
+def test_log_throttle_lets_one_line_per_kind_and_period_through():
+    clock = ManualClock()
+    throttle = LogThrottle(5.0, clock)
+    assert throttle.allow("no_pose") and throttle.allow("late")
+    clock.set_ms(4999)
+    assert not throttle.allow("no_pose")
+    clock.set_ms(5000)
+    assert throttle.allow("no_pose")
+    assert throttle.suppressed == {"no_pose": 1}
+
+
+def test_diagnostic_status_levels_and_values():
+    clock = ManualClock()
+    s = make(clock)
+    first = s.diagnostics()
+    level, message, values = diagnostic_status(first, None)
+    assert level == "OK" and dict(values)["scans_published"] == "0" and dict(values)["trace_ms"] == "nan"
+    a = s.poll(pose_end_ns=0).start[0]
+    clock.set_ms(50)
+    s.trace_done(a, "a", trace_wall_s=0.05)  # late
+    level, message, values = diagnostic_status(s.diagnostics(), first)
+    assert level == "WARN" and message.startswith("1 published, 1 late, 0 dropped (busy)")
+    v = dict(values)
+    assert (v["scans_published"], v["scans_late"], v["trace_ms"], v["real_time_factor"]) == ("1", "1", "50.0", "2.00")
+    second = s.diagnostics()
+    clock.set_ms(100)
+    b = s.poll(pose_end_ns=100 * MS).start[0]
+    s.trace_failed(b, "boom")
+    assert diagnostic_status(s.diagnostics(), second)[0] == "ERROR"
+    third = s.diagnostics()
+    clock.set_ms(200)
+    assert s.poll(pose_end_ns=200 * MS).start
+    assert diagnostic_status(s.diagnostics(), third)[0] == "OK"  # due and in work: not an error

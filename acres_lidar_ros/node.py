@@ -1,0 +1,366 @@
+"""``lidar_node``: the simulated Helios as a ROS 2 node (rclpy wiring only).
+
+The logic lives in ROS-free modules: ``scheduler`` (due times, stamps, delay, busy drops, late
+counts, the pose wait, odometry ingestion, marker boxes, the TF mount), ``ros_params`` (parameter
+declarations and on-set validation from the schema), ``scan`` (the core) and ``outputs`` (the
+organised cloud's dtype and fields). This module only connects them to topics, TF, timers and
+parameters. It is the only module of the package that imports rclpy at import time.
+
+Topics: subscribes ``/odom`` (nav_msgs/Odometry) or reads TF ``odom -> base_footprint``
+(``pose_source``), ``/vehicle_markers`` (visualization_msgs/MarkerArray); publishes
+``/lidar/points`` (sensor_msgs/PointCloud2, rslidar_sdk's QoS) and ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+from sensor_msgs.msg import PointCloud2, PointField
+from std_msgs.msg import Header
+from tf2_ros import Buffer, TransformException, TransformListener
+from visualization_msgs.msg import MarkerArray
+
+from acres_lidar_ros.config import SensorConfig, load_sensor_config
+from acres_lidar_ros.errors import AcresLidarError, PoseError
+from acres_lidar_ros.outputs.layouts import organised_cloud
+from acres_lidar_ros.outputs.pointcloud2 import point_fields, qos_profile_dict
+from acres_lidar_ros.ros_params import (
+    ParamDecl,
+    by_name,
+    check_changes,
+    declarations,
+    node_declarations,
+    node_values,
+    option_values,
+    split_changes,
+    startup_overrides,
+)
+from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scheduler import (
+    Event,
+    LogThrottle,
+    PollResult,
+    PoseTracker,
+    ScanJob,
+    ScanScheduler,
+    boxes_from_markers,
+    diagnostic_status,
+    mount_overrides,
+)
+
+POLL_PERIOD_S = 0.002
+TF_POSE_PERIOD_S = 0.02
+DIAGNOSTICS_PERIOD_S = 1.0
+_PARAMETER_TYPE = {
+    "bool": Parameter.Type.BOOL,
+    "integer": Parameter.Type.INTEGER,
+    "double": Parameter.Type.DOUBLE,
+    "string": Parameter.Type.STRING,
+    "double_array": Parameter.Type.DOUBLE_ARRAY,
+}
+_DIAGNOSTIC_LEVEL = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
+
+
+def cloud_qos(depth: int) -> QoSProfile:
+    """rslidar_sdk's publisher QoS (``outputs.pointcloud2.qos_profile_dict``) with ``depth``."""
+    spec = qos_profile_dict()
+    return QoSProfile(
+        reliability={"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}[
+            spec["reliability"]],
+        durability={"volatile": DurabilityPolicy.VOLATILE, "transient_local": DurabilityPolicy.TRANSIENT_LOCAL}[
+            spec["durability"]],
+        history={"keep_last": HistoryPolicy.KEEP_LAST, "keep_all": HistoryPolicy.KEEP_ALL}[spec["history"]],
+        depth=depth,
+    )
+
+
+def descriptor(decl: ParamDecl) -> ParameterDescriptor:
+    fields = decl.descriptor_fields()
+    fields["floating_point_range"] = [FloatingPointRange(**r) for r in fields["floating_point_range"]]
+    fields["integer_range"] = [IntegerRange(**r) for r in fields["integer_range"]]
+    return ParameterDescriptor(**fields)
+
+
+def stamp_ns(stamp: Any) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
+    """An organised PointCloud2 (height = columns, width = rings) of a 2-D structured array;
+    fields from its dtype (``outputs.pointcloud2.point_fields``)."""
+    height, width = cloud.shape
+    message = PointCloud2()
+    message.header = Header(frame_id=frame_id, stamp=Time(nanoseconds=stamp).to_msg())
+    message.height, message.width = height, width
+    message.fields = [PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in point_fields(cloud.dtype)]
+    message.is_bigendian = False
+    message.point_step = cloud.dtype.itemsize
+    message.row_step = width * cloud.dtype.itemsize
+    message.data = array.array("B", np.ascontiguousarray(cloud).tobytes())
+    message.is_dense = False
+    return message
+
+
+class LidarNode(Node):
+    """The simulated Helios: poses in, scheduled organised clouds out."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("lidar_node", **kwargs)
+        self._throttle = LogThrottle(5.0)
+        own = node_declarations()
+        self._declare(own)
+        self.settings = node_values({d.name: self._value(d.name) for d in own})
+        config = load_sensor_config(self.settings["sensors"])
+        self._decls = by_name(declarations(config))
+        self._declare(d for d in self._decls.values() if d.group != "node")
+        values = {name: self._value(name) for name in self._decls}
+        self.config: SensorConfig = config.with_overrides(startup_overrides(values, config))
+        self.scanner = Scanner(self.config, self._load_scene(option_values(values).get("seed", 0)),
+                               ScanOptions(**option_values(values)))
+        self._scan_lock = threading.Lock()
+        self._mount_from_tf = False
+        self._mount_warned = False
+        self._markers: list[Any] = []
+        self._markers_lock = threading.Lock()
+        self._last_diagnostics: dict[str, Any] | None = None
+
+        s = self.settings
+        self.tracker = PoseTracker(self.config.period_s, odom_frame=s["odom_frame"], base_frame=s["base_frame"])
+        self.scheduler = ScanScheduler(
+            self.config.period_s, self.config.delay_s, lambda: self.get_clock().now().nanoseconds,
+            ts_first_point=s["ts_first_point"], pose_timeout_s=s["pose_timeout_s"],
+            max_extrapolation_s=s["max_extrapolation_s"],
+        )
+        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lidar-trace")
+        self._tf = Buffer()
+        self._tf_listener = TransformListener(self._tf, self)
+        self._cloud_pub = self.create_publisher(PointCloud2, s["topic"], cloud_qos(s["qos_depth"]))
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        if s["pose_source"] == "odom":
+            self.create_subscription(Odometry, s["odom_topic"], self._on_odom, 50)
+        else:
+            self.create_timer(TF_POSE_PERIOD_S, self._on_tf_pose)
+        if s["vehicle_markers_topic"]:
+            self.create_subscription(MarkerArray, s["vehicle_markers_topic"], self._on_markers, 10)
+        self.create_timer(POLL_PERIOD_S, self._on_poll)
+        self.create_timer(DIAGNOSTICS_PERIOD_S, self._on_diagnostics)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        if not self.config.enabled:
+            self.get_logger().warning("lidar.enabled is false in the sensors file: no clouds will be published")
+        self.get_logger().info(
+            f"{self.config.columns} x {self.config.rings} at {self.config.hz:g} Hz from {self.config.source}, "
+            f"publishing {s['point_type']} on {s['topic']} in frame {self.config.frame_id!r}, "
+            f"delay {self.config.delay_s * 1e3:.0f} ms, poses from {s['pose_source']}"
+        )
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def _value(self, name: str) -> Any:
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:  # a list key the sensors file leaves unset
+            return None
+
+    def _declare(self, decls) -> None:
+        for d in decls:
+            value = _PARAMETER_TYPE[d.type] if d.default is None else d.default
+            self.declare_parameter(d.name, value, descriptor(d))
+
+    def _load_scene(self, seed: int):
+        if self.settings["scene"]:
+            from acres_lidar_ros.scene import load_scene
+
+            return load_scene(self.settings["scene"])
+        from acres_lidar_ros.scene import build_default_farm
+
+        return build_default_farm(seed)
+
+    def close(self) -> None:
+        self.scheduler.stop()
+        self._workers.shutdown(wait=True, cancel_futures=True)
+
+    # -- logging ------------------------------------------------------------------------------
+
+    def _log(self, events: list[Event]) -> None:
+        logger = self.get_logger()
+        for e in events:
+            if e.level == "debug":
+                logger.debug(e.message)
+            elif self._throttle.allow(e.kind):
+                {"info": logger.info, "warn": logger.warning, "error": logger.error}[e.level](e.message)
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def _on_odom(self, msg: Odometry) -> None:
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        result = self.tracker.add(stamp_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
+                                  msg.header.frame_id, msg.child_frame_id)
+        if not result.kind == "accepted":
+            self._log([Event(result.level, result.kind, result.message)])
+
+    def _on_tf_pose(self) -> None:
+        try:
+            tf = self._tf.lookup_transform(self.settings["odom_frame"], self.settings["base_frame"], Time())
+        except TransformException as exc:
+            self._log([Event("warn", "tf_pose", f"no TF pose {self.settings['odom_frame']} -> "
+                                                f"{self.settings['base_frame']}: {exc}")])
+            return
+        t, q = tf.transform.translation, tf.transform.rotation
+        result = self.tracker.add(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w))
+        if result.kind not in ("accepted", "duplicate"):
+            self._log([Event(result.level, result.kind, result.message)])
+
+    def _on_markers(self, msg: MarkerArray) -> None:
+        with self._markers_lock:
+            self._markers = list(msg.markers)
+
+    def _lookup(self, target: str, source: str, at_ns: int | None):
+        try:
+            tf = self._tf.lookup_transform(target, source, Time() if at_ns is None else Time(nanoseconds=at_ns))
+        except TransformException:
+            return None
+        t, q = tf.transform.translation, tf.transform.rotation
+        return (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)
+
+    def _resolve_mount(self) -> None:
+        """The mount base_frame -> lidar frame from TF (robot_state_publisher), once; else the
+        sensors file's position_flu_m / rpy_deg with one warning."""
+        if self._mount_from_tf:
+            return
+        found = self._lookup(self.settings["base_frame"], self.config.frame_id, None)
+        if found is None:
+            if not self._mount_warned:
+                self._mount_warned = True
+                self.get_logger().warning(
+                    f"no TF {self.settings['base_frame']} -> {self.config.frame_id}: using the sensors file's "
+                    f"position_flu_m {self.config.position_flu_m.tolist()} and rpy_deg "
+                    f"{np.degrees(self.config.rpy_rad).round(3).tolist()}")
+            return
+        self._mount_from_tf = True
+        overrides = mount_overrides(*found, self.config.position_flu_m, self.config.rpy_rad)
+        if overrides is not None:
+            self.get_logger().info(f"mount from TF differs from the sensors file; using TF: {overrides}")
+            self._rebuild(overrides)
+
+    def _rebuild(self, overrides: dict[str, Any]) -> None:
+        with self._scan_lock:
+            self.config = self.config.with_overrides(overrides)
+            self.scanner = Scanner(self.config, options=self.scanner.options, tracer=self.scanner.tracer)
+
+    # -- the cycle ----------------------------------------------------------------------------
+
+    def _on_poll(self) -> None:
+        if self.get_clock().now().nanoseconds == 0 or not self.config.enabled:
+            return  # sim time before the first /clock
+        result = self.scheduler.poll(self.tracker.newest_ns)
+        self._log(result.events)
+        for job in result.start:
+            self._start(job)
+        self._publish(result)
+
+    def _start(self, job: ScanJob) -> None:
+        self._resolve_mount()
+        try:
+            poses = self.tracker.snapshot(job.sweep_end_ns, extrapolate=job.extrapolated)
+        except PoseError as exc:  # the history was cleared between the poll and now
+            self._log(self.scheduler.trace_failed(job, str(exc)).events)
+            return
+        with self._markers_lock:
+            markers = list(self._markers)
+        boxes, events = boxes_from_markers(
+            markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns))
+        self._log(events)
+        future = self._workers.submit(self._trace, job, poses, boxes)
+        future.add_done_callback(lambda f: self._finished(job, f))
+
+    def _trace(self, job: ScanJob, poses, boxes) -> tuple[PointCloud2, float]:
+        started = time.perf_counter()
+        with self._scan_lock:
+            scan = self.scanner.scan(poses, job.sweep_end_ns, boxes=boxes, index=job.index)
+            frame_id = self.config.frame_id
+        wall_s = time.perf_counter() - started
+        cloud = organised_cloud(scan, self.settings["point_type"])
+        return cloud_message(cloud, frame_id, job.stamp_ns), wall_s
+
+    def _finished(self, job: ScanJob, future: Future) -> None:
+        exc = future.exception()
+        if exc is not None:
+            result = self.scheduler.trace_failed(job, f"{type(exc).__name__}: {exc}")
+        else:
+            message, wall_s = future.result()
+            result = self.scheduler.trace_done(job, message, wall_s)
+        self._log(result.events)
+        self._publish(result)
+
+    def _publish(self, result: PollResult) -> None:
+        for job in result.publish:
+            self._cloud_pub.publish(job.result)
+            job.result = None
+
+    def _on_diagnostics(self) -> None:
+        current = self.scheduler.diagnostics(DIAGNOSTICS_PERIOD_S)
+        level, message, values = diagnostic_status(current, self._last_diagnostics)
+        self._last_diagnostics = current
+        status = DiagnosticStatus(level=_DIAGNOSTIC_LEVEL[level], name="lidar_node: simulated lidar",
+                                  message=message, hardware_id=f"acres_lidar_sim:{self.config.frame_id}",
+                                  values=[KeyValue(key=k, value=v) for k, v in values])
+        self._diag_pub.publish(DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()),
+                                               status=[status]))
+
+    # -- runtime parameters --------------------------------------------------------------------
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        changes = {p.name: p.value for p in params if p.name in self._decls}  # use_sim_time etc.: rclpy's
+        ok, reason = check_changes(changes, self._decls, self.config)
+        if not ok:
+            self.get_logger().warning(f"parameter change refused: {reason}")
+            return SetParametersResult(successful=False, reason=reason)
+        lidar, options = split_changes(changes, self._decls)
+        if lidar:
+            self._rebuild(lidar)
+        if options:
+            with self._scan_lock:
+                self.scanner.set_options(**options)
+        if changes:
+            self.get_logger().info(f"parameters changed: {changes}")
+        return SetParametersResult(successful=True, reason="")
+
+
+def main(args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = LidarNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (AcresLidarError, ParameterException) as exc:
+        rclpy.logging.get_logger("lidar_node").fatal(f"cannot start: {exc}")
+        code = 1
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    if code:
+        raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    main()
