@@ -1,0 +1,299 @@
+"""A small URDF reader: links, joints and collision geometry, and the transform of every link.
+
+Only what the self-return generator needs, with ``xml.etree`` (no ROS, no third-party parser):
+
+* ``<link>`` with its ``<collision>`` elements: ``<origin xyz rpy>`` and one ``<geometry>`` of
+  ``<box size>``, ``<cylinder radius length>``, ``<sphere radius>`` or ``<mesh filename scale>``;
+* ``<joint>`` with ``parent``, ``child`` and ``<origin>``. Every joint is taken at its zero
+  position (revolute, continuous and prismatic joints sit at their origin), which is the pose of
+  a parked vehicle's body.
+
+Frames follow URDF: ``rpy`` is roll, pitch, yaw about fixed axes, ``R = Rz(yaw) Ry(pitch)
+Rx(roll)`` (the same convention as the sensors file's ``rpy_deg``). ``T_a_b`` maps coordinates of
+frame ``b`` into frame ``a``.
+
+Mesh file names may be absolute, relative to the URDF, ``file://`` URIs or ``package://name/rest``
+(resolved through the ament index when ROS is present, else through an ancestor directory of the
+URDF that is the package: named ``name`` or holding a ``package.xml`` whose ``<name>`` is
+``name``).
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from acres_lidar_ros.errors import ConfigError, SceneError
+
+GEOMETRY_KINDS = ("box", "cylinder", "sphere", "mesh")
+
+
+def rpy_matrix(rpy_rad: np.ndarray) -> np.ndarray:
+    """``Rz(yaw) Ry(pitch) Rx(roll)``: (3, 3) float64."""
+    roll, pitch, yaw = (float(a) for a in rpy_rad)
+    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
+    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
+    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    return rz @ ry @ rx
+
+
+def transform(xyz_m: np.ndarray, rpy_rad: np.ndarray) -> np.ndarray:
+    """(4, 4) homogeneous transform of an URDF ``<origin>``."""
+    T = np.eye(4)
+    T[:3, :3] = rpy_matrix(rpy_rad)
+    T[:3, 3] = np.asarray(xyz_m, dtype=np.float64)
+    return T
+
+
+@dataclass(frozen=True)
+class Collision:
+    """One collision shape of a link.
+
+    Attributes
+    ----------
+    link : str
+        Name of the link that owns the shape.
+    kind : str
+        ``box``, ``cylinder``, ``sphere`` or ``mesh``.
+    T_link_shape : (4, 4) float64
+        The ``<origin>`` of the collision element: shape frame -> link frame.
+    size_m : (3,) float64
+        Box: full edge lengths along the shape axes. Cylinder: (radius, radius, length), the
+        axis along shape z, centred on the origin. Sphere: (radius, radius, radius). Mesh: the
+        ``scale`` attribute (unitless, default 1 1 1).
+    mesh_path : Path or None
+        Resolved file of a mesh (it exists).
+    """
+
+    link: str
+    kind: str
+    T_link_shape: np.ndarray
+    size_m: np.ndarray
+    mesh_path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    kind: str
+    parent: str
+    child: str
+    T_parent_child: np.ndarray  # (4, 4) at the joint's zero position
+
+
+@dataclass(frozen=True)
+class Robot:
+    """A parsed URDF.
+
+    Attributes
+    ----------
+    name : str
+    path : Path
+        The file it was read from.
+    links : tuple[str, ...]
+        Link names in file order.
+    joints : dict[str, Joint]
+        Joints by the name of their child link.
+    collisions : tuple[Collision, ...]
+        Collision shapes of all links, in file order.
+    """
+
+    name: str
+    path: Path
+    links: tuple[str, ...]
+    joints: dict[str, Joint] = field(repr=False)
+    collisions: tuple[Collision, ...] = field(repr=False)
+
+    @property
+    def root(self) -> str:
+        """The link that is no joint's child."""
+        roots = [link for link in self.links if link not in self.joints]
+        return roots[0]
+
+    def T_root_link(self, link: str) -> np.ndarray:
+        """(4, 4) pose of ``link`` in the root link's frame (joints at zero)."""
+        if link not in self.links:
+            raise ConfigError(f"URDF {str(self.path)!r} has no link {link!r}; links: {', '.join(self.links)}")
+        T = np.eye(4)
+        while link in self.joints:
+            joint = self.joints[link]
+            T = joint.T_parent_child @ T
+            link = joint.parent
+        return T
+
+    def T_link_link(self, frame: str, link: str) -> np.ndarray:
+        """(4, 4) ``T_frame_link``: coordinates of ``link`` into ``frame``."""
+        return np.linalg.inv(self.T_root_link(frame)) @ self.T_root_link(link)
+
+    def descendants(self, link: str) -> set[str]:
+        """``link`` and every link below it in the tree."""
+        out = {link}
+        changed = True
+        while changed:
+            changed = False
+            for joint in self.joints.values():
+                if joint.parent in out and joint.child not in out:
+                    out.add(joint.child)
+                    changed = True
+        return out
+
+
+def _floats(text: str | None, count: int, where: str, default: tuple[float, ...] | None = None) -> np.ndarray:
+    if text is None:
+        if default is None:
+            raise ConfigError(f"{where}: missing; expected {count} numbers")
+        return np.array(default, dtype=np.float64)
+    try:
+        values = [float(v) for v in text.split()]
+    except ValueError as exc:
+        raise ConfigError(f"{where} = {text!r}: expected {count} numbers") from exc
+    if len(values) != count or not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{where} = {text!r}: expected {count} finite numbers")
+    return np.array(values, dtype=np.float64)
+
+
+def _origin(element: ET.Element, where: str) -> np.ndarray:
+    origin = element.find("origin")
+    if origin is None:
+        return np.eye(4)
+    xyz = _floats(origin.get("xyz"), 3, f"{where} origin xyz", (0.0, 0.0, 0.0))
+    rpy = _floats(origin.get("rpy"), 3, f"{where} origin rpy", (0.0, 0.0, 0.0))
+    return transform(xyz, rpy)
+
+
+def _positive(value: np.ndarray, where: str) -> np.ndarray:
+    if (value <= 0).any():
+        raise ConfigError(f"{where} = {value.tolist()}: expected positive sizes")
+    return value
+
+
+def resolve_mesh_path(filename: str, urdf_path: Path) -> Path:
+    """The file a mesh ``filename`` of ``urdf_path`` names; ``SceneError`` if it does not exist."""
+    candidates: list[Path] = []
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        try:
+            from ament_index_python.packages import get_package_share_directory
+
+            candidates.append(Path(get_package_share_directory(package)) / rest)
+        except Exception:  # noqa: BLE001 - ament is optional; any failure means "not found that way"
+            pass
+        for ancestor in urdf_path.resolve().parents:
+            manifest = ancestor / "package.xml"
+            named = ancestor.name == package
+            if manifest.is_file():
+                try:
+                    named = named or ET.parse(manifest).getroot().findtext("name") == package
+                except ET.ParseError:
+                    pass
+            if named:
+                candidates.append(ancestor / rest)
+                break
+    elif filename.startswith("file://"):
+        candidates.append(Path(filename[len("file://"):]))
+    else:
+        path = Path(filename)
+        candidates.append(path if path.is_absolute() else urdf_path.parent / path)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    tried = ", ".join(repr(str(c)) for c in candidates) or "no candidate location"
+    raise SceneError(f"URDF {str(urdf_path)!r}: mesh {filename!r} does not exist (looked for {tried})")
+
+
+def _collision(link: str, element: ET.Element, index: int, urdf_path: Path) -> Collision:
+    where = f"URDF {str(urdf_path)!r}: link {link!r} collision {index}"
+    geometry = element.find("geometry")
+    shapes = [] if geometry is None else [g for g in geometry if g.tag in GEOMETRY_KINDS]
+    if len(shapes) != 1:
+        raise ConfigError(f"{where}: expected one geometry of {', '.join(GEOMETRY_KINDS)}, found {len(shapes)}")
+    shape = shapes[0]
+    T = _origin(element, where)
+    if shape.tag == "box":
+        size = _positive(_floats(shape.get("size"), 3, f"{where} box size"), f"{where} box size")
+        return Collision(link, "box", T, size)
+    if shape.tag == "cylinder":
+        radius = _positive(_floats(shape.get("radius"), 1, f"{where} cylinder radius"), f"{where} cylinder radius")
+        length = _positive(_floats(shape.get("length"), 1, f"{where} cylinder length"), f"{where} cylinder length")
+        return Collision(link, "cylinder", T, np.array([radius[0], radius[0], length[0]]))
+    if shape.tag == "sphere":
+        radius = _positive(_floats(shape.get("radius"), 1, f"{where} sphere radius"), f"{where} sphere radius")
+        return Collision(link, "sphere", T, np.full(3, radius[0]))
+    filename = shape.get("filename")
+    if not filename:
+        raise ConfigError(f"{where}: mesh without a filename")
+    scale = _positive(_floats(shape.get("scale"), 3, f"{where} mesh scale", (1.0, 1.0, 1.0)), f"{where} mesh scale")
+    return Collision(link, "mesh", T, scale, resolve_mesh_path(filename, urdf_path))
+
+
+def load_urdf(path: str | Path, required_links: tuple[str, ...] = ()) -> Robot:
+    """Parse a URDF file.
+
+    Parameters
+    ----------
+    path : the ``.urdf`` file (plain XML; xacro must be expanded first).
+    required_links : links that must exist (e.g. ``("base_footprint", "lidar")``).
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read or is not XML, the root is not ``<robot>``, a joint names an
+        unknown link, the links do not form one tree, a number is malformed, or a required link is
+        missing (the message names the file and the link).
+    SceneError
+        A mesh it names does not exist (the message names the file and the mesh).
+    """
+    path = Path(path)
+    try:
+        root = ET.parse(path).getroot()
+    except OSError as exc:
+        raise ConfigError(f"URDF {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
+    except ET.ParseError as exc:
+        raise ConfigError(f"URDF {str(path)!r} does not parse as XML: {exc}") from exc
+    if root.tag != "robot":
+        raise ConfigError(f"URDF {str(path)!r}: the root element is <{root.tag}>; expected <robot>")
+
+    links: list[str] = []
+    collisions: list[Collision] = []
+    for element in root.findall("link"):
+        name = element.get("name")
+        if not name:
+            raise ConfigError(f"URDF {str(path)!r}: a <link> has no name")
+        if name in links:
+            raise ConfigError(f"URDF {str(path)!r}: link {name!r} is defined twice")
+        links.append(name)
+        for i, collision in enumerate(element.findall("collision")):
+            collisions.append(_collision(name, collision, i, path))
+
+    joints: dict[str, Joint] = {}
+    for element in root.findall("joint"):
+        name = element.get("name", "")
+        parent_el, child_el = element.find("parent"), element.find("child")
+        parent = None if parent_el is None else parent_el.get("link")
+        child = None if child_el is None else child_el.get("link")
+        where = f"URDF {str(path)!r}: joint {name!r}"
+        for role, link in (("parent", parent), ("child", child)):
+            if link not in links:
+                raise ConfigError(f"{where}: {role} link {link!r} is not a link of the file; links: {', '.join(links)}")
+        if child in joints:
+            raise ConfigError(f"{where}: link {child!r} is already the child of joint {joints[child].name!r}")
+        joints[child] = Joint(name, element.get("type", "fixed"), parent, child, _origin(element, where))
+
+    roots = [link for link in links if link not in joints]
+    if len(roots) != 1:
+        raise ConfigError(
+            f"URDF {str(path)!r}: the links must form one tree with one root; roots found: {roots or 'none (a cycle)'}"
+        )
+    robot = Robot(root.get("name", ""), path, tuple(links), joints, tuple(collisions))
+    reached = robot.descendants(roots[0])
+    if len(reached) != len(links):
+        raise ConfigError(f"URDF {str(path)!r}: links {sorted(set(links) - reached)} are in a joint cycle")
+    for link in required_links:
+        if link not in links:
+            raise ConfigError(f"URDF {str(path)!r} has no link {link!r}; links: {', '.join(links)}")
+    return robot
