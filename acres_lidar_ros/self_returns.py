@@ -1,0 +1,329 @@
+"""The carrying vehicle in its own scans: the self-return table and its use (spec "Self Returns").
+
+The trace ignores the vehicle that carries the sensor; a table puts its body back.
+
+Table file
+----------
+Four planes of ``N_c x N_r`` little-endian float32 values, plane after plane, each plane in cell
+order ``c N_r + r`` (the organised cloud's order): ``4 * N_c * N_r * 4`` bytes, no header.
+
+=====  ==========  ===========================================================
+plane  name        contents
+=====  ==========  ===========================================================
+0      p_self      probability of a return from the body, [0, 1]
+1      range_m     range of that return from the lens centre, m (>= 0)
+2      intensity   intensity byte of that return, [0, 255]
+3      p_block     probability that the body stops the beam without a return
+=====  ==========  ===========================================================
+
+with ``p_self + p_block <= 1`` in every cell. The Polaris table is 921 600 bytes.
+
+Use per scan
+------------
+For scan number ``k``, run seed ``s`` and cell ``i`` the hash (SplitMix64 finaliser ``mix``,
+spec "Numbers from a Hash") gives
+
+    h = mix(mix(mix(s xor 0x5e1f5e1f5e1f5e1f) xor k) xor i),    u = U(h)
+
+and the spec's three-way rule:
+
+* ``u < p_self``: one return from the body at ``max(0.2 m, range + sigma_0 z)`` with the table
+  intensity, class vehicle (12), material vehicle (14), flags first | strongest | last;
+* ``p_self <= u < p_self + p_block``: no return;
+* else: the beam keeps what the scene gave it.
+
+``z`` is a normal number of the same hash family, ``z = hash_normal(mix(h))`` (the PlaceNormal
+construction ``sqrt(-2 ln U(g)) cos(2 pi U(mix(g)))`` with ``g = mix(h)``), so it is independent
+of ``u`` and neither draws from nor shifts the PCG32 noise stream: a scan's scene noise is the
+same with and without the table. ``sigma_0`` is ``lidar.std_m``; with the noise off ``z = 0``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.hits import NO_OBJECT
+from acres_lidar_ros.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.noise import hash_normal, mix64, uniform_from_hash
+from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
+
+PLANES = ("p_self", "range_m", "intensity", "p_block")
+TABLE_DTYPE = np.dtype("<f4")
+SELF_MIN_RANGE_M = 0.2
+"""The spec: "The minimum range is 0.2 m" of a body return."""
+SELF_HASH_DOMAIN = 0x5E1F5E1F5E1F5E1F
+"""Xored into the seed so the self-return hashes differ from every other hash of the same seed."""
+SELF_OBJECT_ID = -2
+"""Instance label of body returns: the vehicle that carries the sensor (``NO_OBJECT`` is -1)."""
+PROBABILITY_TOLERANCE = 1e-6
+"""float32 rounding allowed in ``0 <= p <= 1`` and ``p_self + p_block <= 1``."""
+SELF_CLASS_ID = CLASS_ID["vehicle"]
+SELF_MATERIAL_ID = MATERIAL_ID["vehicle"]
+
+
+@dataclass(frozen=True)
+class SelfReturnTable:
+    """A self-return table in memory.
+
+    Attributes
+    ----------
+    columns, rings : int
+        ``N_c`` and ``N_r`` of the sensor it belongs to.
+    p_self, range_m, intensity, p_block : (N_c * N_r,) float64
+        The four planes in cell order ``c N_r + r`` (widened from the file's float32).
+    path : Path or None
+        The file it came from.
+    """
+
+    columns: int
+    rings: int
+    p_self: np.ndarray
+    range_m: np.ndarray
+    intensity: np.ndarray
+    p_block: np.ndarray
+    path: Path | None = None
+
+    @property
+    def cells(self) -> int:
+        return self.columns * self.rings
+
+    def planes(self) -> np.ndarray:
+        """(4, N_c * N_r) float32: the file's content."""
+        return np.stack([self.p_self, self.range_m, self.intensity, self.p_block]).astype(TABLE_DTYPE)
+
+    def to_bytes(self) -> bytes:
+        return self.planes().tobytes()
+
+    @classmethod
+    def from_planes(cls, planes: np.ndarray, columns: int, rings: int, where: str = "self-return table",
+                    path: Path | None = None) -> "SelfReturnTable":
+        """Validate (4, N_c * N_r) values (see ``check_planes``) and wrap them."""
+        planes32 = np.asarray(planes).astype(TABLE_DTYPE)
+        if planes32.shape != (4, columns * rings):
+            raise ConfigError(f"{where}: planes of shape {planes32.shape}; expected (4, {columns * rings})")
+        check_planes(planes32, columns, rings, where)
+        p = planes32.astype(np.float64)
+        return cls(columns, rings, p[0], p[1], p[2], p[3], path)
+
+
+def expected_size_bytes(columns: int, rings: int) -> int:
+    """``4 planes x N_c x N_r x 4 bytes``."""
+    return len(PLANES) * columns * rings * TABLE_DTYPE.itemsize
+
+
+def _cell_name(cell: int, rings: int) -> str:
+    return f"cell {cell} (column {cell // rings}, ring {cell % rings})"
+
+
+def check_planes(planes: np.ndarray, columns: int, rings: int, where: str) -> None:
+    """Raise ``ConfigError`` naming ``where`` and the first bad cell.
+
+    Refused: a NaN or infinite value in any plane; a probability outside [0, 1]; a negative
+    range; an intensity outside [0, 255]; ``p_self + p_block > 1`` (each with the float32
+    tolerance ``PROBABILITY_TOLERANCE``).
+    """
+    p_self, range_m, intensity, p_block = (planes[i].astype(np.float64) for i in range(4))
+    tol = PROBABILITY_TOLERANCE
+    checks = [
+        (~np.isfinite(planes).all(axis=0), lambda i: ", ".join(
+            f"{name} = {planes[k, i]!r}" for k, name in enumerate(PLANES) if not np.isfinite(planes[k, i])
+        ) + ": expected finite numbers (no NaN)"),
+        ((p_self < -tol) | (p_self > 1 + tol), lambda i: f"p_self = {p_self[i]!r}: expected a probability in [0, 1]"),
+        ((p_block < -tol) | (p_block > 1 + tol), lambda i: f"p_block = {p_block[i]!r}: expected a probability in [0, 1]"),
+        (p_self + p_block > 1 + tol, lambda i: (
+            f"p_self + p_block = {p_self[i]!r} + {p_block[i]!r} = {p_self[i] + p_block[i]!r}: expected at most 1"
+        )),
+        (range_m < 0, lambda i: f"range = {range_m[i]!r} m: expected a range >= 0"),
+        ((intensity < 0) | (intensity > 255), lambda i: f"intensity = {intensity[i]!r}: expected a byte in [0, 255]"),
+    ]
+    for bad, message in checks:
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"{where}: {_cell_name(i, rings)}: {message(i)} ({int(bad.sum())} bad cells)")
+
+
+def load_self_table(path: str | Path, columns: int, rings: int) -> SelfReturnTable:
+    """Read and validate a self-return table for a sensor of ``columns`` x ``rings``.
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read; its size is not ``4 * columns * rings * 4`` bytes (the message
+        gives the expected and the found size); a value is NaN; a probability is outside
+        [0, 1]; ``p_self + p_block > 1``; a range is negative or an intensity is not a byte
+        (the message names the file and the first bad cell).
+    """
+    path = Path(path)
+    expected = expected_size_bytes(columns, rings)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"self-return table {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
+    if len(data) != expected:
+        raise ConfigError(
+            f"self-return table {str(path)!r} has {len(data)} bytes; expected {expected} bytes "
+            f"(4 planes x {columns} columns x {rings} rings x 4-byte float32)"
+        )
+    planes = np.frombuffer(data, dtype=TABLE_DTYPE).reshape(4, columns * rings)
+    return SelfReturnTable.from_planes(planes, columns, rings, f"self-return table {str(path)!r}", path)
+
+
+def write_self_table(table: SelfReturnTable, path: str | Path, force: bool = False) -> Path:
+    """Write whole or nothing: a temporary file beside ``path``, then ``os.replace``.
+
+    Raises ``OutputError`` when ``path`` exists and ``force`` is false, or the write fails.
+    """
+    path = Path(path)
+    if path.exists() and not force:
+        raise OutputError(f"{str(path)!r} exists; refusing to overwrite it (use --force)")
+    write_atomic(path, table.to_bytes())
+    return path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file in the same directory and ``os.replace``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from exc
+
+
+def self_return_hash(scan_index: int, seed: int, cells: int) -> np.ndarray:
+    """``h = mix(mix(mix(seed xor SELF_HASH_DOMAIN) xor scan) xor cell)`` for every cell: (cells,) uint64."""
+    seed_key = mix64((int(seed) ^ SELF_HASH_DOMAIN) & ((1 << 64) - 1))
+    scan_key = mix64(seed_key ^ (int(scan_index) & ((1 << 64) - 1)))
+    return mix64(np.uint64(scan_key) ^ np.arange(cells, dtype=np.uint64))
+
+
+class SelfReturnResult(NamedTuple):
+    """What ``apply_self_returns`` gives back.
+
+    Attributes
+    ----------
+    returns : Returns (n_cells, R)
+        Body cells hold one return in slot 0; blocked cells hold none; other cells unchanged.
+    points_sensor : (n_cells, R, 3) float64 or None
+        The points with body points ``R d + o`` and NaN in emptied slots (None when no points
+        were given).
+    body : (n_cells,) bool
+        Cells with a body return this scan.
+    blocked : (n_cells,) bool
+        Cells the body blocked this scan.
+    """
+
+    returns: Returns
+    points_sensor: np.ndarray | None
+    body: np.ndarray
+    blocked: np.ndarray
+
+
+def reflectivity_of_intensity(intensity: np.ndarray) -> np.ndarray:
+    """Invert the intensity byte: ``I / 100`` up to 100, ``64^((I - 100) / 155)`` above (spec)."""
+    i = np.asarray(intensity, dtype=np.float64)
+    return np.where(i <= 100.0, i / 100.0, np.exp((i - 100.0) / 155.0 * np.log(64.0)))
+
+
+def apply_self_returns(
+    table: SelfReturnTable,
+    returns: Returns,
+    scan_index: int,
+    seed: int,
+    std_m: float,
+    noise: bool = True,
+    points_sensor: np.ndarray | None = None,
+    directions_sensor: np.ndarray | None = None,
+    lens_origins_sensor: np.ndarray | None = None,
+) -> SelfReturnResult:
+    """The spec's three-way rule for every cell of one scan (see the module docstring).
+
+    Call it after the scene's returns are formed, on the organised per-cell returns.
+
+    Parameters
+    ----------
+    table : SelfReturnTable of the sensor (``table.cells`` must equal ``n_cells``)
+    returns : Returns of shape (n_cells, R), cell = column x rings + ring
+    scan_index : int
+        Scan number ``k`` in the run (from 0).
+    seed : int
+        The run's seed.
+    std_m : float
+        ``sigma_0`` (``lidar.std_m``), m.
+    noise : bool
+        False: body returns at the table range exactly (``z`` is still defined, just unused).
+    points_sensor : (n_cells, R, 3) float64, optional
+        The scene points; given with ``directions_sensor`` and ``lens_origins_sensor``, the
+        result carries the points with the body applied.
+    directions_sensor : (n_cells, 3) or (N_c, N_r, 3) float64, optional
+        Unit beam directions ``d`` (``BeamPattern.directions_sensor``).
+    lens_origins_sensor : (n_cells, 3) or (N_c, 3) float64, optional
+        Lens centres ``o`` per cell or per column (``BeamPattern.lens_origins_sensor``).
+
+    Returns
+    -------
+    SelfReturnResult(returns, points_sensor, body, blocked); the inputs are not changed. Body
+    returns have reflectivity ``I / 100`` (the inverse of the intensity byte), signal 0 (the
+    table has no signal plane), object id ``SELF_OBJECT_ID``.
+    """
+    n, r_slots = returns.range_m.shape
+    if n != table.cells:
+        raise ConfigError(
+            f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells "
+            f"({table.columns} x {table.rings}); the scan has {n}"
+        )
+    h = self_return_hash(scan_index, seed, n)
+    u = uniform_from_hash(h)
+    body = u < table.p_self
+    blocked = ~body & (u < table.p_self + table.p_block)
+    z = hash_normal(mix64(h)) if noise else np.zeros(n)
+    body_range_m = np.maximum(SELF_MIN_RANGE_M, table.range_m + float(std_m) * z)
+
+    replaced = body | blocked
+    keep = ~replaced[:, None]
+    slot0 = np.zeros((n, r_slots), bool)
+    slot0[:, 0] = True
+    put = body[:, None] & slot0
+
+    def merge(field: np.ndarray, body_value: np.ndarray | float, empty_value: float) -> np.ndarray:
+        value = np.broadcast_to(np.asarray(body_value)[..., None] if np.ndim(body_value) else body_value, (n, r_slots))
+        return np.where(put, value, np.where(keep, field, empty_value)).astype(field.dtype)
+
+    intensity = np.clip(np.rint(table.intensity), 0, 255)
+    new = Returns(
+        range_m=merge(returns.range_m, body_range_m, np.nan),
+        valid=np.where(put, True, keep & returns.valid),
+        reflectivity=merge(returns.reflectivity, reflectivity_of_intensity(intensity), 0.0),
+        signal=merge(returns.signal, 0.0, 0),
+        intensity=merge(returns.intensity, intensity, 0),
+        class_id=merge(returns.class_id, float(SELF_CLASS_ID), 0),
+        material_id=merge(returns.material_id, float(SELF_MATERIAL_ID), 0),
+        object_id=merge(returns.object_id, float(SELF_OBJECT_ID), NO_OBJECT),
+        return_flags=merge(returns.return_flags, float(FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST), 0),
+    )
+
+    points_out = None
+    if points_sensor is not None:
+        if directions_sensor is None or lens_origins_sensor is None:
+            raise ConfigError("apply_self_returns: points_sensor needs directions_sensor and lens_origins_sensor")
+        d = np.asarray(directions_sensor, dtype=np.float64).reshape(-1, 3)
+        o = np.asarray(lens_origins_sensor, dtype=np.float64).reshape(-1, 3)
+        if len(o) * table.rings == n and len(o) != n:
+            o = np.repeat(o, table.rings, axis=0)
+        body_points = body_range_m[:, None] * d + o
+        points = np.asarray(points_sensor, dtype=np.float64)
+        points_out = np.where(put[..., None], body_points[:, None, :], np.where(keep[..., None], points, np.nan))
+    return SelfReturnResult(new, points_out, body, blocked)
