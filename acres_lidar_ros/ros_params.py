@@ -104,6 +104,16 @@ class NodeParam:
     high: float | None = None
     pattern: str = ""  # "topic", "frame", "topic_or_empty" or ""
 
+    def allowed(self) -> str:
+        if self.type == "bool":
+            return "true or false"
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.low is not None:
+            return f"{self.low:g} to {self.high:g}"
+        return {"topic": "a topic name", "topic_or_empty": "a topic name, or empty for none",
+                "frame": "a frame name"}.get(self.pattern, "a string")
+
     def check(self, value: Any) -> Any:
         where = self.name
         if self.type == "bool":
@@ -214,8 +224,7 @@ def node_declarations() -> list[ParamDecl]:
             name=p.name, type=p.type, default=p.default, description=p.description, read_only=True,
             group="node", key=p.name, low=p.low, high=p.high,
             step=1 if p.type == "integer" else 0,
-            additional_constraints=("one of " + ", ".join(p.choices) if p.choices else "")
-            + "; read-only: set it at start-up",
+            additional_constraints=p.allowed() + "; read-only: set it at start-up",
             choices=p.choices,
         )
         for p in NODE_PARAMS
@@ -344,3 +353,27 @@ def node_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def by_name(decls: Iterable[ParamDecl]) -> dict[str, ParamDecl]:
     return {d.name: d for d in decls}
+
+
+def markdown_table(decls: Iterable[ParamDecl], groups: tuple[str, ...] = ("node", "option")) -> str:
+    """The parameter table of docs/ros.md (regenerate with
+    ``python -c "from acres_lidar_ros.ros_params import *; from acres_lidar_ros.config import
+    load_sensor_config as l; print(markdown_table(declarations(l('polaris'))))"``).
+
+    ``lidar.<key>`` parameters are the sensors-file keys of the README's schema table; the
+    runtime ones are listed here too."""
+    rows = ["| parameter | type | default | allowed | runtime | description |", "| --- | --- | --- | --- | --- | --- |"]
+    for d in decls:
+        if d.group not in groups and d.read_only:
+            continue
+        default = d.default
+        if isinstance(default, bool):
+            default = str(default).lower()
+        elif isinstance(default, float) and math.isinf(default):
+            default = ".inf"
+        elif default == "":
+            default = '""'
+        allowed = d.additional_constraints.replace("; read-only: set it at start-up", "")
+        rows.append(f"| `{d.name}` | {d.type} | {default} | {allowed} | "
+                    f"{'no' if d.read_only else 'yes'} | {d.description} |")
+    return "\n".join(rows)

@@ -161,3 +161,15 @@ def test_startup_values_become_overrides_and_bad_ones_name_the_parameter(polaris
     with pytest.raises(ConfigError, match="qos_depth = 0 is out of range"):
         node_values({"qos_depth": 0})
     assert node_values({"vehicle_markers_topic": ""})["vehicle_markers_topic"] == ""
+
+
+def test_docs_ros_md_holds_the_generated_parameter_table(polaris):
+    from pathlib import Path
+
+    from acres_lidar_ros.ros_params import markdown_table
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "ros.md").read_text()
+    start = docs.index("<!-- ros_params table -->\n") + len("<!-- ros_params table -->\n")
+    end = docs.index("\n<!-- end ros_params table -->")
+    assert docs[start:end] == markdown_table(declarations(polaris)), (
+        "docs/ros.md's parameter table is stale: regenerate it with the command above it")
