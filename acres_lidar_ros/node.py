@@ -102,18 +102,20 @@ def stamp_ns(stamp: Any) -> int:
 
 def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
     """An organised PointCloud2 (height = columns, width = rings) of a 2-D structured array;
-    fields from its dtype (``outputs.pointcloud2.point_fields``)."""
+    fields from its dtype (``outputs.pointcloud2.point_fields``), data as ``array('B')`` (rclpy's
+    fast path for ``uint8[]``)."""
     height, width = cloud.shape
-    message = PointCloud2()
-    message.header = Header(frame_id=frame_id, stamp=Time(nanoseconds=stamp).to_msg())
-    message.height, message.width = height, width
-    message.fields = [PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in point_fields(cloud.dtype)]
-    message.is_bigendian = False
-    message.point_step = cloud.dtype.itemsize
-    message.row_step = width * cloud.dtype.itemsize
-    message.data = array.array("B", np.ascontiguousarray(cloud).tobytes())
-    message.is_dense = False
-    return message
+    return PointCloud2(
+        header=Header(stamp=Time(nanoseconds=stamp).to_msg(), frame_id=frame_id),
+        height=height,
+        width=width,
+        fields=[PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in point_fields(cloud.dtype)],
+        is_bigendian=False,
+        point_step=cloud.dtype.itemsize,
+        row_step=width * cloud.dtype.itemsize,
+        data=array.array("B", np.ascontiguousarray(cloud).tobytes()),
+        is_dense=False,
+    )
 
 
 class LidarNode(Node):
@@ -319,8 +321,8 @@ class LidarNode(Node):
         status = DiagnosticStatus(level=_DIAGNOSTIC_LEVEL[level], name="lidar_node: simulated lidar",
                                   message=message, hardware_id=f"acres_lidar_sim:{self.config.frame_id}",
                                   values=[KeyValue(key=k, value=v) for k, v in values])
-        self._diag_pub.publish(DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()),
-                                               status=[status]))
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id="")
+        self._diag_pub.publish(DiagnosticArray(header=header, status=[status]))
 
     # -- runtime parameters --------------------------------------------------------------------
 

@@ -1,0 +1,429 @@
+"""lidar_node and demo_drive.
+
+Three parts:
+
+* ``TourDrive`` (demo_drive's ROS-free part): poses and body-frame twists of a known trajectory.
+* ``LidarNode`` wired to a small stand-in of rclpy (a fake ``Node`` with a settable clock, fake
+  publishers, TF that has no transforms) whose message classes are rosbags' real ROS 2 Jazzy
+  definitions, so every message the node builds is checked against the real field names. The
+  scanner is a stand-in; the scheduling, pose ingestion, parameters and publishing are the node's.
+* The same checks against real rclpy, skipped with a reason where ROS 2 is not installed.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import sys
+import time
+import types
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from rosbags.typesys import Stores, get_typestore
+from scipy.spatial.transform import Rotation
+
+from acres_lidar_ros.demo_drive import TourDrive
+from acres_lidar_ros.errors import PoseError
+from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
+from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
+
+TYPES = get_typestore(Stores.ROS2_JAZZY).types
+MS = 1_000_000
+
+
+# -- demo_drive -------------------------------------------------------------------------------
+
+
+def circle_drive(speed_mps=5.0, radius_m=20.0, duration_s=20.0) -> TourDrive:
+    t = np.linspace(0.0, duration_s, 2001)
+    heading = speed_mps / radius_m * t
+    positions = np.column_stack([radius_m * np.sin(heading), radius_m * (1 - np.cos(heading)), np.zeros_like(t)])
+    quats = Rotation.from_euler("z", heading[:, None]).as_quat()
+    return TourDrive(t, positions, quats)
+
+
+def test_tour_drive_gives_pose_and_body_frame_twist():
+    drive = circle_drive()
+    s = drive.sample(4.0)
+    heading = 5.0 / 20.0 * 4.0
+    assert s["position_m"] == pytest.approx([20 * math.sin(heading), 20 * (1 - math.cos(heading)), 0.0], abs=1e-3)
+    assert Rotation.from_quat(s["quaternion_xyzw"]).as_euler("xyz")[2] == pytest.approx(heading, abs=1e-6)
+    assert s["linear_mps"] == pytest.approx([5.0, 0.0, 0.0], abs=2e-3)  # forward in base_footprint
+    assert s["angular_radps"] == pytest.approx([0.0, 0.0, 0.25], abs=1e-6)
+
+
+def test_tour_drive_loops_and_rejects_a_too_short_tour():
+    drive = circle_drive()
+    assert drive.sample(24.0)["position_m"] == pytest.approx(drive.sample(4.0)["position_m"])
+    assert drive.tour_time_s(45.5) == pytest.approx(5.5)
+    with pytest.raises(PoseError, match="demo tour lasts"):
+        TourDrive(np.array([0.0, 0.01]), np.zeros((2, 3)), np.tile([0, 0, 0, 1.0], (2, 1)))
+
+
+# -- a stand-in of rclpy whose messages are rosbags' ---------------------------------------------
+
+
+class FakeTime:
+    def __init__(self, nanoseconds: int = 0, **_):
+        self.nanoseconds = int(nanoseconds)
+
+    def to_msg(self):
+        sec, nanosec = divmod(self.nanoseconds, 1_000_000_000)
+        return TYPES["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec)
+
+
+class FakeClock:
+    def __init__(self):
+        self.ns = 0
+
+    def now(self):
+        return FakeTime(self.ns)
+
+
+class FakeLogger:
+    def __init__(self, lines):
+        self.lines = lines
+
+    def __getattr__(self, level):
+        return lambda message, **_: self.lines.append((level, message))
+
+
+class FakePublisher:
+    def __init__(self, msg_type, topic, qos):
+        self.msg_type, self.topic, self.qos, self.messages = msg_type, topic, qos, []
+
+    def publish(self, message):
+        self.messages.append(message)
+
+
+class ParameterUninitializedException(Exception):
+    pass
+
+
+class ParamType(enum.Enum):
+    BOOL = 1
+    INTEGER = 2
+    DOUBLE = 3
+    STRING = 4
+    DOUBLE_ARRAY = 8
+
+
+class FakeNode:
+    overrides: dict = {}  # the YAML / --ros-args values of the next node
+
+    def __init__(self, name, **_):
+        self.name = name
+        self.params, self.descriptors = {}, {}
+        self.publishers, self.subscriptions, self.timers, self.set_callbacks = {}, {}, [], []
+        self.clock = FakeClock()
+        self.log_lines = []
+
+    def declare_parameter(self, name, value, descriptor):
+        assert name not in self.params, f"{name} declared twice"
+        self.params[name] = self.overrides.get(name, None if isinstance(value, ParamType) else value)
+        self.descriptors[name] = descriptor
+
+    def get_parameter(self, name):
+        if self.params[name] is None:
+            raise ParameterUninitializedException(name)
+        return SimpleNamespace(value=self.params[name])
+
+    def create_publisher(self, msg_type, topic, qos):
+        self.publishers[topic] = FakePublisher(msg_type, topic, qos)
+        return self.publishers[topic]
+
+    def create_subscription(self, msg_type, topic, callback, qos):
+        self.subscriptions[topic] = (msg_type, callback)
+
+    def create_timer(self, period_s, callback):
+        self.timers.append((period_s, callback))
+
+    def get_clock(self):
+        return self.clock
+
+    def get_logger(self):
+        return FakeLogger(self.log_lines)
+
+    def add_on_set_parameters_callback(self, callback):
+        self.set_callbacks.append(callback)
+
+
+class TransformException(Exception):
+    pass
+
+
+class FakeBuffer:
+    def lookup_transform(self, target, source, at):
+        raise TransformException(f"no {target} -> {source}")
+
+
+def _module(name, **attrs):
+    module = types.ModuleType(name)
+    module.__dict__.update(attrs)
+    return module
+
+
+def _fake_ros_modules():
+    class QoSProfile:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    policy = lambda *names: enum.Enum("Policy", names)  # noqa: E731
+    t = TYPES
+    return {
+        "rclpy": _module("rclpy", init=None, spin=None, try_shutdown=None, logging=None),
+        "rclpy.node": _module("rclpy.node", Node=FakeNode),
+        "rclpy.parameter": _module("rclpy.parameter", Parameter=SimpleNamespace(Type=ParamType)),
+        "rclpy.qos": _module("rclpy.qos", QoSProfile=QoSProfile,
+                             ReliabilityPolicy=policy("RELIABLE", "BEST_EFFORT"),
+                             DurabilityPolicy=policy("VOLATILE", "TRANSIENT_LOCAL"),
+                             HistoryPolicy=policy("KEEP_LAST", "KEEP_ALL")),
+        "rclpy.time": _module("rclpy.time", Time=FakeTime),
+        "rclpy.exceptions": _module("rclpy.exceptions", ParameterException=Exception,
+                                    ParameterUninitializedException=ParameterUninitializedException),
+        "rclpy.executors": _module("rclpy.executors", ExternalShutdownException=type("E", (Exception,), {})),
+        "tf2_ros": _module("tf2_ros", Buffer=FakeBuffer, TransformException=TransformException,
+                           TransformListener=lambda buffer, node: None),
+        "diagnostic_msgs": _module("diagnostic_msgs"),
+        "diagnostic_msgs.msg": _module("diagnostic_msgs.msg", **{n: t[f"diagnostic_msgs/msg/{n}"] for n in (
+            "DiagnosticArray", "DiagnosticStatus", "KeyValue")}),
+        "nav_msgs": _module("nav_msgs"),
+        "nav_msgs.msg": _module("nav_msgs.msg", Odometry=t["nav_msgs/msg/Odometry"]),
+        "rcl_interfaces": _module("rcl_interfaces"),
+        "rcl_interfaces.msg": _module("rcl_interfaces.msg", **{n: t[f"rcl_interfaces/msg/{n}"] for n in (
+            "FloatingPointRange", "IntegerRange", "ParameterDescriptor", "SetParametersResult")}),
+        "sensor_msgs": _module("sensor_msgs"),
+        "sensor_msgs.msg": _module("sensor_msgs.msg", PointCloud2=t["sensor_msgs/msg/PointCloud2"],
+                                   PointField=t["sensor_msgs/msg/PointField"]),
+        "std_msgs": _module("std_msgs"),
+        "std_msgs.msg": _module("std_msgs.msg", Header=t["std_msgs/msg/Header"]),
+        "visualization_msgs": _module("visualization_msgs"),
+        "visualization_msgs.msg": _module("visualization_msgs.msg", MarkerArray=t["visualization_msgs/msg/MarkerArray"]),
+    }
+
+
+@pytest.fixture
+def node_module(monkeypatch):
+    """acres_lidar_ros.node imported against the stand-in (and forgotten afterwards)."""
+    for name, module in _fake_ros_modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.delitem(sys.modules, "acres_lidar_ros.node", raising=False)
+    import acres_lidar_ros.node as node
+
+    yield node
+    sys.modules.pop("acres_lidar_ros.node", None)
+
+
+def small_cloud(dtype=XYZI, columns=6, rings=4) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    cloud = np.zeros((columns, rings), dtype=dtype)
+    for name in dtype.names:
+        cloud[name] = rng.uniform(0, 100, cloud.shape).astype(cloud[name].dtype)
+    cloud["x"][1, 2] = np.nan  # a beam without a return keeps its cell
+    return cloud
+
+
+@pytest.mark.parametrize("dtype", [XYZI, XYZIRT], ids=["XYZI", "XYZIRT"])
+def test_node_cloud_message_is_the_organised_rslidar_layout(node_module, dtype):
+    cloud = small_cloud(dtype)
+    message = node_module.cloud_message(cloud, "lidar", 1_700_000_000_012_000_000)
+    assert message.__msgtype__ == "sensor_msgs/msg/PointCloud2"
+    assert (message.header.stamp.sec, message.header.stamp.nanosec) == (1_700_000_000, 12_000_000)
+    assert message.header.frame_id == "lidar"
+    assert (message.height, message.width) == (6, 4)
+    assert message.point_step == dtype.itemsize and message.row_step == 4 * dtype.itemsize
+    assert not message.is_dense and not message.is_bigendian
+    assert [(f.name, f.offset, f.datatype, f.count) for f in message.fields] == point_fields(dtype)
+    decoded = decode_pointcloud2(message)
+    for name in dtype.names:
+        np.testing.assert_array_equal(decoded[name], cloud[name])
+
+
+def test_node_qos_and_descriptors(node_module):
+    qos = node_module.cloud_qos(100)
+    assert (qos.reliability.name, qos.durability.name, qos.history.name, qos.depth) == (
+        "RELIABLE", "VOLATILE", "KEEP_LAST", 100)
+    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.ros_params import declarations
+
+    for decl in declarations(load_sensor_config("polaris")):
+        d = node_module.descriptor(decl)
+        assert d.__msgtype__ == "rcl_interfaces/msg/ParameterDescriptor" and d.read_only == decl.read_only
+
+
+class StandInScanner:
+    """Records the calls the node makes; ``scan`` returns the pose it traced from."""
+
+    instances: list = []
+
+    def __init__(self, config, scene=None, options=None, tracer=None):
+        self.config, self.options, self.tracer = config, options, tracer or "tracer"
+        self.calls, self.option_changes = [], []
+        StandInScanner.instances.append(self)
+
+    def scan(self, poses, stamp_ns, boxes=(), index=None):
+        self.calls.append((poses.end_s, stamp_ns, index))
+        return SimpleNamespace(stamp_ns=stamp_ns)
+
+    def set_options(self, **changes):
+        self.option_changes.append(changes)
+
+
+@pytest.fixture
+def lidar_node(node_module, monkeypatch):
+    StandInScanner.instances = []
+    monkeypatch.setattr(node_module, "Scanner", StandInScanner)
+    monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: None)
+    monkeypatch.setattr(node_module, "organised_cloud", lambda scan, point_type: small_cloud(
+        XYZI if point_type == "XYZI" else XYZIRT, 1800, 32))
+    FakeNode.overrides = {}
+    made = []
+
+    def make(**overrides):
+        FakeNode.overrides = overrides
+        node = node_module.LidarNode()
+        made.append(node)
+        return node
+
+    yield make
+    for node in made:
+        node.close()
+    FakeNode.overrides = {}
+
+
+def odometry(stamp_ns, x, frame="odom", child="base_footprint", q=(0.0, 0.0, 0.0, 1.0)):
+    t = TYPES
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    return SimpleNamespace(
+        header=t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec),
+                                        frame_id=frame),
+        child_frame_id=child,
+        pose=SimpleNamespace(pose=t["geometry_msgs/msg/Pose"](
+            position=t["geometry_msgs/msg/Point"](x=x, y=0.0, z=0.0),
+            orientation=t["geometry_msgs/msg/Quaternion"](x=q[0], y=q[1], z=q[2], w=q[3]))),
+    )
+
+
+def _run_until(node, predicate, timeout_s=5.0):
+    poll = next(cb for period, cb in node.timers if period == 0.002)
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        poll()
+        time.sleep(0.001)
+
+
+def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
+    node = lidar_node()
+    assert set(node.publishers) == {"/lidar/points", "/diagnostics"}
+    qos = node.publishers["/lidar/points"].qos
+    assert (qos.reliability.name, qos.durability.name, qos.depth) == ("RELIABLE", "VOLATILE", 100)
+    assert set(node.subscriptions) == {"/odom", "/vehicle_markers"}
+    assert sorted(p for p, _ in node.timers) == [0.002, 1.0]
+    assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == "/lidar/points"
+    assert node.descriptors["lidar.columns"].read_only and not node.descriptors["rain_mm_per_h"].read_only
+
+
+def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(lidar_node):
+    node = lidar_node()
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    for k in range(6):
+        on_odom(odometry((900 + 20 * k) * MS, float(k)))
+    on_odom(odometry(1_000 * MS, 6.0))  # at the stamp: covers the sweep 900..1000 ms
+    _run_until(node, lambda: node.scheduler.in_work and node.scheduler.jobs()[0].state == "ready")
+    scanner = StandInScanner.instances[-1]
+    assert scanner.calls == [(1.0, 1_000 * MS, 0)]
+    points = node.publishers["/lidar/points"].messages
+    assert points == []  # ready, but its release is 12 ms after the stamp
+    node.clock.ns = 1_012 * MS
+    _run_until(node, lambda: points)
+    (cloud,) = points
+    assert (cloud.header.stamp.sec, cloud.header.stamp.nanosec, cloud.header.frame_id) == (1, 0, "lidar")
+    assert (cloud.height, cloud.width) == (1800, 32)
+    assert node.scheduler.counts["published"] == 1 and node.scheduler.counts["late"] == 0
+    # No TF mount: the sensors file's mount, with one warning.
+    mount_warnings = [m for level, m in node.log_lines if level == "warning" and "no TF base_footprint" in m]
+    assert len(mount_warnings) == 1
+
+
+def test_node_rejects_bad_odometry_with_a_warning_and_never_traces_without_a_pose(lidar_node):
+    node = lidar_node()
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    _run_until(node, lambda: node.scheduler.in_work, timeout_s=1.0)  # the scan due at 1000 ms waits
+    on_odom(odometry(1_000 * MS, math.nan))
+    on_odom(odometry(1_000 * MS, 0.0, frame="map"))
+    on_odom(odometry(1_000 * MS, 0.0, q=(0.0, 0.0, 0.0, 2.0)))
+    warnings = [m for level, m in node.log_lines if level == "warning"]
+    assert any("finite" in m for m in warnings) and any("'map'" in m for m in warnings)
+    node.clock.ns = 1_060 * MS
+    _run_until(node, lambda: node.scheduler.counts["skipped_no_pose"], timeout_s=1.0)
+    assert node.scheduler.counts["skipped_no_pose"] == 1
+    assert StandInScanner.instances[-1].calls == []
+
+
+def test_node_parameters_at_start_up_and_at_runtime(lidar_node):
+    node = lidar_node(**{"lidar.frame_id": "rslidar", "point_type": "XYZIRT", "rain_mm_per_h": 2.0})
+    assert node.config.frame_id == "rslidar" and node.settings["point_type"] == "XYZIRT"
+    assert StandInScanner.instances[-1].options.rain_mm_per_h == 2.0
+    on_set = node.set_callbacks[0]
+    P = lambda name, value: SimpleNamespace(name=name, value=value)  # noqa: E731
+    refused = on_set([P("visibility_m", 5.0)])
+    assert not refused.successful and refused.reason.startswith("visibility_m = 5.0 is out of range")
+    refused = on_set([P("lidar.columns", 900)])
+    assert not refused.successful and "read-only" in refused.reason
+    accepted = on_set([P("rain_mm_per_h", 10.0), P("use_sim_time", True)])
+    assert accepted.successful and StandInScanner.instances[-1].option_changes == [{"rain_mm_per_h": 10.0}]
+    before = len(StandInScanner.instances)
+    assert on_set([P("lidar.return_mode", "last")]).successful
+    assert len(StandInScanner.instances) == before + 1 and node.config.return_mode == "last"
+    assert StandInScanner.instances[-1].tracer == StandInScanner.instances[-2].tracer  # the scene is kept
+
+
+def test_node_publishes_diagnostics(lidar_node):
+    node = lidar_node()
+    diagnostics = next(cb for period, cb in node.timers if period == 1.0)
+    node.clock.ns = 5_000 * MS
+    diagnostics()
+    (array,) = node.publishers["/diagnostics"].messages
+    (status,) = array.status
+    values = {kv.key: kv.value for kv in status.values}
+    assert {"scans_published", "scans_late", "scans_dropped_busy", "trace_ms", "real_time_factor"} <= set(values)
+    assert status.level == TYPES["diagnostic_msgs/msg/DiagnosticStatus"].OK
+
+
+def test_node_start_up_error_names_the_key(lidar_node):
+    from acres_lidar_ros.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lidar.columns = 2 is out of range"):
+        lidar_node(**{"lidar.columns": 2})
+
+
+# -- with real rclpy ----------------------------------------------------------------------------------
+
+
+def test_real_rclpy_node_refuses_an_out_of_range_parameter():
+    rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: real node test skipped")
+    from rclpy.parameter import Parameter
+
+    from acres_lidar_ros.node import LidarNode
+
+    rclpy.init()
+    try:
+        node = LidarNode()
+        try:
+            result = node.set_parameters([Parameter("visibility_m", Parameter.Type.DOUBLE, 5.0)])[0]
+            assert not result.successful and "visibility_m = 5.0 is out of range" in result.reason
+            result = node.set_parameters([Parameter("rain_mm_per_h", Parameter.Type.DOUBLE, 3.0)])[0]
+            assert result.successful
+            result = node.set_parameters([Parameter("lidar.columns", Parameter.Type.INTEGER, 900)])[0]
+            assert not result.successful
+            descriptor = node.describe_parameter("lidar.hz")
+            assert descriptor.read_only and descriptor.floating_point_range[0].to_value == 120.0
+        finally:
+            node.close()
+            node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
