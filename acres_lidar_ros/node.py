@@ -184,7 +184,7 @@ class LidarNode(Node):
             self.declare_parameter(d.name, value, descriptor(d))
 
     def _load_scene(self, seed: int):
-        if self.settings["scene"]:
+        if self.settings["scene"] not in ("", "default"):  # "default": the CLI's name of the built-in farm
             from acres_lidar_ros.scene import load_scene
 
             return load_scene(self.settings["scene"])

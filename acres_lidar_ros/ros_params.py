@@ -143,7 +143,7 @@ class NodeParam:
 
 NODE_PARAMS: tuple[NodeParam, ...] = (
     NodeParam("sensors", "string", "polaris", "Sensors file: polaris, default, or a path to a JSON file."),
-    NodeParam("scene", "string", "", "Scene file; empty: the built-in farm."),
+    NodeParam("scene", "string", "", "Scene file; empty (or default): the built-in farm."),
     NodeParam("topic", "string", "/lidar/points", "Cloud topic (rslidar_sdk: ros_send_point_cloud_topic, "
               "/rslidar_points).", pattern="topic"),
     NodeParam("point_type", "string", "XYZI", "Point layout of the cloud: XYZI (the vehicle's) or XYZIRT "

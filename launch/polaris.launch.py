@@ -20,7 +20,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 SHARE = Path(__file__).resolve().parents[1]  # share/acres_lidar_ros (or the source checkout)
 
 ARGUMENTS = (
-    ("scene", "", "Scene file; empty: the built-in farm."),
+    ("scene", "", "Scene file; empty (or default): the built-in farm."),
     ("sensors", "polaris", "Sensors file: polaris, default, or a path to a JSON file."),
     ("use_sim_time", "false", "Run on /clock (the demo drive publishes it when true)."),
     ("demo", "false", "Drive the built-in tour: /odom, /tf odom -> base_footprint (and /clock)."),
