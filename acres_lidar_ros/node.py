@@ -270,6 +270,8 @@ class LidarNode(Node):
         if self.get_clock().now().nanoseconds == 0 or not self.config.enabled:
             return  # sim time before the first /clock
         result = self.scheduler.poll(self.tracker.newest_ns)
+        if any(e.kind == "clock_jump_back" for e in result.events):
+            self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
         self._log(result.events)
         for job in result.start:
             self._start(job)

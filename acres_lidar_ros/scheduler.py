@@ -799,6 +799,8 @@ def simulate_schedule(
             if scheduler.counts["due"] >= n_scans:
                 scheduler.stop()
             polled = scheduler.poll(tracker.newest_ns)
+            if any(e.kind == "clock_jump_back" for e in polled.events):
+                tracker.clear()
             record(polled)
             for job in polled.start:
                 try:

@@ -382,6 +382,21 @@ def test_node_parameters_at_start_up_and_at_runtime(lidar_node):
     assert StandInScanner.instances[-1].tracer == StandInScanner.instances[-2].tracer  # the scene is kept
 
 
+def test_node_clears_the_poses_when_ros_time_jumps_back(lidar_node):
+    node = lidar_node()
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 50_000 * MS
+    on_odom(odometry(50_000 * MS, 1.0))
+    _run_until(node, lambda: StandInScanner.instances[-1].calls, timeout_s=1.0)
+    node.clock.ns = 100 * MS  # the simulator was reset
+    _run_until(node, lambda: node.tracker.newest_ns is None, timeout_s=1.0)
+    assert node.tracker.newest_ns is None and node.scheduler.counts["abandoned"] <= 1
+    assert any("jumped back" in m for level, m in node.log_lines if level == "warning")
+    node.clock.ns = 200 * MS
+    _run_until(node, lambda: node.scheduler.in_work, timeout_s=1.0)
+    assert len(StandInScanner.instances[-1].calls) == 1  # the new timeline waits for its own poses
+
+
 def test_node_publishes_diagnostics(lidar_node):
     node = lidar_node()
     diagnostics = next(cb for period, cb in node.timers if period == 1.0)
