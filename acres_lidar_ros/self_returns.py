@@ -131,17 +131,21 @@ def check_planes(planes: np.ndarray, columns: int, rings: int, where: str) -> No
     """
     p_self, range_m, intensity, p_block = (planes[i].astype(np.float64) for i in range(4))
     tol = PROBABILITY_TOLERANCE
+
+    def v(x: float) -> str:
+        return f"{float(x):.9g}"
+
     checks = [
         (~np.isfinite(planes).all(axis=0), lambda i: ", ".join(
-            f"{name} = {planes[k, i]!r}" for k, name in enumerate(PLANES) if not np.isfinite(planes[k, i])
+            f"{name} = {v(planes[k, i])}" for k, name in enumerate(PLANES) if not np.isfinite(planes[k, i])
         ) + ": expected finite numbers (no NaN)"),
-        ((p_self < -tol) | (p_self > 1 + tol), lambda i: f"p_self = {p_self[i]!r}: expected a probability in [0, 1]"),
-        ((p_block < -tol) | (p_block > 1 + tol), lambda i: f"p_block = {p_block[i]!r}: expected a probability in [0, 1]"),
+        ((p_self < -tol) | (p_self > 1 + tol), lambda i: f"p_self = {v(p_self[i])}: expected a probability in [0, 1]"),
+        ((p_block < -tol) | (p_block > 1 + tol), lambda i: f"p_block = {v(p_block[i])}: expected a probability in [0, 1]"),
         (p_self + p_block > 1 + tol, lambda i: (
-            f"p_self + p_block = {p_self[i]!r} + {p_block[i]!r} = {p_self[i] + p_block[i]!r}: expected at most 1"
+            f"p_self + p_block = {v(p_self[i])} + {v(p_block[i])} = {v(p_self[i] + p_block[i])}: expected at most 1"
         )),
-        (range_m < 0, lambda i: f"range = {range_m[i]!r} m: expected a range >= 0"),
-        ((intensity < 0) | (intensity > 255), lambda i: f"intensity = {intensity[i]!r}: expected a byte in [0, 255]"),
+        (range_m < 0, lambda i: f"range = {v(range_m[i])} m: expected a range >= 0"),
+        ((intensity < 0) | (intensity > 255), lambda i: f"intensity = {v(intensity[i])}: expected a byte in [0, 255]"),
     ]
     for bad, message in checks:
         if bad.any():
