@@ -268,7 +268,7 @@ def apply_self_returns(
     std_m : float
         ``sigma_0`` (``lidar.std_m``), m.
     noise : bool
-        False: body returns at the table range exactly (``z`` is still defined, just unused).
+        False: body returns at the table range exactly (``z = 0``).
     points_sensor : (n_cells, R, 3) float64, optional
         The scene points; given with ``directions_sensor`` and ``lens_origins_sensor``, the
         result carries the points with the body applied.
@@ -293,7 +293,9 @@ def apply_self_returns(
     u = uniform_from_hash(h)
     body = u < table.p_self
     blocked = ~body & (u < table.p_self + table.p_block)
-    z = hash_normal(mix64(h)) if noise else np.zeros(n)
+    z = np.zeros(n)
+    if noise:  # only body cells need their normal; the others' would go unused
+        z[body] = hash_normal(mix64(h[body]))
     body_range_m = np.maximum(SELF_MIN_RANGE_M, table.range_m + float(std_m) * z)
 
     replaced = body | blocked
