@@ -1,0 +1,107 @@
+"""The built-in vehicle tour of the farm: a base_footprint trajectory sampled at 100 Hz."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from acres_lidar_ros.scene.model import Scene
+
+TOUR_RATE_HZ = 100.0
+# Loop from the farmyard: driveway, road, grass lane, field lane, grass lanes, yard exit.
+TOUR_WAYPOINTS_XY_M = np.array(
+    [
+        [0.0, -35.0], [0.0, -196.0], [70.0, -196.0], [70.0, 5.0], [200.0, 5.0], [200.0, 66.0],
+        [-160.0, 66.0], [-160.0, -35.0], [-10.0, -35.0],
+    ]
+)
+TURN_RADIUS_M = 10.0
+SPEED_MAX_M_S = 7.5
+SPEED_MIN_M_S = 3.0
+LATERAL_ACCEL_M_S2 = 1.5
+LONGITUDINAL_ACCEL_M_S2 = 1.0
+_ARC_STEP_M = 0.05
+
+
+def _path(waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Polyline with corners rounded by arcs; returns points (m, 2) every ~5 cm and curvature (m,)."""
+    pts: list[np.ndarray] = [waypoints[:1]]
+    curv: list[np.ndarray] = [np.zeros(1)]
+    cur = waypoints[0]
+    for a, b, c in zip(waypoints[:-2], waypoints[1:-1], waypoints[2:]):
+        u = (b - a) / np.linalg.norm(b - a)
+        v = (c - b) / np.linalg.norm(c - b)
+        turn = np.arctan2(u[0] * v[1] - u[1] * v[0], u @ v)
+        cut = TURN_RADIUS_M * np.tan(abs(turn) / 2)
+        p0 = b - cut * u
+        n = max(int(np.linalg.norm(p0 - cur) / _ARC_STEP_M), 1)
+        line = cur + np.outer(np.arange(1, n + 1) / n, p0 - cur)
+        pts.append(line)
+        curv.append(np.zeros(n))
+        side = np.sign(turn)
+        centre = p0 + side * TURN_RADIUS_M * np.array([-u[1], u[0]])
+        start = np.arctan2(*(p0 - centre)[::-1])
+        m = max(int(TURN_RADIUS_M * abs(turn) / _ARC_STEP_M), 1)
+        ang = start + turn * np.arange(1, m + 1) / m
+        arc = centre + TURN_RADIUS_M * np.stack([np.cos(ang), np.sin(ang)], 1)
+        pts.append(arc)
+        curv.append(np.full(m, 1.0 / TURN_RADIUS_M))
+        cur = arc[-1]
+    end = waypoints[-1]
+    n = max(int(np.linalg.norm(end - cur) / _ARC_STEP_M), 1)
+    pts.append(cur + np.outer(np.arange(1, n + 1) / n, end - cur))
+    curv.append(np.zeros(n))
+    return np.concatenate(pts), np.concatenate(curv)
+
+
+def default_tour(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The built-in tour of ``build_default_farm``'s farm, sampled at 100 Hz.
+
+    The vehicle starts at rest on the farmyard's driveway, drives the loop of
+    ``TOUR_WAYPOINTS_XY_M`` at up to 7.5 m/s (3 m/s in turns, accelerating at 1 m/s^2) and
+    stops at the end. z is on the ground; yaw follows the path; pitch and roll follow the
+    ground slope.
+
+    Returns
+    -------
+    times_s : (n,) float64, from 0 in steps of 0.01 s
+    positions_m : (n, 3) float64, base_footprint in the world
+    quaternions_xyzw : (n, 4) float64, base_footprint orientation (x forward, z up)
+    """
+    xy, curvature = _path(TOUR_WAYPOINTS_XY_M)
+    step = np.linalg.norm(np.diff(xy, axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(step)])
+    with np.errstate(divide="ignore"):
+        v_curve = np.minimum(np.sqrt(LATERAL_ACCEL_M_S2 / curvature), SPEED_MAX_M_S)
+    v = np.maximum(v_curve, SPEED_MIN_M_S)
+    v[0] = v[-1] = 0.0
+    # Acceleration limits forward and backward: v^2 <= v_prev^2 + 2 a ds.
+    ds = np.diff(s)
+    for order in (1, -1):
+        vv = v[::order].copy()
+        dd = ds[::order] if order == 1 else ds[::-1]
+        for i in range(1, len(vv)):
+            vv[i] = min(vv[i], np.sqrt(vv[i - 1] ** 2 + 2 * LONGITUDINAL_ACCEL_M_S2 * dd[i - 1]))
+        v = vv[::order]
+    v_mid = np.maximum((v[1:] + v[:-1]) / 2, 1e-3)
+    t = np.concatenate([[0.0], np.cumsum(ds / v_mid)])
+    times_s = np.arange(0.0, t[-1], 1.0 / TOUR_RATE_HZ)
+    sx = np.interp(times_s, t, s)
+    x = np.interp(sx, s, xy[:, 0])
+    y = np.interp(sx, s, xy[:, 1])
+    heading = np.arctan2(np.interp(sx + 0.5, s, xy[:, 1]) - np.interp(sx - 0.5, s, xy[:, 1]),
+                         np.interp(sx + 0.5, s, xy[:, 0]) - np.interp(sx - 0.5, s, xy[:, 0]))
+    z = scene.height_at(x, y)
+    # Ground normal from height differences over +-1 m.
+    e = 1.0
+    dzdx = (scene.height_at(x + e, y) - scene.height_at(x - e, y)) / (2 * e)
+    dzdy = (scene.height_at(x, y + e) - scene.height_at(x, y - e)) / (2 * e)
+    up = np.stack([-dzdx, -dzdy, np.ones_like(x)], 1)
+    up /= np.linalg.norm(up, axis=1, keepdims=True)
+    fwd = np.stack([np.cos(heading), np.sin(heading), np.zeros_like(x)], 1)
+    fwd -= np.einsum("ij,ij->i", fwd, up)[:, None] * up
+    fwd /= np.linalg.norm(fwd, axis=1, keepdims=True)
+    left = np.cross(up, fwd)
+    q = Rotation.from_matrix(np.stack([fwd, left, up], axis=2)).as_quat()
+    q *= np.where(q[:, 3:4] < 0, -1.0, 1.0)  # w >= 0, a fixed sign convention
+    return times_s, np.stack([x, y, z], 1), q
