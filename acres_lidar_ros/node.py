@@ -302,6 +302,8 @@ class LidarNode(Node):
         return cloud_message(cloud, frame_id, job.stamp_ns), wall_s
 
     def _finished(self, job: ScanJob, future: Future) -> None:
+        if future.cancelled():  # shutting down
+            return
         exc = future.exception()
         if exc is not None:
             result = self.scheduler.trace_failed(job, f"{type(exc).__name__}: {exc}")
