@@ -248,7 +248,7 @@ def apply_self_returns(
     scan_index: int,
     seed: int,
     std_m: float,
-    noise: bool = True,
+    noise_on: bool = True,
     points_sensor: np.ndarray | None = None,
     directions_sensor: np.ndarray | None = None,
     lens_origins_sensor: np.ndarray | None = None,
@@ -267,7 +267,7 @@ def apply_self_returns(
         The run's seed.
     std_m : float
         ``sigma_0`` (``lidar.std_m``), m.
-    noise : bool
+    noise_on : bool
         False: body returns at the table range exactly (``z = 0``).
     points_sensor : (n_cells, R, 3) float64, optional
         The scene points; given with ``directions_sensor`` and ``lens_origins_sensor``, the
@@ -294,7 +294,7 @@ def apply_self_returns(
     body = u < table.p_self
     blocked = ~body & (u < table.p_self + table.p_block)
     z = np.zeros(n)
-    if noise:  # only body cells need their normal; the others' would go unused
+    if noise_on:  # only body cells need their normal; the others' would go unused
         z[body] = hash_normal(mix64(h[body]))
     body_range_m = np.maximum(SELF_MIN_RANGE_M, table.range_m + float(std_m) * z)
 

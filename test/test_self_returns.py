@@ -112,7 +112,7 @@ def test_three_way_rule_with_hash_values_computed_independently():
 
 def test_noise_off_gives_the_table_range_and_the_minimum_is_0_2_m():
     table = table_of([1.0, 1.0], [0.75, 0.05], [30, 30], [0.0, 0.0], 1, 2)
-    out = apply_self_returns(table, scene_returns(2), scan_index=0, seed=0, std_m=0.5, noise=False)
+    out = apply_self_returns(table, scene_returns(2), scan_index=0, seed=0, std_m=0.5, noise_on=False)
     np.testing.assert_array_equal(out.returns.range_m[:, 0], [0.75, 0.2])
 
 
@@ -176,7 +176,7 @@ def test_points_of_body_returns_are_range_times_direction_plus_lens():
     lens = np.array([[0.035, 0, 0], [0, 0.035, 0]])
     scene = scene_returns(4)
     points = np.full((4, 2, 3), 7.0)
-    out = apply_self_returns(table, scene, 0, 0, std_m=0.0, noise=False, points_sensor=points,
+    out = apply_self_returns(table, scene, 0, 0, std_m=0.0, noise_on=False, points_sensor=points,
                              directions_sensor=directions, lens_origins_sensor=lens)
     np.testing.assert_allclose(out.points_sensor[0, 0], [0.535, 0.0, 0.0])
     assert np.isnan(out.points_sensor[0, 1]).all() and np.isnan(out.points_sensor[1]).all()
