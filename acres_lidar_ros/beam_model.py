@@ -351,6 +351,19 @@ class BeamModelOptions:
     def __post_init__(self) -> None:
         check_conditions(self.rain_mm_per_h, self.visibility_m)
 
+    @classmethod
+    def from_scan_options(cls, options: object) -> "BeamModelOptions":
+        """From the scanner's options (duck-typed: ``noise``, ``weather``, ``ideal``, ``foliage``,
+        ``rain_mm_per_h``, ``visibility_m``). ``ideal`` switches the weather off and keeps the
+        noise, as ``-SensorLidarIdeal`` does; ``foliage`` False makes foliage solid."""
+        return cls(
+            noise=bool(options.noise),
+            weather=bool(options.weather) and not bool(getattr(options, "ideal", False)),
+            rain_mm_per_h=float(options.rain_mm_per_h),
+            visibility_m=float(options.visibility_m),
+            foliage_solid=not bool(options.foliage),
+        )
+
 
 def scan_atmosphere(params: BeamModelParams, options: BeamModelOptions) -> Atmosphere:
     """The rain and fog a scan is traced with: clear air unless both switches are on."""
@@ -529,6 +542,8 @@ def process_beams(
     beam = row // n_sub
     sub_ray = row - beam * n_sub
     range_m = hits.range_m.ravel()[flat]
+    if range_m.size and not (np.all(range_m >= 0.0) and np.all(np.isfinite(range_m))):
+        raise ValueError("hits: every valid hit needs a finite range_m >= 0")
     cos_theta = np.clip(np.abs(hits.cos_incidence.ravel()[flat]), 0.0, 1.0)
     albedo = np.ones(flat.size)
 

@@ -53,12 +53,19 @@ def _mix64_int(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _mix64_array(x: np.ndarray) -> np.ndarray:
+def _mix64_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """mix of a 1-d uint64 array; ``overwrite`` lets it work in place in ``x`` (fewer temporaries)."""
     # Arrays (not numpy scalars) wrap silently on overflow, which is the uint64 arithmetic we want.
-    x = x + _U64(SPLITMIX_GAMMA)
-    x = (x ^ (x >> _U64(30))) * _U64(SPLITMIX_MUL1)
-    x = (x ^ (x >> _U64(27))) * _U64(SPLITMIX_MUL2)
-    return x ^ (x >> _U64(31))
+    x = np.add(x, _U64(SPLITMIX_GAMMA), out=x if overwrite else None)
+    t = x >> _U64(30)
+    x ^= t
+    x *= _U64(SPLITMIX_MUL1)
+    np.right_shift(x, _U64(27), out=t)
+    x ^= t
+    x *= _U64(SPLITMIX_MUL2)
+    np.right_shift(x, _U64(31), out=t)
+    x ^= t
+    return x
 
 
 def _as_u64_array(x: np.ndarray | int) -> np.ndarray:
@@ -126,10 +133,24 @@ def hash_normal(h: np.ndarray | int) -> np.ndarray | float:
     -------
     float, or (...) float64; always finite (``U`` is never 0).
     """
-    u1 = uniform_from_hash(h)
-    u2 = uniform_from_hash(mix64(h))
-    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-    return float(z) if np.ndim(z) == 0 else z
+    if isinstance(h, (int, np.integer)) and not isinstance(h, bool):
+        return float(hash_normal(np.array([int(h) & MASK64], dtype=np.uint64))[0])
+    a = _as_u64_array(h)
+    shape = a.shape
+    a = a.reshape(-1)
+    radius = (a >> _U64(11)).astype(np.float64)
+    radius += 0.5
+    radius *= 1.0 / _TWO_POW_53  # exact: a power of two
+    np.log(radius, out=radius)
+    radius *= -2.0
+    np.sqrt(radius, out=radius)
+    m = _mix64_array(a)
+    angle = (m >> _U64(11)).astype(np.float64)
+    angle += 0.5
+    angle *= 2.0 * np.pi / _TWO_POW_53
+    np.cos(angle, out=angle)
+    radius *= angle
+    return radius.reshape(shape)
 
 
 def _floor_cell(coordinate_m: np.ndarray, cell_m: float) -> np.ndarray:
@@ -159,7 +180,10 @@ def place_hash(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float, 
     cx = np.atleast_1d(_floor_cell(x_m, cell_m))
     cy = np.atleast_1d(_floor_cell(y_m, cell_m))
     cx, cy = np.broadcast_arrays(cx, cy)
-    h = _mix64_array(_mix64_array(cx ^ seed_term) ^ cy)
+    h = cx ^ seed_term
+    h = _mix64_array(h.reshape(-1), overwrite=True)
+    h ^= cy.reshape(-1)
+    h = _mix64_array(h, overwrite=True)
     shape = np.broadcast_shapes(np.shape(x_m), np.shape(y_m))
     return h.reshape(shape)
 
@@ -193,27 +217,30 @@ ROUGHNESS_SEED_OFFSET = 2
 def roughness_normal(seed: int, scan_index: int | np.ndarray, beam: np.ndarray | int, sub_ray: np.ndarray | int) -> np.ndarray:
     """The roughness normal ``z`` of a scan, beam and sub-ray, from a hash (no generator).
 
-    ``h = mix(mix(mix(scan xor ((seed + 2) * 0x632be59bd9b4e019)) xor beam) xor sub_ray)`` and
-    ``z = hash_normal(h)``. The key ``seed + 2`` keeps it apart from the micro-slope (seed) and
-    albedo (seed + 1) cells; ``beam`` is the cell ``c N_r + r``.
+    ``key = (scan << 24) | (beam << 3) | sub_ray`` (a beam is a cell ``c N_r + r`` < 2^21, a
+    sub-ray < 8, so keys of different triples differ), ``h = mix(key xor mix((seed + 2) *
+    0x632be59bd9b4e019))`` and ``z = hash_normal(h)``. The seed term ``seed + 2`` keeps it apart
+    from the micro-slope (seed) and albedo (seed + 1) cells.
 
     Parameters
     ----------
     seed : int
-    scan_index : int or (n,) int
-    beam, sub_ray : (n,) int or int
+    scan_index : int or (n,) int, >= 0
+    beam : (n,) int or int, 0 <= beam < 2^21
+    sub_ray : (n,) int or int, 0 <= sub_ray < 8
 
     Returns
     -------
     (n,) float64 (broadcast shape of the inputs).
     """
-    seed_term = _U64(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)
+    seed_term = _U64(_mix64_int(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64))
     scan = np.atleast_1d(_as_u64_array(np.asarray(scan_index, dtype=np.int64)))
     b = np.atleast_1d(_as_u64_array(np.asarray(beam, dtype=np.int64)))
     j = np.atleast_1d(_as_u64_array(np.asarray(sub_ray, dtype=np.int64)))
     scan, b, j = np.broadcast_arrays(scan, b, j)
-    h = _mix64_array(_mix64_array(_mix64_array(scan ^ seed_term) ^ b) ^ j)
-    return hash_normal(h)
+    key = (scan << _U64(24)) | (b << _U64(3)) | j
+    key ^= seed_term
+    return hash_normal(_mix64_array(key.reshape(-1), overwrite=True).reshape(key.shape))
 
 
 def _pcg32_output(old_state: np.ndarray) -> np.ndarray:
@@ -238,12 +265,18 @@ def normal_pairs_from_u32(u32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     With ``U_a = (u32[2i] + 0.5) / 2^32``, ``U_b = (u32[2i + 1] + 0.5) / 2^32`` and
     ``r = sqrt(-2 ln U_a)``: ``first_i = r cos(2 pi U_b)`` and ``second_i = r sin(2 pi U_b)``,
-    two independent standard normals (the first equals ``normals_from_u32``).
+    two independent standard normals (the first equals ``normals_from_u32``). The sine is taken
+    as ``+-sqrt(1 - cos^2)`` (sign + for ``U_b < 1/2``), which saves a second trigonometric pass
+    and equals ``sin`` to a few units of rounding.
     """
     u = (np.asarray(u32, dtype=np.float64) + 0.5) / _TWO_POW_32
     radius = np.sqrt(-2.0 * np.log(u[0::2]))
-    angle = 2.0 * np.pi * u[1::2]
-    return radius * np.cos(angle), radius * np.sin(angle)
+    u_b = u[1::2]
+    cosine = np.cos(2.0 * np.pi * u_b)
+    # sin(2 pi U_b) from the cosine: its sign is + for U_b < 1/2; equal to sin to rounding.
+    sine = np.sqrt(np.maximum(0.0, 1.0 - cosine * cosine))
+    sine = np.where(u_b < 0.5, sine, -sine)
+    return radius * cosine, radius * sine
 
 
 def uniforms_from_u32(u32: np.ndarray) -> np.ndarray:

@@ -149,19 +149,28 @@ def minnaert_backscatter(
     (...) float64 ``rho_bs`` >= 0, finite for ``cos theta = 0``.
     """
     c = np.clip(np.abs(_f64(cos_theta)), 0.0, 1.0)
-    diffuse = (
-        _f64(reflectivity)
-        * np.maximum(0.0, 1.0 - _f64(wet_darkening) * _f64(wetness))
-        * np.maximum(c, COS_FLOOR) ** _f64(incidence_exponent)
-    )
+    k = _f64(incidence_exponent)
+    floored = np.maximum(c, COS_FLOOR)
+    # |cos|^k; the common exponents 0 (Polaris) and 1 (Lambertian) skip the power function.
+    if not np.any((k != 0.0) & (k != 1.0)):
+        incidence = np.where(k == 1.0, floored, 1.0) if np.any(k == 1.0) else np.ones_like(floored)
+    else:
+        incidence = floored**k
+    wet = _f64(wet_darkening) * _f64(wetness)
+    darkening = np.maximum(0.0, 1.0 - wet) if np.any(wet != 0.0) else 1.0
+    diffuse = _f64(reflectivity) * darkening * incidence
     spec = _f64(specular)
-    if not np.any(spec > 0.0):
-        return diffuse + 0.0 * spec
     width = _f64(specular_width_rad)
-    theta = np.arccos(c)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lobe = np.where(width > 0.0, np.exp(-np.square(theta / np.where(width > 0.0, width, 1.0))), 0.0)
-    return diffuse + spec * lobe
+    shape = np.broadcast_shapes(diffuse.shape, spec.shape, width.shape)
+    rho_bs = np.array(np.broadcast_to(diffuse, shape), dtype=np.float64)
+    lobed = np.broadcast_to((spec > 0.0) & (width > 0.0), shape)
+    if np.any(lobed):
+        # The lobe only where s > 0 and theta_s > 0 (a lobe of no width contributes nothing).
+        theta = np.arccos(np.broadcast_to(c, shape)[lobed])
+        with np.errstate(over="ignore"):
+            ratio = theta / np.broadcast_to(width, shape)[lobed]
+            rho_bs[lobed] += np.broadcast_to(spec, shape)[lobed] * np.exp(-np.square(ratio))
+    return rho_bs if rho_bs.ndim else rho_bs[()]
 
 
 def footprint_range_spread_m(range_m: np.ndarray | float, cos_theta: np.ndarray | float, divergence_rad: np.ndarray | float) -> np.ndarray:
@@ -410,10 +419,12 @@ def intensity_byte(reflectivity: np.ndarray | float) -> np.ndarray:
     (...) uint8.
     """
     rho = _f64(reflectivity)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        diffuse = np.floor(100.0 * rho + 0.5)
-        specular = np.maximum(101.0, 100.0 + np.floor(155.0 * np.minimum(1.0, np.log(np.maximum(rho, 1.0)) / math.log(64.0)) + 0.5))
-    byte = np.where(rho > 1.0, specular, np.where(rho > 0.0, diffuse, 0.0))
+    with np.errstate(invalid="ignore"):
+        byte = np.where(rho > 0.0, np.floor(100.0 * np.minimum(rho, 1.0) + 0.5), 0.0)  # NaN -> 0
+        bright = rho > 1.0
+        if np.any(bright):
+            log_scale = np.minimum(1.0, np.log(rho[bright]) / math.log(64.0))
+            byte[bright] = np.maximum(101.0, 100.0 + np.floor(155.0 * log_scale + 0.5))
     return byte.astype(np.uint8)
 
 
