@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -93,6 +94,16 @@ class SelfReturnTable:
     @property
     def cells(self) -> int:
         return self.columns * self.rings
+
+    @cached_property
+    def intensity_byte(self) -> np.ndarray:
+        """(N_c * N_r,) uint8: the intensity plane rounded to bytes."""
+        return np.clip(np.rint(self.intensity), 0, 255).astype(np.uint8)
+
+    @cached_property
+    def body_reflectivity(self) -> np.ndarray:
+        """(N_c * N_r,) float64: the reflectivity of the intensity byte (``reflectivity_of_intensity``)."""
+        return reflectivity_of_intensity(self.intensity_byte)
 
     def planes(self) -> np.ndarray:
         """(4, N_c * N_r) float32: the file's content."""
@@ -298,27 +309,25 @@ def apply_self_returns(
         z[body] = hash_normal(mix64(h[body]))
     body_range_m = np.maximum(SELF_MIN_RANGE_M, table.range_m + float(std_m) * z)
 
-    replaced = body | blocked
-    keep = ~replaced[:, None]
-    slot0 = np.zeros((n, r_slots), bool)
-    slot0[:, 0] = True
-    put = body[:, None] & slot0
+    replaced_cells = np.flatnonzero(body | blocked)
+    body_cells = np.flatnonzero(body)
 
     def merge(field: np.ndarray, body_value: np.ndarray | float, empty_value: float) -> np.ndarray:
-        value = np.broadcast_to(np.asarray(body_value)[..., None] if np.ndim(body_value) else body_value, (n, r_slots))
-        return np.where(put, value, np.where(keep, field, empty_value)).astype(field.dtype)
+        out = field.copy()
+        out[replaced_cells] = empty_value
+        out[body_cells, 0] = body_value[body_cells] if np.ndim(body_value) else body_value
+        return out
 
-    intensity = np.clip(np.rint(table.intensity), 0, 255)
     new = Returns(
         range_m=merge(returns.range_m, body_range_m, np.nan),
-        valid=np.where(put, True, keep & returns.valid),
-        reflectivity=merge(returns.reflectivity, reflectivity_of_intensity(intensity), 0.0),
-        signal=merge(returns.signal, 0.0, 0),
-        intensity=merge(returns.intensity, intensity, 0),
-        class_id=merge(returns.class_id, float(SELF_CLASS_ID), 0),
-        material_id=merge(returns.material_id, float(SELF_MATERIAL_ID), 0),
-        object_id=merge(returns.object_id, float(SELF_OBJECT_ID), NO_OBJECT),
-        return_flags=merge(returns.return_flags, float(FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST), 0),
+        valid=merge(returns.valid, True, False),
+        reflectivity=merge(returns.reflectivity, table.body_reflectivity, 0.0),
+        signal=merge(returns.signal, 0, 0),
+        intensity=merge(returns.intensity, table.intensity_byte, 0),
+        class_id=merge(returns.class_id, SELF_CLASS_ID, 0),
+        material_id=merge(returns.material_id, SELF_MATERIAL_ID, 0),
+        object_id=merge(returns.object_id, SELF_OBJECT_ID, NO_OBJECT),
+        return_flags=merge(returns.return_flags, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0),
     )
 
     points_out = None
@@ -329,7 +338,7 @@ def apply_self_returns(
         o = np.asarray(lens_origins_sensor, dtype=np.float64).reshape(-1, 3)
         if len(o) * table.rings == n and len(o) != n:
             o = np.repeat(o, table.rings, axis=0)
-        body_points = body_range_m[:, None] * d + o
-        points = np.asarray(points_sensor, dtype=np.float64)
-        points_out = np.where(put[..., None], body_points[:, None, :], np.where(keep[..., None], points, np.nan))
+        points_out = np.array(points_sensor, dtype=np.float64)
+        points_out[replaced_cells] = np.nan
+        points_out[body_cells, 0] = body_range_m[body_cells, None] * d[body_cells] + o[body_cells]
     return SelfReturnResult(new, points_out, body, blocked)
