@@ -718,19 +718,20 @@ def process_beams(
     cell = lit_beams[lit_row]
 
     out = _empty_returns(n_beams, slots)
+    at = cell * slots + slot_col  # flat index into the (n_beams, slots) arrays
     ret_measured = measured[pick]
     ret_clear = clear_signal[pick]
     with np.errstate(divide="ignore", invalid="ignore"):
         ret_reflectivity = np.where(ret_clear > 0.0, rho_e[pick] * np.maximum(ret_measured, 0.0) / ret_clear, 0.0)
-    out.range_m[cell, slot_col] = range_meas[pick]
-    out.valid[cell, slot_col] = True
-    out.reflectivity[cell, slot_col] = ret_reflectivity
-    out.signal[cell, slot_col] = np.floor(np.clip(ret_measured, 0.0, min(params.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5)
-    out.intensity[cell, slot_col] = intensity_byte(ret_reflectivity)
-    out.class_id[cell, slot_col] = e_cls[pick]
-    out.material_id[cell, slot_col] = e_mat[pick]
-    out.object_id[cell, slot_col] = e_obj[pick]
-    out.return_flags[cell, slot_col] = flags[lit_row, slot_col]
+    out.range_m.reshape(-1)[at] = range_meas[pick]
+    out.valid.reshape(-1)[at] = True
+    out.reflectivity.reshape(-1)[at] = ret_reflectivity
+    out.signal.reshape(-1)[at] = np.floor(np.clip(ret_measured, 0.0, min(params.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5)
+    out.intensity.reshape(-1)[at] = intensity_byte(ret_reflectivity)
+    out.class_id.reshape(-1)[at] = e_cls[pick]
+    out.material_id.reshape(-1)[at] = e_mat[pick]
+    out.object_id.reshape(-1)[at] = e_obj[pick]
+    out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out
 
 
