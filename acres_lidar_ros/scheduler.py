@@ -838,7 +838,7 @@ def simulate_schedule(
 
 def run_schedule_benchmark(
     n_scans: int = 600, sensors: str = "polaris", seed: int = 0, point_type: str = "XYZI",
-    odom_hz: float = 50.0, odom_latency_s: float = 0.001,
+    odom_hz: float = 50.0, odom_latency_s: float = 0.001, options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The figures of ``acres-lidar bench --schedule``: ``n_scans`` scans of the real ``Scanner``
     on the built-in farm along its tour, scheduled as the node schedules them (10 Hz and the
@@ -846,7 +846,8 @@ def run_schedule_benchmark(
 
     The scans are traced one at a time (the ``Scanner`` keeps its noise streams in scan order);
     packing the organised cloud into a PointCloud2 runs in parallel in the two workers. Takes
-    about ``n_scans / hz`` seconds of wall time plus the scene build.
+    about ``n_scans / hz`` seconds of wall time plus the scene build. ``options`` are extra
+    ``ScanOptions`` (e.g. ``{"radiometry": False}`` to time the geometry alone).
     """
     from acres_lidar_ros.config import load_sensor_config
     from acres_lidar_ros.outputs.layouts import organised_cloud
@@ -859,7 +860,7 @@ def run_schedule_benchmark(
     scene = build_default_farm(seed)
     times_s, positions_m, quaternions_xyzw = default_tour(scene)
     tour = PoseHistory.from_arrays(times_s, positions_m, quaternions_xyzw, where="default tour")
-    scanner = Scanner(config, scene, ScanOptions(seed=seed))
+    scanner = Scanner(config, scene, ScanOptions(**{"seed": seed, **(options or {})}))
     typestore = default_typestore()
     start_ns = int(round(tour.start_s * NS_PER_S))
     period_ns = int(round(config.period_s * NS_PER_S))
@@ -877,5 +878,5 @@ def run_schedule_benchmark(
     result = simulate_schedule(trace, odometry, n_scans, period_s=config.period_s, delay_s=config.delay_s,
                                start_ns=start_ns - period_ns // 2)
     result.update(sensors=sensors, rays_per_scan=scanner.ray_count, odom_hz=odom_hz,
-                  odom_latency_ms=odom_latency_s * 1e3)
+                  odom_latency_ms=odom_latency_s * 1e3, options=dict(options or {}))
     return result
