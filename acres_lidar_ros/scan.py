@@ -276,7 +276,7 @@ class Scanner:
             returns = apply_self_returns(
                 self._self_table, returns, scan_index=index, seed=options.seed,
                 std_m=config.std_m, noise_on=options.noise,
-            )
+            ).returns
         t3 = time.perf_counter()
         points = returns.range_m[..., None] * self._beam_directions[:, None, :] + self._lens_origins[:, None, :]
         t4 = time.perf_counter()
