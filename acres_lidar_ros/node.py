@@ -188,7 +188,7 @@ class LidarNode(Node):
             from acres_lidar_ros.scene import load_scene
 
             return load_scene(self.settings["scene"])
-        from acres_lidar_ros.scene.farm import build_default_farm
+        from acres_lidar_ros.scene import build_default_farm
 
         return build_default_farm(seed)
 

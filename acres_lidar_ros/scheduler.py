@@ -853,8 +853,7 @@ def run_schedule_benchmark(
     from acres_lidar_ros.outputs.layouts import organised_cloud
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene.farm import build_default_farm
-    from acres_lidar_ros.scene.tour import default_tour
+    from acres_lidar_ros.scene import build_default_farm, default_tour
 
     config = load_sensor_config(sensors)
     scene = build_default_farm(seed)
