@@ -40,6 +40,10 @@ START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
 CROP_STEP_M = 0.05  # spec: step of the walk through crop cells
 CROP_COS_INCIDENCE = 0.5  # spec: |cos theta| of a crop hit
 EXIT_STEP_M = 1e-3  # restart distance behind the surface a ray leaves (proxy exits, crop boxes)
+# Embree sees the crop patch boxes this much smaller at the sides, so that a ray inside one patch
+# meets that patch's face before the coplanar face of its neighbour; the cells themselves are
+# intersected analytically at full size.
+CROP_BOX_SHRINK_M = 1e-3
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
 _MAX_CROP_ROUNDS = 256  # bound of the patch-to-patch crop walk per round
 
@@ -83,7 +87,7 @@ class Tracer:
         crops = scene.crops
         self._has_crops = len(crops) > 0
         if self._has_crops:
-            bv, bt = crops.box_mesh()
+            bv, bt = crops.box_mesh(shrink_m=CROP_BOX_SHRINK_M)
             box_v = (bv - self.local_origin_m).astype(np.float32)
             box_t = bt.astype(np.uint32)
             self._crop_rc = self._embree(box_v, box_t)
@@ -92,7 +96,7 @@ class Tracer:
             self._patch_centre = np.column_stack([crops.centre_xy_m - self.local_origin_m[:2], np.zeros(len(crops))])
             self._patch_cos = np.cos(crops.yaw_rad)
             self._patch_sin = np.sin(crops.yaw_rad)
-            self._patch_base = crops.base_z_m - self.local_origin_m[2]
+            self._patch_base = crops.cell_base_z_m - self.local_origin_m[2]
             self._patch_top = crops.cell_top_z_m - self.local_origin_m[2]
         else:
             self._rc = self._main_rc = self._embree(tri_v, tri_t)
@@ -181,7 +185,7 @@ class Tracer:
             with np.errstate(divide="ignore", invalid="ignore"):
                 inv_z = 1.0 / ds_[:, 2]
                 t_top = (self._patch_top[patch] - rel[:, 2, None, None]) * inv_z[:, None, None]  # (k, 4, 4)
-                t_base = ((self._patch_base[patch] - rel[:, 2]) * inv_z)[:, None, None]
+                t_base = (self._patch_base[patch] - rel[:, 2, None, None]) * inv_z[:, None, None]
             z_lo, z_hi = np.fmin(t_top, t_base), np.fmax(t_top, t_base)
             lo = np.maximum(np.maximum(x_lo[:, None, :], y_lo[:, :, None]), z_lo)
             np.maximum(lo, walk_from[:, None, None], out=lo)

@@ -36,9 +36,6 @@ CROP_CELL_HEIGHT_FRACTION = np.array([1.0, 0.12, 0.03])  # of h_max, by cell sta
 CROP_CLASS_NAMES = ("corn", "soybean", "potato")
 # Spec "Ground", rule 4: depth of pond water that makes non-soil ground fully wet.
 WETNESS_DEPTH_M = 0.002
-# The crop boxes reach this far below the lowest ground under the patch, so a step point
-# never falls in a gap between the box and a sloped ground.
-CROP_BOX_BELOW_GROUND_M = 0.1
 
 _GRASS = MATERIAL_ID["grass"]
 _SOIL = MATERIAL_ID["soil"]
@@ -75,17 +72,18 @@ class CropPatches:
         World (x, y) of each patch centre.
     yaw_rad : (p,) float64
         Rotation of the patch's local x axis (the 1.52 m side) from world x, counter-clockwise.
-    base_z_m : (p,) float64
-        Bottom of the patch's box (below the ground under it), m.
+    cell_base_z_m : (p, 4, 4) float64
+        World height of the bottom of cell ``[iy, ix]`` (local y index, local x index): the
+        ground at the cell centre, m. A step point below it is under the ground, not in the crop.
     cell_top_z_m : (p, 4, 4) float64
-        World height of the top of cell ``[iy, ix]`` (local y index, local x index), m.
+        World height of the top of cell ``[iy, ix]``, m.
     class_id, material_id : (p,) uint8
     object_id : (p,) int32
     """
 
     centre_xy_m: np.ndarray
     yaw_rad: np.ndarray
-    base_z_m: np.ndarray
+    cell_base_z_m: np.ndarray
     cell_top_z_m: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
@@ -94,25 +92,28 @@ class CropPatches:
     @classmethod
     def empty(cls) -> "CropPatches":
         return cls(
-            np.zeros((0, 2)), np.zeros(0), np.zeros(0), np.zeros((0, CROP_CELLS, CROP_CELLS)),
+            np.zeros((0, 2)), np.zeros(0), np.zeros((0, CROP_CELLS, CROP_CELLS)), np.zeros((0, CROP_CELLS, CROP_CELLS)),
             np.zeros(0, np.uint8), np.zeros(0, np.uint8), np.zeros(0, np.int32),
         )
 
     def __len__(self) -> int:
         return len(self.yaw_rad)
 
-    def box_mesh(self) -> tuple[np.ndarray, np.ndarray]:
+    def box_mesh(self, shrink_m: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Boxes of the patches: ``(vertices_m (8 p, 3) float64, triangles (12 p, 3) int64)``.
 
-        Triangle ``12 k ... 12 k + 11`` belong to patch ``k``.
+        Triangle ``12 k ... 12 k + 11`` belong to patch ``k``. ``shrink_m`` moves the four side
+        faces inwards, so neighbouring patches share no face.
         """
         p = len(self)
-        unit_v, unit_t = shapes.box(np.array([CROP_PATCH_SIZE_M[0], CROP_PATCH_SIZE_M[1], 1.0]))
+        size = np.array([CROP_PATCH_SIZE_M[0] - 2 * shrink_m, CROP_PATCH_SIZE_M[1] - 2 * shrink_m, 1.0])
+        unit_v, unit_t = shapes.box(size)
         top = self.cell_top_z_m.reshape(p, -1).max(axis=1)
+        base = self.cell_base_z_m.reshape(p, -1).min(axis=1)
         c, s = np.cos(self.yaw_rad), np.sin(self.yaw_rad)
         x = self.centre_xy_m[:, None, 0] + c[:, None] * unit_v[:, 0] - s[:, None] * unit_v[:, 1]
         y = self.centre_xy_m[:, None, 1] + s[:, None] * unit_v[:, 0] + c[:, None] * unit_v[:, 1]
-        z = self.base_z_m[:, None] + unit_v[:, 2] * (top - self.base_z_m)[:, None]
+        z = base[:, None] + unit_v[:, 2] * (top - base)[:, None]
         vertices = np.stack([x, y, z], axis=-1).reshape(-1, 3)
         triangles = (unit_t[None] + 8 * np.arange(p)[:, None, None]).reshape(-1, 3)
         return vertices, triangles
@@ -246,7 +247,7 @@ class Scene:
             self.triangle_object, self.triangle_closed, self.terrain.origin_xy_m, self.terrain.height_m,
             self.cover.origin_xy_m, self.cover.values, self.polygon_raster.origin_xy_m, self.polygon_raster.values,
             self.pond_depth.origin_xy_m, self.pond_depth.values, self.soil_wetness.origin_xy_m,
-            self.soil_wetness.values, self.crops.centre_xy_m, self.crops.yaw_rad, self.crops.base_z_m,
+            self.soil_wetness.values, self.crops.centre_xy_m, self.crops.yaw_rad, self.crops.cell_base_z_m,
             self.crops.cell_top_z_m, self.crops.class_id, self.crops.material_id, self.crops.object_id,
         ]
         for a in arrays:
@@ -529,12 +530,8 @@ class SceneBuilder:
             wx = centre[:, 0, None, None] + c * cx - s * cy
             wy = centre[:, 1, None, None] + s * cx + c * cy
             state = f["state"].reshape(ny, CROP_CELLS, nx, CROP_CELLS).transpose(0, 2, 1, 3).reshape(-1, CROP_CELLS, CROP_CELLS)
-            top = self.terrain.height_at(wx, wy) + f["h_max"] * CROP_CELL_HEIGHT_FRACTION[state]
-            half = CROP_PATCH_SIZE_M / 2
-            kx = np.array([-1, 1, 1, -1]) * half[0]
-            ky = np.array([-1, -1, 1, 1]) * half[1]
-            corner_z = self.terrain.height_at(centre[:, 0, None] + c * kx - s * ky, centre[:, 1, None] + s * kx + c * ky)
-            base = np.minimum(corner_z.min(axis=1), top.reshape(len(top), -1).min(axis=1)) - CROP_BOX_BELOW_GROUND_M
+            base = self.terrain.height_at(wx, wy)
+            top = base + f["h_max"] * CROP_CELL_HEIGHT_FRACTION[state]
             p = len(centre)
             parts.append((centre, np.full(p, f["yaw"]), base, top, np.full(p, f["class_id"], np.uint8),
                           np.full(p, f["material"], np.uint8), np.full(p, f["oid"], np.int32)))
