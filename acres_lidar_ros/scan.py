@@ -159,6 +159,8 @@ class Scanner:
         self._beam_ring = np.tile(np.arange(config.rings), config.columns)
         self._self_table = self._load_self_table()
         self._streams = self._new_streams()
+        self._beam_params = None  # built on the first radiometric scan
+        self._beam_options = None
         self._next_index = 0
         self.timings_ms: dict[str, float] = {}
 
@@ -183,10 +185,22 @@ class Scanner:
         options = replace(self.options, **changes)
         reseed = options.seed != self.options.seed or options.radiometry != self.options.radiometry
         self.options = options
+        self._beam_params = self._beam_options = None  # rebuilt on the next scan
         if reseed:
             self._streams = self._new_streams()
         if "self_returns" in changes:
             self._self_table = self._load_self_table()
+
+    def set_runtime_config(self, overrides: dict) -> None:
+        """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
+        from acres_lidar_ros.schema import LIDAR_PARAM
+
+        fixed = [key for key in overrides if key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime]
+        if fixed:
+            raise ConfigError(f"lidar.{fixed[0]} cannot change while running; runtime keys: "
+                              + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime))
+        self.config = self.config.with_overrides(overrides)
+        self._beam_params = self._beam_options = None
 
     @property
     def sub_rays(self) -> int:
@@ -227,10 +241,11 @@ class Scanner:
         """
         R = T_world_sensor[:, :3, :3]
         t = T_world_sensor[:, :3, 3]
-        sub = self.pattern.sub_directions_sensor  # (N_c, N_r, S, 3)
-        directions = np.einsum("cij,crsj->crsi", R, sub).reshape(-1, 3)
-        lens_world = np.einsum("cij,cj->ci", R, self.pattern.lens_origins_sensor) + t  # (N_c, 3)
         per_column = self.config.rings * self.sub_rays
+        sub = self.pattern.sub_directions_sensor.reshape(self.config.columns, per_column, 3)
+        # Row vectors times R^T: a batched matmul (einsum is ten times slower here).
+        directions = (sub @ R.transpose(0, 2, 1)).reshape(-1, 3)
+        lens_world = (R @ self.pattern.lens_origins_sensor[:, :, None])[:, :, 0] + t  # (N_c, 3)
         origins = np.repeat(lens_world, per_column, axis=0)
         return origins, directions
 
@@ -314,16 +329,12 @@ class Scanner:
                 config.range_m,
                 config.materials.reflectivity,
             )
-        from acres_lidar_ros.beam_model import process_beams
+        from acres_lidar_ros.beam_model import BeamModelOptions, BeamModelParams, process_beams
 
+        if self._beam_params is None:
+            self._beam_params = BeamModelParams.from_config(config)
+            self._beam_options = BeamModelOptions.from_scan_options(options)
         return process_beams(
-            hits=hits,
-            origins=origins,
-            directions=directions,
-            weights=self.pattern.sub_ray_weights,
-            beam_ring=self._beam_ring,
-            config=config,
-            options=options,
-            streams=self._streams,
-            scan_index=index,
+            hits, origins, directions, self.pattern.sub_ray_weights,
+            self._beam_params, self._beam_options, self._streams, index,
         )
