@@ -56,9 +56,11 @@ def _terrain(rng: np.random.Generator) -> TerrainGrid:
     blend = blend * blend * (3 - 2 * blend)
     h0 = h[n // 2, n // 2]
     h = h0 + blend * (h - h0)
-    # The pond's water surface is level: the lowest ground of its disc.
-    in_pond = np.hypot(gx - POND_CENTRE_XY_M[0], gy - POND_CENTRE_XY_M[1]) <= POND_RADIUS_M + TERRAIN_CELL_M
-    h[in_pond] = h[in_pond].min()
+    # The pond's water surface is level (the lowest ground near it), blended into the relief.
+    r_pond = np.hypot(gx - POND_CENTRE_XY_M[0], gy - POND_CENTRE_XY_M[1])
+    level = h[r_pond <= POND_RADIUS_M + 40.0].min()
+    blend = np.clip((r_pond - POND_RADIUS_M - TERRAIN_CELL_M) / 40.0, 0.0, 1.0)
+    h = level + blend * blend * (3 - 2 * blend) * (h - level)
     return TerrainGrid(np.array([-FARM_HALF_SIZE_M, -FARM_HALF_SIZE_M]), TERRAIN_CELL_M, h)
 
 

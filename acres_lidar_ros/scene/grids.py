@@ -52,7 +52,7 @@ class TerrainGrid:
         if not np.all(np.isfinite(h)):
             bad = np.argwhere(~np.isfinite(h))[0]
             raise SceneError(
-                f"terrain.height_m[{bad[0]}][{bad[1]}] = {h[tuple(bad)]!r}: heights must be finite numbers"
+                f"terrain.height_m[{bad[0]}][{bad[1]}] = {float(h[tuple(bad)])!r}: heights must be finite numbers"
             )
         object.__setattr__(self, "height_m", h)
 

@@ -304,7 +304,7 @@ class SceneBuilder:
         if bad.any():
             i, j = np.argwhere(bad)[0]
             raise SceneError(
-                f"cover[{i}][{j}] = {cover_values[i, j]!r}: not a cover material number; allowed: "
+                f"cover[{i}][{j}] = {int(cover_values[i, j])!r}: not a cover material number; allowed: "
                 + ", ".join(f"{MATERIAL_ID[n]} ({n})" for n in COVER_MATERIAL_NAMES)
             )
         self.cover = CellGrid(cover.origin_xy_m, cover.cell_m, cover_values.astype(np.uint8), fill=_GRASS)
@@ -329,7 +329,7 @@ class SceneBuilder:
         if not good.all():
             i, j = np.argwhere(~good)[0]
             allowed = "a finite number >= 0" if upper == np.inf else f"a number from 0 to {upper}"
-            raise SceneError(f"{what}[{i}][{j}] = {values[i, j]!r}: must be {allowed}")
+            raise SceneError(f"{what}[{i}][{j}] = {float(values[i, j])!r}: must be {allowed}")
         return CellGrid(grid.origin_xy_m, grid.cell_m, values, fill=0.0)
 
     # --- helpers --------------------------------------------------------------------------
