@@ -122,9 +122,14 @@ class Tracer:
         return rc
 
     # --- casts ----------------------------------------------------------------------------
-    def _cast(self, rc, origins_local: np.ndarray, directions: np.ndarray) -> dict:
+    def _cast(self, rc, origins_local: np.ndarray, directions: np.ndarray, start=None) -> dict:
+        """One ``cast_rays`` from ``origins_local + start directions`` (float32 rays)."""
         rays = np.empty((len(origins_local), 6), np.float32)
-        rays[:, :3] = origins_local
+        if start is None:
+            rays[:, :3] = origins_local
+        else:
+            np.multiply(directions, start if np.isscalar(start) else start[:, None], out=rays[:, :3], casting="same_kind")
+            np.add(rays[:, :3], origins_local, out=rays[:, :3], casting="same_kind")
         rays[:, 3:] = directions
         return rc.cast_rays(o3d.core.Tensor(rays), nthreads=self._nthreads)
 
@@ -206,7 +211,7 @@ class Tracer:
             if len(sel) == 0:
                 break
             cast_from = walk_from + EXIT_STEP_M
-            res = self._cast(self._crop_rc, o[sel] + cast_from[:, None] * d[sel], d[sel])
+            res = self._cast(self._crop_rc, o[sel], d[sel], cast_from)
             t_e = cast_from + res["t_hit"].numpy()
             patch = np.minimum(res["primitive_ids"].numpy(), 12 * len(self._patch_cos) - 1).astype(np.int64) // 12
         return t_out, patch_out
@@ -226,7 +231,7 @@ class Tracer:
         box_t : (m,) float64 where the ray meets a crop box first (inf where a triangle is first)
         box_patch : (m,) int64 that box's patch (-1 where none)
         """
-        res = self._cast(self._rc, o + s[:, None] * d, d)
+        res = self._cast(self._rc, o, d, s)
         t = res["t_hit"].numpy().astype(np.float64)
         t += s
         prim = np.minimum(res["primitive_ids"].numpy(), self._miss)
@@ -238,11 +243,11 @@ class Tracer:
             if len(rows):
                 box_t[rows] = t[rows]
                 box_patch[rows] = (prim[rows].astype(np.int64) - self._first_box) // 12
-                main = self._cast(self._main_rc, o[rows] + s[rows, None] * d[rows], d[rows])
+                main = self._cast(self._main_rc, o[rows], d[rows], s[rows])
                 t[rows] = s[rows] + main["t_hit"].numpy()
                 prim[rows] = np.minimum(main["primitive_ids"].numpy(), self._miss)
                 normal[rows] = main["primitive_normals"].numpy()
-        return t, prim, np.einsum("ij,ij->i", normal, d), box_t, box_patch
+        return t, prim, np.einsum("ij,ij->i", normal, d.astype(np.float32)), box_t, box_patch
 
     # --- main -----------------------------------------------------------------------------
     def trace(
@@ -396,12 +401,12 @@ class Tracer:
             s_next = np.where(exits, t + EXIT_STEP_M, t + continue_step_m)
             known = None
             if len(crop_rows):
-                reuse = crop_rows[s_next[crop_rows] < behind_t]
+                sel = s_next[crop_rows] < behind_t
+                reuse = crop_rows[sel]
                 if len(reuse):
                     flag = np.zeros(m, bool)
                     flag[reuse] = True
-                    g = np.arange(n)[rows][reuse] if isinstance(rows, slice) else rows[reuse]
-                    sel = np.isin(crop_rows, reuse)
+                    g = reuse if isinstance(rows, slice) else rows[reuse]
                     cache_t[g], cache_prim[g], cache_cos[g] = behind_t[sel], behind_prim[sel], behind_cos[sel]
                     cache_patch[g] = crop_patch[sel]
                     known = flag[active]
