@@ -82,14 +82,26 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     """
     dtype = point_dtype(point_type)
     n_beams = scan.columns * scan.rings
-    beams = np.arange(n_beams)
-    slot = scan.returns.primary_index()
-    has_return = scan.returns.valid[beams, slot]
-    points_sensor = scan.points_sensor[beams, slot]
+    returns = scan.returns
+    slots = returns.valid.shape[1]
+    if slots == 1:  # one return per beam (the Polaris): no selection needed
+        has_return = returns.valid[:, 0]
+        points_sensor = scan.points_sensor[:, 0]
+        intensity = returns.intensity[:, 0]
+    else:
+        flat = np.arange(n_beams) * slots + returns.primary_index()
+        has_return = returns.valid.reshape(-1)[flat]
+        points_sensor = scan.points_sensor.reshape(-1, 3)[flat]
+        intensity = returns.intensity.reshape(-1)[flat]
+    # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
+    xyzi = np.empty((n_beams, 4), dtype="<f4")
+    xyzi[:, :3] = points_sensor  # NaN where the slot has no return (the Scan contract)
+    xyzi[:, 3] = np.where(has_return, intensity, 0)
+    if dtype == XYZI:
+        return xyzi.view(XYZI).reshape(scan.columns, scan.rings)
     cloud = np.empty(n_beams, dtype=dtype)
-    for axis, name in enumerate("xyz"):
-        cloud[name] = np.where(has_return, points_sensor[:, axis], np.nan)
-    cloud["intensity"] = np.where(has_return, scan.returns.intensity[beams, slot], 0)
+    for axis, name in enumerate(("x", "y", "z", "intensity")):
+        cloud[name] = xyzi[:, axis]
     cloud = cloud.reshape(scan.columns, scan.rings)
     if "ring" in dtype.names:
         cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
