@@ -1,0 +1,137 @@
+"""The acres-lidar command line end to end: files and bag read back, bad input, Ctrl-C."""
+
+import json
+
+import numpy as np
+import pytest
+from rosbags.highlevel import AnyReader
+
+from acres_lidar_ros import cli
+from acres_lidar_ros.outputs.pcd import read_pcd
+from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
+from acres_lidar_ros.outputs.ply import read_ply
+from acres_lidar_ros.outputs.tum import read_tum
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_help_shows_examples(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "acres-lidar record" in out and "acres-lidar bench" in out
+
+
+def test_scan_writes_every_file_once(tmp_path, capsys):
+    out = tmp_path / "scan"
+    code, stdout, _ = run(capsys, "scan", "--out", str(out), "--format", "both", "--seed", "3")
+    assert code == 0, stdout
+    pcd = list((out / "lidar").glob("scan_*.pcd"))
+    ply = list((out / "lidar").glob("scan_*.ply"))
+    png = list((out / "lidar").glob("scan_*.png"))
+    assert len(pcd) == len(ply) == len(png) == 1
+    cloud = read_pcd(pcd[0])
+    assert cloud.shape == (1800, 32)
+    points = read_ply(ply[0])
+    assert np.isfinite(cloud["x"]).sum() == int(stdout.split()[0])
+    assert len(points) >= np.isfinite(cloud["x"]).sum()
+    rows = (out / "lidar.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and json.loads(rows[0])
+    episode = json.loads((out / "episode.json").read_text())
+    assert "classes" in json.dumps(episode) and "materials" in json.dumps(episode)
+    effective = json.loads((out / "config.json").read_text())
+    assert effective["sensors"]["lidar"]["columns"] == 1800 and effective["options"]["seed"] == 3
+
+
+def test_record_bag_and_files_read_back(tmp_path, capsys):
+    out = tmp_path / "drive"
+    code, stdout, _ = run(capsys, "record", "--duration", "0.5", "--out", str(out), "--point-type", "XYZIRT",
+                          "--no-progress", "--files", "pcd")
+    assert code == 0
+    assert "5 scans" in stdout and "real-time factor" in stdout
+    assert len(list((out / "lidar").glob("scan_*.pcd"))) == 5
+    assert len((out / "lidar.jsonl").read_text().splitlines()) == 5
+    times, positions, quaternions = read_tum(out / "trajectory_gt.tum")
+    assert len(times) >= 50 and np.allclose(np.linalg.norm(quaternions, axis=1), 1, atol=1e-6)
+    counts, stamps = {}, []
+    with AnyReader([out / "bag"]) as reader:
+        for connection, timestamp, raw in reader.messages():
+            counts[connection.topic] = counts.get(connection.topic, 0) + 1
+            if connection.topic == "/lidar/points":
+                msg = reader.deserialize(raw, connection.msgtype)
+                assert (msg.height, msg.width, msg.point_step, msg.row_step) == (1800, 32, 26, 32 * 26)
+                cloud = decode_pointcloud2(msg)
+                stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                stamps.append(stamp_s)
+                # The last column fires just before the stamp, the first one period before it.
+                assert cloud["timestamp"][0, 0] == pytest.approx(stamp_s - 0.1, abs=1e-6)
+                assert timestamp == pytest.approx(stamp_s * 1e9 + 12e6, abs=2)  # logged at stamp + delay
+    assert counts["/lidar/points"] == 5 and counts["/tf_static"] == 1
+    assert counts["/odom"] == counts["/tf"] == counts["/clock"] >= 50
+    np.testing.assert_allclose(np.diff(stamps), 0.1, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["scan", "--sensor", "nope.json"], "sensors file 'nope.json' does not exist"),
+        (["scan", "--scene", "nope_scene.json"], "nope_scene.json"),
+        (["scan", "--pose", "0", "0", "nan", "0", "0", "0"], "expected six finite numbers"),
+        (["scan", "--rain", "900"], "rain_mm_per_h = 900.0 is out of range"),
+        (["scan", "--visibility", "5"], "visibility_m = 5.0 is out of range"),
+        (["record", "--duration", "-1"], "--duration -1.0: expected a number of seconds > 0"),
+        (["record", "--trajectory", "missing.tum"], "missing.tum"),
+        (["bench", "--scans", "0"], "--scans 0: expected an integer >= 1"),
+    ],
+)
+def test_bad_input_is_one_clear_message_and_a_nonzero_exit(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.pcd"))
+
+
+def test_existing_output_is_refused(tmp_path, capsys):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code, _, err = run(capsys, "scan", "--out", str(out))
+    assert code == 2 and "exists and is not empty" in err
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_bad_trajectory_rows_are_named(tmp_path, capsys):
+    tum = tmp_path / "t.tum"
+    tum.write_text("0 0 0 0 0 0 0 1\n0.1 1 0 0 0 0 0 1\n0.05 2 0 0 0 0 0 1\n")
+    code, _, err = run(capsys, "record", "--trajectory", str(tum), "--out", str(tmp_path / "o"))
+    assert code == 2 and "line 3" in err
+
+
+def test_ctrl_c_leaves_a_readable_bag(tmp_path, monkeypatch):
+    from acres_lidar_ros import recorder
+
+    calls = {"n": 0}
+    real_scan = recorder.Scanner.scan
+
+    def interrupted(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real_scan(self, *args, **kwargs)
+
+    monkeypatch.setattr(recorder.Scanner, "scan", interrupted)
+    out = tmp_path / "cut"
+    assert cli.main(["record", "--duration", "1", "--out", str(out), "--no-progress", "--files", "none"]) == 130
+    with AnyReader([out / "bag"]) as reader:
+        clouds = [c for c in reader.connections if c.topic == "/lidar/points"]
+        assert sum(1 for _ in reader.messages(connections=clouds)) == 2
+    assert len((out / "lidar.jsonl").read_text().splitlines()) == 2
+    assert json.loads((out / "episode.json").read_text())
+    assert read_tum(out / "trajectory_gt.tum")[0].size > 0
