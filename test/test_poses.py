@@ -70,3 +70,16 @@ def test_append_rejects_going_back():
         h.append(0.5, [0, 0, 0], yaw_quat(0))
     with pytest.raises(PoseError, match="empty"):
         PoseHistory().interpolate([0.0])
+
+
+def test_slerp_matches_scipy_on_a_random_history():
+    from scipy.spatial.transform import Slerp
+
+    rng = np.random.default_rng(4)
+    times = np.cumsum(rng.uniform(0.005, 0.03, 40))
+    quats = Rotation.random(40, random_state=5).as_quat()
+    h = PoseHistory.from_arrays(times, rng.normal(size=(40, 3)), quats)
+    query = np.sort(rng.uniform(times[0], times[-1], 2000))
+    _, R = h.interpolate(query)
+    reference = Slerp(times, Rotation.from_quat(quats))(query).as_matrix()
+    np.testing.assert_allclose(R, reference, atol=1e-12)
