@@ -234,22 +234,34 @@ class Scanner:
 
     # -- rays -------------------------------------------------------------------------------
 
-    def rays_world(self, T_world_sensor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def rays_world(self, T_world_sensor: np.ndarray, columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Origins and unit directions of every sub-ray in the world: two (n, 3) float64 arrays.
 
-        Row ``(c * N_r + r) * S + j`` is sub-ray ``j`` of ring ``r`` of column ``c``.
+        ``T_world_sensor`` is (N_c, 4, 4), or (len(columns), 4, 4) for a subset of ``columns``.
+        Row ``(c * N_r + r) * S + j`` is sub-ray ``j`` of ring ``r`` of column ``c`` (counting
+        only the given columns, in their order).
         """
         R = T_world_sensor[:, :3, :3]
         t = T_world_sensor[:, :3, 3]
         per_column = self.config.rings * self.sub_rays
         sub = self.pattern.sub_directions_sensor.reshape(self.config.columns, per_column, 3)
+        lens = self.pattern.lens_origins_sensor
+        if columns is not None:
+            sub, lens = sub[columns], lens[columns]
         # Row vectors times R^T: a batched matmul (einsum is ten times slower here).
         directions = (sub @ R.transpose(0, 2, 1)).reshape(-1, 3)
-        lens_world = (R @ self.pattern.lens_origins_sensor[:, :, None])[:, :, 0] + t  # (N_c, 3)
+        lens_world = (R @ lens[:, :, None])[:, :, 0] + t  # (columns, 3)
         origins = np.repeat(lens_world, per_column, axis=0)
         return origins, directions
 
     # -- the scan -----------------------------------------------------------------------------
+
+    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> "Sweep":
+        """A scan stamped ``stamp_ns`` to be traced column block by column block (``Sweep``)."""
+        if index is None:
+            index = self._next_index
+        self._next_index = index + 1
+        return Sweep(self, int(stamp_ns), tuple(boxes), index)
 
     def scan(
         self,
@@ -262,61 +274,47 @@ class Scanner:
         """Trace one scan stamped ``stamp_ns`` (end of the sweep) from the poses in ``poses``.
 
         ``boxes`` are other vehicles (``boxes.VehicleBox``) in the world at this scan.
+        ``extrapolate`` continues the last pose for columns that fire after it.
         """
+        return self.start_sweep(stamp_ns, boxes, index).finish(poses, extrapolate=extrapolate)
+
+    def _finish(self, sweep: "Sweep", hits, origins: np.ndarray, directions: np.ndarray) -> Scan:
+        """Returns, self returns and points of a fully traced sweep."""
         config, options = self.config, self.options
-        if index is None:
-            index = self._next_index
-        self._next_index = index + 1
-        t0 = time.perf_counter()
-        time_offset_s = self.time_offsets_s()
-        T_world_base = poses.transforms(stamp_ns * 1e-9 + time_offset_s, extrapolate=extrapolate)
-        T_world_sensor = T_world_base @ self.pattern.T_base_sensor
-        origins, directions = self.rays_world(T_world_sensor)
-        t1 = time.perf_counter()
-        hits = self.tracer.trace(
-            origins,
-            directions,
-            max_range_m=config.range_m,
-            max_hits=config.max_hits_per_sub_ray,
-            continue_step_m=config.continue_step_m,
-            pond_threshold_m=config.pond_threshold_m,
-            boxes=boxes,
-            foliage_solid=not options.foliage,
-        )
         t2 = time.perf_counter()
-        returns = self._returns(hits, origins, directions, index)
+        returns = self._returns(hits, origins, directions, sweep.index)
         if self._self_table is not None:
             from acres_lidar_ros.self_returns import apply_self_returns
 
             returns = apply_self_returns(
-                self._self_table, returns, scan_index=index, seed=options.seed,
+                self._self_table, returns, scan_index=sweep.index, seed=options.seed,
                 std_m=config.std_m, noise_on=options.noise,
             ).returns
         t3 = time.perf_counter()
         points = returns.range_m[..., None] * self._beam_directions[:, None, :] + self._lens_origins[:, None, :]
         t4 = time.perf_counter()
-        weather = {
-            "rain_mm_per_h": options.rain_mm_per_h if options.weather_on(config) else 0.0,
-            "visibility_m": options.visibility_m if options.weather_on(config) else math.inf,
-        }
+        weather_on = options.weather_on(config)
         self.timings_ms = {
-            "rays_ms": (t1 - t0) * 1e3,
-            "trace_ms": (t2 - t1) * 1e3,
+            "rays_ms": sweep.rays_s * 1e3,
+            "trace_ms": sweep.trace_s * 1e3,
             "returns_ms": (t3 - t2) * 1e3,
             "points_ms": (t4 - t3) * 1e3,
         }
         return Scan(
-            index=index,
-            stamp_ns=int(stamp_ns),
+            index=sweep.index,
+            stamp_ns=sweep.stamp_ns,
             columns=config.columns,
             rings=config.rings,
             returns=returns,
             points_sensor=points,
-            time_offset_s=time_offset_s,
+            time_offset_s=sweep.time_offset_s,
             ring_rank=self.pattern.ring_rank,
-            T_world_sensor=T_world_sensor,
+            T_world_sensor=sweep.T_world_sensor,
             frame_id=config.frame_id,
-            weather=weather,
+            weather={
+                "rain_mm_per_h": options.rain_mm_per_h if weather_on else 0.0,
+                "visibility_m": options.visibility_m if weather_on else math.inf,
+            },
         )
 
     def _returns(self, hits, origins: np.ndarray, directions: np.ndarray, index: int):
@@ -338,3 +336,91 @@ class Scanner:
             hits, origins, directions, self.pattern.sub_ray_weights,
             self._beam_params, self._beam_options, self._streams, index,
         )
+
+
+class Sweep:
+    """One scan traced in column blocks as the pose history covers their firing times.
+
+    The ROS 2 node starts a sweep when the scan is due and calls ``trace_covered`` whenever
+    odometry arrives, so when the sweep ends only the columns that fired after the last pose are
+    left; ``finish`` traces those and forms the returns. The radiometry runs in ``finish`` over
+    all beams at once, because its noise stream runs over the beams in ring-major order. The
+    result is the same scan as one ``Scanner.scan`` with the same poses.
+    """
+
+    def __init__(self, scanner: Scanner, stamp_ns: int, boxes: tuple, index: int) -> None:
+        self.scanner = scanner
+        self.stamp_ns = stamp_ns
+        self.boxes = boxes
+        self.index = index
+        self.time_offset_s = scanner.time_offsets_s()
+        self.firing_time_s = stamp_ns * 1e-9 + self.time_offset_s
+        self.traced = np.zeros(scanner.config.columns, dtype=bool)
+        self.T_world_sensor = np.empty((scanner.config.columns, 4, 4))
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []
+        self.rays_s = 0.0
+        self.trace_s = 0.0
+
+    @property
+    def done(self) -> bool:
+        return bool(self.traced.all())
+
+    def trace_covered(self, poses: PoseHistory) -> int:
+        """Trace the untraced columns that fire at or before the newest pose; return how many."""
+        if not len(poses):
+            return 0
+        columns = np.flatnonzero(~self.traced & (self.firing_time_s <= poses.end_s))
+        if columns.size:
+            self._trace(poses, columns, extrapolate=False)
+        return int(columns.size)
+
+    def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
+        """Trace what is left and form the scan."""
+        columns = np.flatnonzero(~self.traced)
+        if columns.size:
+            self._trace(poses, columns, extrapolate)
+        scanner = self.scanner
+        if len(self._blocks) == 1:
+            _, origins, directions, hits = self._blocks[0]
+        else:
+            order = np.argsort(np.concatenate([block[0] for block in self._blocks]), kind="stable")
+            per_column = scanner.config.rings * scanner.sub_rays
+            rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
+            origins = np.concatenate([block[1] for block in self._blocks])[rows]
+            directions = np.concatenate([block[2] for block in self._blocks])[rows]
+            hits = _concatenate_hits([block[3] for block in self._blocks], rows)
+        self._blocks = []
+        return scanner._finish(self, hits, origins, directions)
+
+    def _trace(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool) -> None:
+        scanner, config = self.scanner, self.scanner.config
+        t0 = time.perf_counter()
+        T_world_base = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate)
+        T_world_sensor = T_world_base @ scanner.pattern.T_base_sensor
+        self.T_world_sensor[columns] = T_world_sensor
+        everything = columns.size == config.columns
+        origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns)
+        t1 = time.perf_counter()
+        hits = scanner.tracer.trace(
+            origins,
+            directions,
+            max_range_m=config.range_m,
+            max_hits=config.max_hits_per_sub_ray,
+            continue_step_m=config.continue_step_m,
+            pond_threshold_m=config.pond_threshold_m,
+            boxes=self.boxes,
+            foliage_solid=not scanner.options.foliage,
+        )
+        t2 = time.perf_counter()
+        self.rays_s += t1 - t0
+        self.trace_s += t2 - t1
+        self.traced[columns] = True
+        self._blocks.append((columns, origins, directions, hits))
+
+
+def _concatenate_hits(blocks: list, rows: np.ndarray):
+    """Hits of several column blocks in one array set, rows put back in cell order."""
+    from acres_lidar_ros.hits import Hits
+
+    fields = Hits.__dataclass_fields__
+    return Hits(**{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in fields})

@@ -132,3 +132,30 @@ def test_same_seed_scene_and_poses_give_bit_identical_scans(polaris, plane_trace
     other = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=12, self_returns=False))
     c = other.scan(poses, stamp_ns=int(0.3e9))
     assert not np.array_equal(c.returns.range_m, scans[0][0].returns.range_m, equal_nan=True)
+
+
+def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(polaris):
+    """The node traces columns as their poses arrive; the scan must not depend on that."""
+    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.trace import Tracer
+
+    scene = build_default_farm()
+    tracer = Tracer(scene)
+    times, positions, quaternions = default_tour(scene)
+    stamp_s = times[0] + 3.0
+    window = (times > stamp_s - 0.15) & (times <= stamp_s + 0.05)
+    t, p, q = times[window], positions[window], quaternions[window]
+    full = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5)).scan(
+        PoseHistory.from_arrays(t, p, q), stamp_ns=int(round(stamp_s * 1e9)))
+    scanner = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5))
+    sweep = scanner.start_sweep(int(round(stamp_s * 1e9)))
+    history = PoseHistory()
+    traced = 0
+    for i in range(len(t)):  # odometry arrives sample by sample
+        history.append(t[i], p[i], q[i])
+        traced += sweep.trace_covered(history)
+    assert 0 < traced == polaris.columns and sweep.done
+    chunked = sweep.finish(history)
+    for name in ("range_m", "valid", "intensity", "class_id", "object_id", "return_flags"):
+        assert np.array_equal(getattr(chunked.returns, name), getattr(full.returns, name), equal_nan=True), name
+    np.testing.assert_array_equal(chunked.T_world_sensor, full.T_world_sensor)
