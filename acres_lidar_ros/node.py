@@ -51,6 +51,7 @@ from acres_lidar_ros.ros_params import (
     startup_overrides,
 )
 from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.schema import LIDAR_PARAM
 from acres_lidar_ros.scheduler import (
     Event,
     LogThrottle,
@@ -58,6 +59,7 @@ from acres_lidar_ros.scheduler import (
     PoseTracker,
     ScanJob,
     ScanScheduler,
+    SweepTracer,
     boxes_from_markers,
     diagnostic_status,
     mount_overrides,
@@ -134,7 +136,7 @@ class LidarNode(Node):
         self.config: SensorConfig = config.with_overrides(startup_overrides(values, config))
         self.scanner = Scanner(self.config, self._load_scene(option_values(values).get("seed", 0)),
                                ScanOptions(**option_values(values)))
-        self._scan_lock = threading.Lock()
+        self.sweeps = SweepTracer(self.scanner)  # one scan traced at a time, columns as poses arrive
         self._mount_from_tf = False
         self._mount_warned = False
         self._markers: list[Any] = []
@@ -214,6 +216,18 @@ class LidarNode(Node):
                                   msg.header.frame_id, msg.child_frame_id)
         if not result.kind == "accepted":
             self._log([Event(result.level, result.kind, result.message)])
+            return
+        self._pretrace()
+
+    def _pretrace(self) -> None:
+        """Trace the columns of waiting sweeps that the new pose covers, in a worker."""
+        for job in self.scheduler.jobs():
+            if job.state == "waiting_pose":
+                try:
+                    poses = self.tracker.snapshot(job.sweep_end_ns)
+                except PoseError:
+                    return
+                self._workers.submit(self.sweeps.pretrace, job, poses)
 
     def _on_tf_pose(self) -> None:
         try:
@@ -226,6 +240,8 @@ class LidarNode(Node):
         result = self.tracker.add(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w))
         if result.kind not in ("accepted", "duplicate"):
             self._log([Event(result.level, result.kind, result.message)])
+        if result.kind == "accepted":
+            self._pretrace()
 
     def _on_markers(self, msg: MarkerArray) -> None:
         with self._markers_lock:
@@ -260,9 +276,14 @@ class LidarNode(Node):
             self._rebuild(overrides)
 
     def _rebuild(self, overrides: dict[str, Any]) -> None:
-        with self._scan_lock:
+        with self.sweeps.lock:
+            if all(LIDAR_PARAM[key].runtime for key in overrides):  # keeps the noise streams going
+                self.scanner.set_runtime_config(overrides)
+                self.config = self.scanner.config
+                return
             self.config = self.config.with_overrides(overrides)
             self.scanner = Scanner(self.config, options=self.scanner.options, tracer=self.scanner.tracer)
+        self.sweeps.replace_scanner(self.scanner)
 
     # -- the cycle ----------------------------------------------------------------------------
 
@@ -273,6 +294,7 @@ class LidarNode(Node):
         if any(e.kind == "clock_jump_back" for e in result.events):
             self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
         self._log(result.events)
+        self.sweeps.discard(keep=[job.index for job in self.scheduler.jobs()])  # dropped or failed sweeps
         for job in result.start:
             self._start(job)
         self._publish(result)
@@ -294,9 +316,8 @@ class LidarNode(Node):
 
     def _trace(self, job: ScanJob, poses, boxes) -> tuple[PointCloud2, float]:
         started = time.perf_counter()
-        with self._scan_lock:
-            scan = self.scanner.scan(poses, job.sweep_end_ns, boxes=boxes, index=job.index)
-            frame_id = self.config.frame_id
+        scan = self.sweeps.finish(job, poses, boxes)
+        frame_id = scan.frame_id
         wall_s = time.perf_counter() - started
         cloud = organised_cloud(scan, self.settings["point_type"])
         return cloud_message(cloud, frame_id, job.stamp_ns), wall_s
@@ -340,7 +361,7 @@ class LidarNode(Node):
         if lidar:
             self._rebuild(lidar)
         if options:
-            with self._scan_lock:
+            with self.sweeps.lock:
                 self.scanner.set_options(**options)
         if changes:
             self.get_logger().info(f"parameters changed: {changes}")

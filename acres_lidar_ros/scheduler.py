@@ -594,6 +594,58 @@ class PoseTracker:
         return history
 
 
+class SweepTracer:
+    """Traces each open scan's columns while its sweep is still running (``scan.Sweep``).
+
+    The node calls ``pretrace`` whenever odometry arrives (columns whose firing time the poses
+    now cover are traced at once) and ``finish`` when the scheduler starts the job, so after the
+    stamp only the last columns and the radiometry remain. Scans are traced one at a time (the
+    scanner keeps its noise streams in scan order); the scan equals one ``Scanner.scan``.
+    """
+
+    def __init__(self, scanner: Any) -> None:
+        self.scanner = scanner
+        self.lock = threading.Lock()
+        self._sweeps: dict[int, Any] = {}
+        self._finished: list[int] = []  # recent finished job indices: a late pretrace skips them
+
+    def _sweep(self, job: ScanJob, boxes: Sequence = ()) -> Any:
+        sweep = self._sweeps.get(job.index)
+        if sweep is None:
+            sweep = self.scanner.start_sweep(job.sweep_end_ns, boxes=boxes, index=job.index)
+            self._sweeps[job.index] = sweep
+        return sweep
+
+    def pretrace(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> int:
+        """Trace the columns of ``job`` that ``poses`` cover; return how many were traced."""
+        with self.lock:
+            if job.index in self._finished or job.state not in ("waiting_pose", "tracing"):
+                return 0
+            return self._sweep(job, boxes).trace_covered(poses)
+
+    def finish(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> Any:
+        """The whole scan of ``job`` (its remaining columns, extrapolated when the job says so)."""
+        with self.lock:
+            sweep = self._sweep(job, boxes)
+            del self._sweeps[job.index]
+            self._finished = self._finished[-7:] + [job.index]
+            return sweep.finish(poses, extrapolate=job.extrapolated)
+
+    def discard(self, keep: Iterable[int]) -> None:
+        """Forget the sweeps of jobs that are no longer open (dropped, failed, abandoned)."""
+        keep = set(keep)
+        with self.lock:
+            for index in [i for i in self._sweeps if i not in keep]:
+                del self._sweeps[index]
+            self._finished = [i for i in self._finished if i in keep]
+
+    def replace_scanner(self, scanner: Any) -> None:
+        with self.lock:
+            self.scanner = scanner
+            self._sweeps.clear()
+            self._finished.clear()
+
+
 # --------------------------------------------------------------------------------------------
 # Mount and boxes (the ROS-free halves of two TF-dependent inputs)
 
@@ -727,6 +779,8 @@ def simulate_schedule(
     odometry: Sequence[OdometrySample],
     n_scans: int,
     *,
+    pretrace: Callable[[PoseHistory, ScanJob], Any] | None = None,
+    discard: Callable[[list[int]], None] | None = None,
     period_s: float,
     delay_s: float,
     ts_first_point: bool = False,
@@ -737,8 +791,10 @@ def simulate_schedule(
     """Run the scheduling path as the node does, against a simulated ROS clock that runs at the
     speed of the wall clock (``start_ns`` at the call), for ``n_scans`` due times.
 
-    ``odometry`` messages are fed to a ``PoseTracker`` at their arrival times; each scan whose
-    sweep the poses cover is traced by ``trace(poses, job)`` in a pool of ``workers`` threads;
+    ``odometry`` messages are fed to a ``PoseTracker`` at their arrival times; with ``pretrace``,
+    every arrival also hands each waiting scan to ``pretrace(poses, job)`` in the pool (the
+    columns the poses now cover); each scan whose sweep the poses cover is finished by
+    ``trace(poses, job)`` in a pool of ``workers`` threads;
     results are published at release or, when late, at once. Not a test: it takes
     ``n_scans * period_s`` of wall time.
 
@@ -790,17 +846,25 @@ def simulate_schedule(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lidar-trace") as pool:
         while True:
             now = clock()
+            arrived = False
             while heap and heap[0][0] <= now:
                 sample = pending[heapq.heappop(heap)[1]]
                 result = tracker.add(sample.stamp_ns, sample.position_m, sample.quaternion_xyzw,
                                      sample.frame_id, sample.child_frame_id)
                 if result.kind != "accepted":
                     events[result.kind] = events.get(result.kind, 0) + 1
+                arrived = True
+            if arrived and pretrace is not None:
+                for job in scheduler.jobs():
+                    if job.state == "waiting_pose" and tracker.newest_ns is not None:
+                        pool.submit(pretrace, tracker.snapshot(job.sweep_end_ns), job)
             if scheduler.counts["due"] >= n_scans:
                 scheduler.stop()
             polled = scheduler.poll(tracker.newest_ns)
             if any(e.kind == "clock_jump_back" for e in polled.events):
                 tracker.clear()
+            if discard is not None:
+                discard([job.index for job in scheduler.jobs()])
             record(polled)
             for job in polled.start:
                 try:
@@ -839,6 +903,7 @@ def simulate_schedule(
 def run_schedule_benchmark(
     n_scans: int = 600, sensors: str = "polaris", seed: int = 0, point_type: str = "XYZI",
     odom_hz: float = 50.0, odom_latency_s: float = 0.001, options: dict[str, Any] | None = None,
+    pretrace_columns: bool = True,
 ) -> dict[str, Any]:
     """The figures of ``acres-lidar bench --schedule``: ``n_scans`` scans of the real ``Scanner``
     on the built-in farm along its tour, scheduled as the node schedules them (10 Hz and the
@@ -848,6 +913,8 @@ def run_schedule_benchmark(
     packing the organised cloud into a PointCloud2 runs in parallel in the two workers. Takes
     about ``n_scans / hz`` seconds of wall time plus the scene build. ``options`` are extra
     ``ScanOptions`` (e.g. ``{"radiometry": False}`` to time the geometry alone).
+    ``pretrace_columns`` traces each sweep's columns as the odometry covering them arrives, as the
+    node does (False: the whole scan after the stamp's pose arrives).
     """
     from acres_lidar_ros.config import load_sensor_config
     from acres_lidar_ros.outputs.layouts import organised_cloud
@@ -865,17 +932,21 @@ def run_schedule_benchmark(
     period_ns = int(round(config.period_s * NS_PER_S))
     start_ns = -(-start_ns // period_ns) * period_ns
     scanner.scan(tour, start_ns + period_ns, index=0)  # warm-up, not counted
-    scan_lock = threading.Lock()
+    sweeps = SweepTracer(scanner)
+
+    def pretrace(poses: PoseHistory, job: ScanJob) -> int:
+        return sweeps.pretrace(job, poses)
 
     def trace(poses: PoseHistory, job: ScanJob) -> Any:
-        with scan_lock:
-            scan = scanner.scan(poses, job.sweep_end_ns, index=job.index)
+        scan = sweeps.finish(job, poses)
         return pointcloud2_message(organised_cloud(scan, point_type), scan.frame_id, job.stamp_ns, typestore)
 
     odometry = odometry_stream(tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns,
                                rate_hz=odom_hz, latency_s=odom_latency_s)
     result = simulate_schedule(trace, odometry, n_scans, period_s=config.period_s, delay_s=config.delay_s,
-                               start_ns=start_ns - period_ns // 2)
+                               start_ns=start_ns - period_ns // 2, pretrace=pretrace if pretrace_columns else None,
+                               discard=sweeps.discard)
     result.update(sensors=sensors, rays_per_scan=scanner.ray_count, odom_hz=odom_hz,
-                  odom_latency_ms=odom_latency_s * 1e3, options=dict(options or {}))
+                  odom_latency_ms=odom_latency_s * 1e3, options=dict(options or {}),
+                  pretrace_columns=pretrace_columns)
     return result

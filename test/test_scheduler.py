@@ -603,3 +603,36 @@ def test_diagnostic_status_levels_and_values():
     clock.set_ms(200)
     assert s.poll(pose_end_ns=200 * MS).start
     assert diagnostic_status(s.diagnostics(), third)[0] == "OK"  # due and in work: not an error
+
+
+def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan():
+    import numpy as np
+
+    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.scan import Scanner, ScanOptions
+    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scheduler import ScanJob, SweepTracer
+    from acres_lidar_ros.trace import Tracer
+
+    config = load_sensor_config("polaris")
+    tracer = Tracer(SceneBuilder(TerrainGrid(np.array([-300.0, -300.0]), 600.0, np.zeros((2, 2)))).build())
+    options = ScanOptions(self_returns=False, seed=2)
+    job = ScanJob(index=0, sweep_end_ns=10**9, stamp_ns=10**9, release_ns=10**9 + 12 * 10**6, opened_ns=9 * 10**8)
+    times = np.arange(0.88, 1.0201, 0.02)
+    positions = np.stack([3.0 * times, np.zeros_like(times), np.zeros_like(times)], axis=1)
+    quats = np.tile([0.0, 0.0, 0.0, 1.0], (len(times), 1))
+    sweeps = SweepTracer(Scanner(config, tracer=tracer, options=options))
+    history = PoseHistory()
+    counts = []
+    for t, p, q in zip(times[:-1], positions[:-1], quats[:-1]):  # all but the sample after the stamp
+        history.append(t, p, q)
+        counts.append(sweeps.pretrace(job, history))
+    assert sum(counts) > 0.7 * config.columns  # most of the sweep traced before its end
+    history.append(times[-1], positions[-1], quats[-1])
+    scan = sweeps.finish(job, history)
+    reference = Scanner(config, tracer=tracer, options=options).scan(history, 10**9, index=0)
+    assert np.array_equal(scan.returns.range_m, reference.returns.range_m, equal_nan=True)
+    assert sweeps.pretrace(job, history) == 0  # a finished job traces nothing more
+    sweeps.pretrace(ScanJob(index=1, sweep_end_ns=2 * 10**9, stamp_ns=0, release_ns=0, opened_ns=0), history)
+    sweeps.discard(keep=[])
+    assert sweeps._sweeps == {}
