@@ -20,21 +20,26 @@ at 500 m from it); ranges are float64 from there on.
 
 Three Embree scenes: all triangles plus one box per crop patch (the first cast of every ray),
 the triangles alone (re-cast of the few rays whose first hit is a crop box) and the crop boxes
-alone (the walk from patch to patch).
+alone (the walk from patch to patch). Between casts, the bookkeeping of the sub-rays (crop
+walk, proxy exits, continuation, ground rules, writing the hits) is compiled, one pass per cast
+(``trace_kernel``); its work arrays are kept per thread and reused.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 import numpy as np
 import open3d as o3d
 
+from acres_lidar_ros import trace_kernel as kernel
 from acres_lidar_ros.boxes import VehicleBox, trace_boxes
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.hits import NO_OBJECT, Hits
 from acres_lidar_ros.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
-from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, Scene
+from acres_lidar_ros.scene.grids import NO_POLYGON
+from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
 CROP_STEP_M = 0.05  # spec: step of the walk through crop cells
@@ -51,19 +56,9 @@ _GROUND = CLASS_ID["ground"]
 _MUD = CLASS_ID["mud_clod"]
 _VEHICLE_CLASS = CLASS_ID["vehicle"]
 _VEHICLE_MATERIAL = MATERIAL_ID["vehicle"]
-
-
-def _slab(p: np.ndarray, q: np.ndarray, lo, hi) -> tuple[np.ndarray, np.ndarray]:
-    """Ray parameter interval where ``p + t q`` lies in ``[lo, hi]`` along one axis (broadcast).
-
-    A ray parallel to the slab (``q`` = 0) gets (-inf, inf) inside it and an empty interval
-    outside (IEEE infinities; ``fmin``/``fmax`` drop the NaN of a ray exactly on a face).
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = 1.0 / q
-        t1 = (lo - p) * inv
-        t2 = (hi - p) * inv
-    return np.fmin(t1, t2), np.fmax(t1, t2)
+_GRASS = MATERIAL_ID["grass"]
+_SOIL = MATERIAL_ID["soil"]
+_WATER = MATERIAL_ID["water"]
 
 
 class Tracer:
@@ -93,13 +88,8 @@ class Tracer:
             self._crop_rc = self._embree(box_v, box_t)
             self._main_rc = self._embree(tri_v, tri_t)
             self._rc = self._embree(np.vstack([tri_v, box_v]), np.vstack([tri_t, box_t + len(tri_v)]))
-            self._patch_centre = np.column_stack([crops.centre_xy_m - self.local_origin_m[:2], np.zeros(len(crops))])
-            self._patch_cos = np.cos(crops.yaw_rad)
-            self._patch_sin = np.sin(crops.yaw_rad)
-            self._patch_base = crops.cell_base_z_m - self.local_origin_m[2]
-            self._patch_top = crops.cell_top_z_m - self.local_origin_m[2]
         else:
-            self._rc = self._main_rc = self._embree(tri_v, tri_t)
+            self._rc = self._main_rc = self._crop_rc = self._embree(tri_v, tri_t)
         # Lookup tables over the primitives of the first cast: triangles, crop boxes, then one
         # entry for a miss (the cast's INVALID_ID is clipped to it).
         n_box = 12 * len(crops)
@@ -114,6 +104,29 @@ class Tracer:
         self._object = table(scene.triangle_object, NO_OBJECT, NO_OBJECT, np.int32)
         self._closed = table(scene.triangle_closed, False, False, bool)
         self._crop_box = table(np.zeros(n_tri, bool), True, False, bool)
+        # The compiled passes' scene tables and numbers (see trace_kernel's module docstring).
+        edges = np.arange(CROP_CELLS + 1) / CROP_CELLS
+        grids = [g.lookup_table() for g in (scene.cover, scene.polygon_raster, scene.pond_depth, scene.soil_wetness)]
+        contiguous = np.ascontiguousarray
+        self._tables = (
+            self._class, self._material, self._object, self._closed, contiguous(IS_FOLIAGE_CLASS, bool),
+            contiguous(crops.class_id, np.uint8), contiguous(crops.material_id, np.uint8),
+            contiguous(crops.object_id, np.int32),
+            edges * CROP_PATCH_SIZE_M[0],  # cell edges along the patch's x (the 1.52 m side) from its corner
+            edges * CROP_PATCH_SIZE_M[1],
+            np.column_stack([crops.centre_xy_m - self.local_origin_m[:2], np.zeros(len(crops))]),  # local
+            contiguous(np.cos(crops.yaw_rad)),
+            contiguous(np.sin(crops.yaw_rad)),
+            contiguous(crops.cell_base_z_m - self.local_origin_m[2], np.float64),  # local heights
+            contiguous(crops.cell_top_z_m - self.local_origin_m[2], np.float64),
+            tuple(values for values, _ in grids),
+            np.stack([numbers for _, numbers in grids]),
+        )
+        self._params = (
+            self._miss, self._first_box, n_box - 1, START_M, CROP_STEP_M, EXIT_STEP_M, CROP_COS_INCIDENCE, _GROUND,
+            _MUD, _GRASS, _SOIL, _WATER, NO_POLYGON, 1.0 / WETNESS_DEPTH_M,
+        )
+        self._local = threading.local()  # per-thread state buffers of trace (see _buffers)
 
     @staticmethod
     def _embree(vertices: np.ndarray, triangles: np.ndarray):
@@ -121,7 +134,28 @@ class Tracer:
         rc.add_triangles(o3d.core.Tensor(vertices), o3d.core.Tensor(triangles))
         return rc
 
+    def _buffers(self, n: int) -> tuple:
+        """Work arrays of a trace of ``n`` sub-rays, kept per thread and reused by later calls.
+
+        ``(state, rays, rows, next_rows, fresh, listed, walk, done)``: ``state`` as in
+        ``trace_kernel`` (float64 / int64 / float32 / bool per sub-ray), ``rays`` (n, 6) float32
+        and six int64 lists of sub-rays. Their contents do not carry over between calls
+        (``round_rays`` resets what is read before it is written).
+        """
+        buf = getattr(self._local, "buffers", None)
+        if buf is None or len(buf[2]) < n:
+            f8, i8 = np.float64, np.int64
+            dtypes = (f8, f8, i8, np.float32, f8, i8, f8, i8, f8, f8, f8, i8, f8, i8, np.float32, i8, bool, i8, bool)
+            state = tuple(np.empty(n, dtype) for dtype in dtypes)
+            buf = (state, np.empty((n, 6), np.float32), *(np.empty(n, i8) for _ in range(6)))
+            self._local.buffers = buf
+        return buf
+
     # --- casts ----------------------------------------------------------------------------
+    def _cast_rays(self, rc, rays: np.ndarray) -> dict:
+        """One ``cast_rays`` of ready float32 rays ``(m, 6)`` (C-contiguous; shared, not copied)."""
+        return rc.cast_rays(o3d.core.Tensor.from_numpy(rays), nthreads=self._nthreads)
+
     def _cast(self, rc, origins_local: np.ndarray, directions: np.ndarray, start=None) -> dict:
         """One ``cast_rays`` from ``origins_local + start directions`` (float32 rays)."""
         rays = np.empty((len(origins_local), 6), np.float32)
@@ -147,107 +181,6 @@ class Tracer:
         """
         result = self._cast(self._rc, np.asarray(origins_world) - self.local_origin_m, directions_world)
         return result["t_hit"].numpy()
-
-    # --- crops ----------------------------------------------------------------------------
-    def _crop_hits(self, o, d, start, end, t_first, patch_first):
-        """First crop step point of each ray in ``[start, end)``.
-
-        Parameters
-        ----------
-        o, d : (m, 3) float64 local origins and unit directions
-        start, end : (m,) float64 ray parameters
-        t_first, patch_first : (m,) float64 and int64
-            The first crop box each ray meets after ``start`` and the parameter where it does.
-
-        Returns
-        -------
-        t : (m,) float64, inf where none; patch : (m,) int64, -1 where none.
-        """
-        m = len(o)
-        t_out = np.full(m, np.inf)
-        patch_out = np.full(m, -1, np.int64)
-        sel = np.arange(m)
-        walk_from = start.copy()
-        t_e, patch = t_first, patch_first
-        edges = np.arange(CROP_CELLS + 1) / CROP_CELLS
-        xs = edges * CROP_PATCH_SIZE_M[0]
-        ys = edges * CROP_PATCH_SIZE_M[1]
-        for _ in range(_MAX_CROP_ROUNDS):
-            keep = t_e < end[sel]
-            sel, walk_from, t_e, patch = sel[keep], walk_from[keep], t_e[keep], patch[keep]
-            if len(sel) == 0:
-                break
-            os_, ds_, end_s = o[sel], d[sel], end[sel]
-            # Ray in the patch frame: x along the 1.52 m side from the patch corner.
-            rel = os_ - self._patch_centre[patch]
-            c, s = self._patch_cos[patch], self._patch_sin[patch]
-            px = c * rel[:, 0] + s * rel[:, 1] + CROP_PATCH_SIZE_M[0] / 2
-            py = -s * rel[:, 0] + c * rel[:, 1] + CROP_PATCH_SIZE_M[1] / 2
-            qx = c * ds_[:, 0] + s * ds_[:, 1]
-            qy = -s * ds_[:, 0] + c * ds_[:, 1]
-            x_lo, x_hi = _slab(px[:, None], qx[:, None], xs[None, :-1], xs[None, 1:])  # (k, 4) by ix
-            y_lo, y_hi = _slab(py[:, None], qy[:, None], ys[None, :-1], ys[None, 1:])  # (k, 4) by iy
-            with np.errstate(divide="ignore", invalid="ignore"):
-                inv_z = 1.0 / ds_[:, 2]
-                t_top = (self._patch_top[patch] - rel[:, 2, None, None]) * inv_z[:, None, None]  # (k, 4, 4)
-                t_base = (self._patch_base[patch] - rel[:, 2, None, None]) * inv_z[:, None, None]
-            z_lo, z_hi = np.fmin(t_top, t_base), np.fmax(t_top, t_base)
-            lo = np.maximum(np.maximum(x_lo[:, None, :], y_lo[:, :, None]), z_lo)
-            np.maximum(lo, walk_from[:, None, None], out=lo)
-            hi = np.minimum(np.minimum(x_hi[:, None, :], y_hi[:, :, None]), z_hi)
-            g = START_M + np.ceil((lo - START_M) / CROP_STEP_M) * CROP_STEP_M
-            g = np.where((hi >= lo) & (g <= hi), g, np.inf).reshape(len(sel), -1).min(axis=1)
-            found = g < end_s
-            t_out[sel[found]] = g[found]
-            patch_out[sel[found]] = patch[found]
-            # No step point in this patch: go on from where the ray leaves its box.
-            box_hi = np.minimum(
-                np.minimum(_slab(px, qx, 0.0, CROP_PATCH_SIZE_M[0])[1], _slab(py, qy, 0.0, CROP_PATCH_SIZE_M[1])[1]),
-                z_hi.max(axis=(1, 2)),
-            )
-            exit_t = np.maximum(np.maximum(box_hi, walk_from), t_e)
-            go_on = ~found & (exit_t < end_s)
-            sel, walk_from = sel[go_on], exit_t[go_on]
-            if len(sel) == 0:
-                break
-            cast_from = walk_from + EXIT_STEP_M
-            res = self._cast(self._crop_rc, o[sel], d[sel], cast_from)
-            t_e = cast_from + res["t_hit"].numpy()
-            patch = np.minimum(res["primitive_ids"].numpy(), 12 * len(self._patch_cos) - 1).astype(np.int64) // 12
-        return t_out, patch_out
-
-    def _first_hits(self, o: np.ndarray, d: np.ndarray, s: np.ndarray):
-        """First triangle of each ray from parameter ``s`` on, and the first crop box before it.
-
-        Parameters
-        ----------
-        o, d : (m, 3) float64 local origins and unit directions; s : (m,) float64
-
-        Returns
-        -------
-        t : (m,) float64 ray parameter of the first triangle (inf none)
-        prim : (m,) uint32 its lookup index (``self._miss`` for none)
-        cos_signed : (m,) float64 ``n . d`` with the triangle's right-hand normal
-        box_t : (m,) float64 where the ray meets a crop box first (inf where a triangle is first)
-        box_patch : (m,) int64 that box's patch (-1 where none)
-        """
-        res = self._cast(self._rc, o, d, s)
-        t = res["t_hit"].numpy().astype(np.float64)
-        t += s
-        prim = np.minimum(res["primitive_ids"].numpy(), self._miss)
-        normal = res["primitive_normals"].numpy()
-        box_t = np.full(len(t), np.inf)
-        box_patch = np.full(len(t), -1, np.int64)
-        if self._has_crops:
-            rows = np.flatnonzero(self._crop_box[prim])
-            if len(rows):
-                box_t[rows] = t[rows]
-                box_patch[rows] = (prim[rows].astype(np.int64) - self._first_box) // 12
-                main = self._cast(self._main_rc, o[rows], d[rows], s[rows])
-                t[rows] = s[rows] + main["t_hit"].numpy()
-                prim[rows] = np.minimum(main["primitive_ids"].numpy(), self._miss)
-                normal[rows] = main["primitive_normals"].numpy()
-        return t, prim, np.einsum("ij,ij->i", normal, d.astype(np.float32)), box_t, box_patch
 
     # --- main -----------------------------------------------------------------------------
     def trace(
@@ -300,119 +233,54 @@ class Tracer:
         hits = Hits.empty(n, k)
         if n == 0:
             return hits
+        d = np.ascontiguousarray(d)
         ol = o - self.local_origin_m
-        limit: float | np.ndarray = float(max_range_m)
         if boxes:
             box_t, box_cos, box_id = trace_boxes(o, d, boxes, START_M)
             box_t[box_t > max_range_m] = np.inf
             limit = np.minimum(max_range_m, box_t)
-        slot = np.zeros(n, np.int64)
-        ended = np.zeros(n, bool)  # a solid hit ended the sub-ray
-        rows: slice | np.ndarray = slice(None)  # the active sub-rays
-        s = np.full(n, START_M)
-        os_, ds_ = ol, d
-        # The first triangle behind a crop hit, kept for the next round while it is still ahead.
-        cache_t = np.zeros(n)
-        cache_prim = np.zeros(n, np.uint32)
-        cache_cos = np.zeros(n)
-        cache_patch = np.zeros(n, np.int64)
-        known: np.ndarray | None = None  # (m,) bool: active rows with a cached triangle hit
-        for _ in range(_MAX_ROUNDS):
-            m = len(s)
-            if known is None:
-                t, prim, cos_signed, first_t, first_patch = self._first_hits(os_, ds_, s)
-            else:
-                t, cos_signed = np.empty(m), np.empty(m)
-                prim = np.empty(m, np.uint32)
-                first_t, first_patch = np.full(m, np.inf), np.full(m, -1, np.int64)
-                fresh = np.flatnonzero(~known)
-                if len(fresh):
-                    t[fresh], prim[fresh], cos_signed[fresh], first_t[fresh], first_patch[fresh] = self._first_hits(
-                        os_[fresh], ds_[fresh], s[fresh]
+        else:
+            limit = np.array([float(max_range_m)])
+        tables = self._tables + (limit, np.nextafter(limit, np.inf), self.local_origin_m)
+        params = (k, bool(foliage_solid), 1 if boxes else 0, float(continue_step_m), float(pond_threshold_m)) + self._params
+        out = (hits.range_m, hits.valid, hits.class_id, hits.material_id, hits.cos_incidence, hits.object_id,
+               hits.wetness, hits.pond_depth_m)
+        state, rays, rows, next_rows, fresh, listed, walk, done = self._buffers(n)
+        n_rows = n
+        for round_index in range(_MAX_ROUNDS):
+            # One cast of every active sub-ray (a cached triangle hit behind a crop hit spares it),
+            # a triangles-only cast of those that met a crop box first, their crop walk, the hits.
+            m, w = kernel.round_rays(rows, n_rows, round_index == 0, ol, d, state, params, rays, fresh, walk)
+            nd = 0
+            if m:
+                res = self._cast_rays(self._rc, rays[:m])
+                r, nd = kernel.first_cast_results(
+                    fresh, m, res["t_hit"].numpy(), res["primitive_ids"].numpy(), res["primitive_normals"].numpy(),
+                    self._crop_box, ol, d, state, params, rays, listed, done, nd,
+                )
+                if r:
+                    res = self._cast_rays(self._main_rc, rays[:r])
+                    w = kernel.triangle_cast_results(
+                        listed, r, res["t_hit"].numpy(), res["primitive_ids"].numpy(),
+                        res["primitive_normals"].numpy(), d, state, params, walk, w,
                     )
-                kn = np.flatnonzero(known)
-                g = rows[kn]
-                t[kn], prim[kn], cos_signed[kn] = cache_t[g], cache_prim[g], cache_cos[g]
-                first_t[kn], first_patch[kn] = s[kn], cache_patch[g]
-            lim = limit if np.isscalar(limit) else limit[rows]
-            crop_rows: np.ndarray = np.zeros(0, np.int64)
-            walk = np.flatnonzero(first_patch >= 0) if self._has_crops else crop_rows
-            if len(walk):
-                # The first crop step point before the first triangle.
-                w_lim = lim if np.isscalar(lim) else lim[walk]
-                w_end = np.minimum(t[walk], np.nextafter(w_lim, np.inf))
-                crop_t, crop_patch = self._crop_hits(os_[walk], ds_[walk], s[walk], w_end, first_t[walk], first_patch[walk])
-                found = np.isfinite(crop_t)
-                crop_rows, crop_t, crop_patch = walk[found], crop_t[found], crop_patch[found]
-                behind_t, behind_prim, behind_cos = t[crop_rows], prim[crop_rows], cos_signed[crop_rows]
-                t[crop_rows] = crop_t
-            ok = t <= lim
-            exits = self._closed[prim]
-            exits &= ok
-            exits &= cos_signed > 0.0
-            if len(crop_rows):
-                exits[crop_rows] = False
-            rec = ok & ~exits
-            p_rec = np.where(rec, prim, self._miss)
-            if len(crop_rows):
-                p_rec[crop_rows] = self._miss
-            cls = self._class[p_rec]
-            material = self._material[p_rec]
-            wetness = np.zeros(len(t))
-            pond = np.zeros(len(t))
-            cos = np.abs(cos_signed)
-            cos[~rec] = 0.0
-            object_id = self._object[p_rec]
-            if len(crop_rows):
-                crops = self.scene.crops
-                cls[crop_rows] = crops.class_id[crop_patch]
-                material[crop_rows] = crops.material_id[crop_patch]
-                object_id[crop_rows] = crops.object_id[crop_patch]
-                cos[crop_rows] = CROP_COS_INCIDENCE
-            ground = np.flatnonzero(cls == _GROUND)
-            if len(ground):
-                px = os_[ground, 0] + t[ground] * ds_[ground, 0] + self.local_origin_m[0]
-                py = os_[ground, 1] + t[ground] * ds_[ground, 1] + self.local_origin_m[1]
-                material[ground], wetness[ground], pond[ground] = self.scene.ground_properties(px, py, pond_threshold_m)
-            wetness[cls == _MUD] = 1.0
-            # Write every active sub-ray's current slot (defaults where it recorded nothing).
-            cols = 0 if isinstance(rows, slice) else slot[rows]  # the first round fills slot 0
-            hits.range_m[rows, cols] = np.where(rec, t, np.inf)
-            hits.valid[rows, cols] = rec
-            hits.class_id[rows, cols] = cls
-            hits.material_id[rows, cols] = material
-            hits.cos_incidence[rows, cols] = cos
-            hits.object_id[rows, cols] = object_id
-            hits.wetness[rows, cols] = wetness
-            hits.pond_depth_m[rows, cols] = pond
-            cols = cols + rec
-            slot[rows] = cols
-            # Who goes on: foliage with free slots (from behind the hit), proxy exits (from just behind).
-            foliage = IS_FOLIAGE_CLASS[cls] & rec
-            if foliage_solid:
-                ended[rows] = rec
-                go_on = exits
-            else:
-                ended[rows] = rec & ~foliage
-                go_on = (foliage & (cols < k)) | exits
-            active = np.flatnonzero(go_on)
-            if len(active) == 0:
+            if w:
+                no_hit = np.zeros(0, np.float32)
+                w, nd = kernel.crop_walk(walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params,
+                                         rays, done, nd)
+                for _ in range(_MAX_CROP_ROUNDS - 1):
+                    if not w:
+                        break
+                    res = self._cast_rays(self._crop_rc, rays[:w])
+                    w, nd = kernel.crop_walk(walk, w, False, res["t_hit"].numpy(), res["primitive_ids"].numpy(), ol,
+                                             d, state, tables, params, rays, done, nd)
+                done[nd : nd + w] = walk[:w]  # the walk's bound: no crop hit
+                nd += w
+            n_rows = kernel.finish(done, nd, ol, d, state, tables, params, out, next_rows)
+            if n_rows == 0:
                 break
-            s_next = np.where(exits, t + EXIT_STEP_M, t + continue_step_m)
-            known = None
-            if len(crop_rows):
-                sel = s_next[crop_rows] < behind_t
-                reuse = crop_rows[sel]
-                if len(reuse):
-                    flag = np.zeros(m, bool)
-                    flag[reuse] = True
-                    g = reuse if isinstance(rows, slice) else rows[reuse]
-                    cache_t[g], cache_prim[g], cache_cos[g] = behind_t[sel], behind_prim[sel], behind_cos[sel]
-                    cache_patch[g] = crop_patch[sel]
-                    known = flag[active]
-            s = s_next[active]
-            rows = active if isinstance(rows, slice) else rows[active]
-            os_, ds_ = ol[rows], d[rows]
+            rows, next_rows = next_rows, rows
+        slot, ended = state[-2][:n], state[-1][:n]
         if boxes:
             box_rows = np.flatnonzero(np.isfinite(box_t) & (slot < k) & ~ended)
             cols = slot[box_rows]

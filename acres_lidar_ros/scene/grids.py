@@ -166,6 +166,21 @@ class CellGrid:
         i += 1.0
         return i.astype(np.int64)
 
+    def lookup_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """The padded values and the numbers ``flat_index`` computes with, for compiled lookups.
+
+        Returns
+        -------
+        padded : ((ny + 2) (nx + 2),) values with a border of ``fill`` (read-only)
+        params : (5,) float64 ``(1 / cell_m, x0 / cell_m, y0 / cell_m, nx, ny)``, the origin
+            divided as ``flat_index`` does (``x0 * (1 / cell_m)``).
+        """
+        ny, nx = self.values.shape
+        inv = 1.0 / self.cell_m
+        padded = self._padded_flat.view()
+        padded.setflags(write=False)
+        return padded, np.array([inv, self.origin_xy_m[0] * inv, self.origin_xy_m[1] * inv, nx, ny], np.float64)
+
     def values_at_index(self, flat_index: np.ndarray) -> np.ndarray:
         """Values at indices of ``flat_index`` (``fill`` outside the grid)."""
         return self._padded_flat[flat_index]

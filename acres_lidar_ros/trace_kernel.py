@@ -1,0 +1,394 @@
+"""Compiled passes of ``trace.Tracer.trace``: the bookkeeping of the sub-rays between Embree
+casts, one loop over the sub-rays of each cast (numba).
+
+A call of ``Tracer.trace`` runs rounds. A round casts every active sub-ray once from its start
+``s`` (``round_rays`` writes the rays, ``first_cast_results`` takes the hits); those whose first
+primitive was a crop box are cast again against the triangles alone (``triangle_cast_results``)
+and walk the crop patches in front of the triangle (``crop_walk``, with casts against the crop
+boxes between patches); then ``finish`` records each sub-ray's hit and lists the sub-rays that go
+on in the next round.
+
+Each pass does, per sub-ray, exactly the float64 / float32 arithmetic of the numpy formulation
+it replaced (same operations in the same order, no fused multiply-adds), so the ``Hits`` are
+bit-identical to it. NaNs follow numpy: ``np.maximum`` / ``np.minimum`` propagate one,
+``np.fmin`` / ``np.fmax`` drop it (``_maximum``, ``_minimum``, ``_fmin``, ``_fmax``).
+
+Rays for Embree are float32 rows ``(x, y, z, dx, dy, dz)`` about the tracer's local origin:
+``float32(float64(float32(d * start)) + o)`` and ``float32(d)``.
+
+Argument groups (tuples, built by ``trace.Tracer``):
+
+``state``
+    Per sub-ray arrays of the call (length >= n): ``s, t, prim, cos_signed, first_t,
+    first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch, cache_t,
+    cache_prim, cache_cos, cache_patch, known, slot, ended`` (``trace.Tracer._buffers``).
+``tables``
+    Scene lookups: per primitive of the first cast ``class, material, object, closed``; per class
+    ``is_foliage``; per crop patch ``class, material, object``; the crop geometry ``xs, ys,
+    centre, cos, sin, base, top``; the ground grids ``(cover, polygon, pond, soil_wetness)``
+    padded values and their ``(4, 5)`` index numbers; the range ``limit`` and ``limit_next``
+    (``nextafter(limit, inf)``), per sub-ray or one value; the tracer's ``local_origin`` (3,).
+``params``
+    Numbers: ``k, foliage_solid, per_ray_limit, continue_step_m, pond_threshold_m, miss,
+    first_box, last_crop_prim, start_m, crop_step_m, exit_step_m, crop_cos, ground_class,
+    mud_class, grass, soil, water, no_polygon, wetness_per_depth``.
+``out``
+    The ``Hits`` arrays ``range_m, valid, class_id, material_id, cos_incidence, object_id,
+    wetness, pond_depth_m`` (n, k).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# --- numpy's scalar min / max ----------------------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _maximum(a, b):
+    """``np.maximum``: a NaN in either wins."""
+    return a if (a >= b or a != a) else b
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _minimum(a, b):
+    """``np.minimum``: a NaN in either wins."""
+    return a if (a <= b or a != a) else b
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _fmin(a, b):
+    """``np.fmin``: a NaN is dropped."""
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return a if a <= b else b
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _fmax(a, b):
+    """``np.fmax``: a NaN is dropped."""
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return a if a >= b else b
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _write_ray(rays, r, ol, d, g, start):
+    """Row ``r`` of ``rays``: sub-ray ``g`` from ray parameter ``start`` (float32, local)."""
+    rays[r, 0] = np.float32(np.float64(np.float32(d[g, 0] * start)) + ol[g, 0])
+    rays[r, 1] = np.float32(np.float64(np.float32(d[g, 1] * start)) + ol[g, 1])
+    rays[r, 2] = np.float32(np.float64(np.float32(d[g, 2] * start)) + ol[g, 2])
+    rays[r, 3] = np.float32(d[g, 0])
+    rays[r, 4] = np.float32(d[g, 1])
+    rays[r, 5] = np.float32(d[g, 2])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _dot32(normals, i, d, g):
+    """``n . d`` in float32, summed left to right (as ``einsum`` does over float32 rows)."""
+    return (normals[i, 0] * np.float32(d[g, 0]) + normals[i, 1] * np.float32(d[g, 1])) + normals[i, 2] * np.float32(
+        d[g, 2]
+    )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cell(x, y, inv, ox, oy, nx, ny):
+    """Flat index into a ``CellGrid``'s padded values (``CellGrid.flat_index``); scalars only."""
+    j = np.floor(x * inv - ox)
+    i = np.floor(y * inv - oy)
+    j = min(max(j, -1.0), nx)
+    i = min(max(i, -1.0), ny)
+    return np.int64((i + 1.0) * (nx + 2.0) + j + 1.0)
+
+
+# Note: helpers above take arrays but have no branches. A helper with arrays and branches, inlined
+# or not, costs numba reference counting of every array on every call (measured 150 ns per
+# sub-ray), so the logic with branches sits in the loop bodies below.
+
+# --- casts of a round -------------------------------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy")
+def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, walk):
+    """Start a round: the rays of its first cast, and the crop walks of cached sub-rays.
+
+    ``first_round``: the sub-rays are ``0 ... n_rows - 1`` (``rows`` unused) and their state is
+    reset. A sub-ray with ``known`` takes its cached triangle hit and walks the crop from ``s``
+    in its cached patch (listed in ``walk``); the others are written to ``rays[:m]`` (sub-rays
+    ``fresh[:m]``). Returns ``(m, w)``.
+    """
+    (s, t, prim, cos_signed, first_t, first_patch, _ct, crop_patch, _wf, _we, _wt, _wp,
+     cache_t, cache_prim, cache_cos, cache_patch, known, slot, _ended) = state
+    start_m = params[8]
+    m = 0
+    w = 0
+    for i in range(n_rows):
+        if first_round:
+            g = i
+            s[g] = start_m
+            slot[g] = 0
+            known[g] = False
+        else:
+            g = rows[i]
+        crop_patch[g] = -1
+        if known[g]:
+            known[g] = False
+            t[g] = cache_t[g]
+            prim[g] = cache_prim[g]
+            cos_signed[g] = cache_cos[g]
+            first_t[g] = s[g]
+            first_patch[g] = cache_patch[g]
+            walk[w] = g
+            w += 1
+        else:
+            _write_ray(rays, m, ol, d, g, s[g])
+            fresh[m] = g
+            m += 1
+    return m, w
+
+
+@njit(cache=True, error_model="numpy")
+def first_cast_results(fresh, m, t_hit, prim_ids, normals, crop_box, ol, d, state, params, rays, recast, done, nd):
+    """Take the first cast (triangles and crop boxes) of the sub-rays ``fresh[:m]``.
+
+    A sub-ray whose first primitive is a triangle is done (appended to ``done`` after its
+    first ``nd``); one whose first primitive is a crop box keeps that box (``first_t``,
+    ``first_patch``) and is written to ``rays`` for a cast against the triangles alone (listed
+    in ``recast``). Returns ``(r, nd)``: how many are re-cast, the new length of ``done``.
+    """
+    s, t, prim, cos_signed, first_t, first_patch = state[0], state[1], state[2], state[3], state[4], state[5]
+    miss = params[5]
+    first_box = params[6]
+    r = 0
+    for i in range(m):
+        g = fresh[i]
+        p = np.int64(min(prim_ids[i], miss))
+        tt = np.float64(t_hit[i]) + s[g]
+        if crop_box[p]:
+            first_t[g] = tt
+            first_patch[g] = (p - first_box) // 12
+            _write_ray(rays, r, ol, d, g, s[g])
+            recast[r] = g
+            r += 1
+        else:
+            t[g] = tt
+            prim[g] = p
+            cos_signed[g] = _dot32(normals, i, d, g)
+            done[nd] = g
+            nd += 1
+    return r, nd
+
+
+@njit(cache=True, error_model="numpy")
+def triangle_cast_results(recast, r, t_hit, prim_ids, normals, d, state, params, walk, w):
+    """Take the triangles-only cast of the sub-rays ``recast[:r]`` and list them in ``walk``
+    after its first ``w``. Returns the new length of ``walk``."""
+    s, t, prim, cos_signed = state[0], state[1], state[2], state[3]
+    miss = params[5]
+    for i in range(r):
+        g = recast[i]
+        t[g] = s[g] + np.float64(t_hit[i])
+        prim[g] = np.int64(min(prim_ids[i], miss))
+        cos_signed[g] = _dot32(normals, i, d, g)
+        walk[w] = g
+        w += 1
+    return w
+
+
+# --- crop walk --------------------------------------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy")
+def crop_walk(walk, w, start_walk, t_hit, prim_ids, ol, d, state, tables, params, rays, done, nd):
+    """Walk one crop patch of each sub-ray ``walk[:w]``.
+
+    ``start_walk``: the sub-rays start their walk; their first box is a crop box before the
+    triangle ``t`` (``first_t``, ``first_patch``); the walk ends at the triangle or just past the
+    range limit. Otherwise ``t_hit``, ``prim_ids`` are the cast against the crop boxes that finds
+    each one's next patch. In a patch, the first step point at or after ``walk_from`` that lies
+    in a cell is the hit (``crop_t``, ``crop_patch``); a sub-ray that leaves the patch without
+    one is written to ``rays`` (a cast from just behind the exit) and kept in ``walk``; the
+    others are done (appended to ``done``). Returns ``(kept, nd)``.
+    """
+    (s, t, _p, _c, first_t, first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch) = state[:12]
+    xs, ys, patch_centre, patch_cos, patch_sin, patch_base, patch_top = tables[8:15]
+    limit_next = tables[18]
+    per_ray_limit = params[2]
+    last_prim = params[7]
+    start_m, step_m, exit_step_m = params[8], params[9], params[10]
+    size_x = xs[-1]
+    size_y = ys[-1]
+    kept = 0
+    for i in range(w):
+        g = walk[i]
+        if start_walk:
+            walk_end[g] = min(t[g], limit_next[g * per_ray_limit])
+            walk_from[g] = s[g]
+            walk_t_e[g] = first_t[g]
+            walk_patch[g] = first_patch[g]
+        else:
+            walk_t_e[g] = (walk_from[g] + exit_step_m) + np.float64(t_hit[i])
+            walk_patch[g] = np.int64(min(prim_ids[i], last_prim)) // 12
+        end = walk_end[g]
+        t_e = walk_t_e[g]
+        go_on = False
+        if t_e < end:
+            patch = walk_patch[g]
+            wf = walk_from[g]
+            # The ray in the patch frame: x along the 1.52 m side from the patch corner.
+            rel0 = ol[g, 0] - patch_centre[patch, 0]
+            rel1 = ol[g, 1] - patch_centre[patch, 1]
+            rel2 = ol[g, 2] - patch_centre[patch, 2]
+            c = patch_cos[patch]
+            sn = patch_sin[patch]
+            px = c * rel0 + sn * rel1 + size_x / 2
+            py = -sn * rel0 + c * rel1 + size_y / 2
+            qx = c * d[g, 0] + sn * d[g, 1]
+            qy = -sn * d[g, 0] + c * d[g, 1]
+            inv_x = 1.0 / qx
+            inv_y = 1.0 / qy
+            inv_z = 1.0 / d[g, 2]
+            best = np.inf
+            z_max = np.nan
+            for iy in range(4):
+                t1 = (ys[iy] - py) * inv_y
+                t2 = (ys[iy + 1] - py) * inv_y
+                y_lo = _fmin(t1, t2)
+                y_hi = _fmax(t1, t2)
+                for ix in range(4):
+                    t1 = (xs[ix] - px) * inv_x
+                    t2 = (xs[ix + 1] - px) * inv_x
+                    x_lo = _fmin(t1, t2)
+                    x_hi = _fmax(t1, t2)
+                    t_top = (patch_top[patch, iy, ix] - rel2) * inv_z
+                    t_base = (patch_base[patch, iy, ix] - rel2) * inv_z
+                    z_lo = _fmin(t_top, t_base)
+                    z_hi = _fmax(t_top, t_base)
+                    lo = _maximum(_maximum(_maximum(x_lo, y_lo), z_lo), wf)
+                    hi = _minimum(_minimum(x_hi, y_hi), z_hi)
+                    gp = start_m + np.ceil((lo - start_m) / step_m) * step_m
+                    if hi >= lo and gp <= hi and gp < best:
+                        best = gp
+                    z_max = z_hi if (iy == 0 and ix == 0) else _maximum(z_max, z_hi)  # np.max: a NaN wins
+            if best < end:
+                crop_t[g] = best
+                crop_patch[g] = patch
+            else:
+                # No step point in this patch: go on from where the ray leaves its box.
+                bx = _fmax((0.0 - px) * inv_x, (size_x - px) * inv_x)
+                by = _fmax((0.0 - py) * inv_y, (size_y - py) * inv_y)
+                box_hi = _minimum(_minimum(bx, by), z_max)
+                exit_t = _maximum(_maximum(box_hi, wf), t_e)
+                if exit_t < end:
+                    walk_from[g] = exit_t
+                    _write_ray(rays, kept, ol, d, g, exit_t + exit_step_m)
+                    walk[kept] = g
+                    kept += 1
+                    go_on = True
+        if not go_on:
+            done[nd] = g
+            nd += 1
+    return kept, nd
+
+
+# --- recording the hits -----------------------------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy")
+def finish(done, nd, ol, d, state, tables, params, out, next_rows):
+    """Record the round's hit of each sub-ray ``done[:nd]``, decide whether and where it goes on.
+
+    A crop step point (``crop_patch >= 0``) comes before the triangle hit ``t``; a closed proxy's
+    triangle left from inside is passed (``exit_step_m`` behind it); foliage continues
+    ``continue_step_m`` behind the hit while slots are free; a crop hit keeps the triangle hit
+    behind it for the next round while that is still ahead. Ground hits take material, wetness
+    and pond depth by the ground rules (``Scene.ground_properties``). Returns the number of
+    sub-rays written to ``next_rows``.
+    """
+    (s, t, prim, cos_signed, _ft, _fp, crop_t, crop_patch, _wf, _we, _wt, _wp,
+     cache_t, cache_prim, cache_cos, cache_patch, known, slot, ended) = state
+    (tri_class, tri_material, tri_object, tri_closed, is_foliage, crop_class, crop_material, crop_object,
+     _xs, _ys, _pc, _pcos, _psin, _pb, _pt, ground_grids, gp, limit, _limit_next, local_origin) = tables
+    (k, foliage_solid, per_ray_limit, continue_step_m, pond_threshold_m, _miss, _fb, _lcp, _start_m, _step_m,
+     exit_step_m, crop_cos, ground_class, mud_class, grass, soil, water, no_polygon, wetness_per_depth) = params
+    range_m, valid, class_id, material_id, cos_incidence, object_id, wetness, pond_depth_m = out
+    cover, polygon, pond, soil_w = ground_grids
+    n_next = 0
+    for i in range(nd):
+        g = done[i]
+        lim = limit[g * per_ray_limit]
+        is_crop = crop_patch[g] >= 0
+        tt = crop_t[g] if is_crop else t[g]
+        ok = tt <= lim
+        p = prim[g]
+        exits = (not is_crop) and tri_closed[p] and ok and cos_signed[g] > 0.0
+        rec = ok and not exits
+        col = slot[g]
+        cls = 0
+        if rec:
+            if is_crop:
+                patch = crop_patch[g]
+                cls = np.int64(crop_class[patch])
+                mat = np.int64(crop_material[patch])
+                oid = crop_object[patch]
+                cos = crop_cos
+            else:
+                cls = np.int64(tri_class[p])
+                mat = np.int64(tri_material[p])
+                oid = tri_object[p]
+                cos = np.float64(abs(cos_signed[g]))
+            w = 0.0
+            depth = 0.0
+            if cls == ground_class:
+                x = ol[g, 0] + tt * d[g, 0] + local_origin[0]
+                y = ol[g, 1] + tt * d[g, 1] + local_origin[1]
+                c_cover = np.int64(cover[_cell(x, y, gp[0, 0], gp[0, 1], gp[0, 2], gp[0, 3], gp[0, 4])])
+                c_poly = np.int64(polygon[_cell(x, y, gp[1, 0], gp[1, 1], gp[1, 2], gp[1, 3], gp[1, 4])])
+                depth = pond[_cell(x, y, gp[2, 0], gp[2, 1], gp[2, 2], gp[2, 3], gp[2, 4])]
+                sw = soil_w[_cell(x, y, gp[3, 0], gp[3, 1], gp[3, 2], gp[3, 3], gp[3, 4])]
+                if c_poly != no_polygon:
+                    mat = c_poly
+                elif c_cover == grass:
+                    mat = grass
+                else:
+                    mat = soil
+                if depth > pond_threshold_m:
+                    mat = water
+                w = sw if mat == soil else depth * wetness_per_depth
+                w = min(max(w, 0.0), 1.0)
+            elif cls == mud_class:
+                w = 1.0
+            range_m[g, col] = tt
+            valid[g, col] = True
+            class_id[g, col] = cls
+            material_id[g, col] = mat
+            cos_incidence[g, col] = cos
+            object_id[g, col] = oid
+            wetness[g, col] = w
+            pond_depth_m[g, col] = depth
+            col += 1
+            slot[g] = col
+        foliage = rec and is_foliage[cls]
+        if foliage_solid:
+            ended[g] = rec
+            go_on = exits
+        else:
+            ended[g] = rec and not foliage
+            go_on = (foliage and col < k) or exits
+        if go_on:
+            s_next = tt + exit_step_m if exits else tt + continue_step_m
+            if is_crop and s_next < t[g]:
+                cache_t[g] = t[g]
+                cache_prim[g] = p
+                cache_cos[g] = cos_signed[g]
+                cache_patch[g] = crop_patch[g]
+                known[g] = True
+            s[g] = s_next
+            next_rows[n_next] = g
+            n_next += 1
+    return n_next
