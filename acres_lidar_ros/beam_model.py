@@ -100,6 +100,9 @@ RETURN_MODES: dict[str, int] = {
 }
 """Return mode -> returns per beam ``R``."""
 
+BACKENDS: tuple[str, ...] = ("numba", "numpy")
+"""Implementations of ``process_beams``: compiled loops (``beam_kernel``) or numpy arrays."""
+
 MICRO_SLOPE_CELL_M = 0.25
 ALBEDO_CELL_M = 0.1
 MIN_ROUGH_RANGE_M = 0.01
@@ -470,6 +473,7 @@ def process_beams(
     options: BeamModelOptions,
     streams: NoiseStreams,
     scan_index: int,
+    backend: str = "numba",
 ) -> Returns:
     """ProcessBeam for every beam of a scan: surface hits -> returns (see the module notes).
 
@@ -490,11 +494,25 @@ def process_beams(
         ``streams.seed`` keys the ground hashes.
     scan_index : int
         Scan number in the run, for the roughness hash.
+    backend : str
+        One of ``BACKENDS``: ``"numba"`` (default) runs the compiled loops of ``beam_kernel``,
+        ``"numpy"`` this module's array code (the readable reference). Both give the same
+        returns and advance the streams alike; float fields may differ by a few ulps (C library
+        versus numpy SIMD transcendental functions).
 
     Returns
     -------
     Returns of shape (n_beams, R), ``R = params.returns_per_beam``.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown ``backend``.
+    ImportError
+        For ``backend="numba"`` when numba cannot be imported (the kept error is the cause).
     """
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend = {backend!r}: must be one of {sorted(BACKENDS)}")
     weights = np.asarray(weights, dtype=np.float64)
     n_sub = weights.size
     n_rows, k_slots = hits.shape
@@ -510,8 +528,12 @@ def process_beams(
         raise ValueError(
             f"ray origins {origins.shape} and directions {directions.shape} must both be ({n_rows}, 3)"
         )
-    mats = params.materials
     atm = scan_atmosphere(params, options)
+    if backend == "numba":
+        from acres_lidar_ros.beam_kernel import process_beams_compiled
+
+        return process_beams_compiled(hits, origins, directions, weights, params, options, atm, streams, scan_index)
+    mats = params.materials
     alpha = atm.alpha_per_m
     slots = params.returns_per_beam
 

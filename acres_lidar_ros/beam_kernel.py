@@ -1,0 +1,904 @@
+"""Compiled backend of ``beam_model.process_beams``: the spec's ProcessBeam in numba loops.
+
+``process_beams_numba`` takes the same inputs as ``beam_model.process_beams`` and gives the same
+``Returns``; ``beam_model`` stays the readable numpy reference and this module follows it step
+by step (the numbered steps of its module notes). The work is three compiled passes over the
+beams of a scan, with no Python loop and no per-hit temporary arrays:
+
+1. **Contributions** (cells in order ``0 .. N_c N_r - 1``): the hits of each beam's sub-rays
+   with the foliage transmission product, the ground micro-slope, albedo and roughness from the
+   SplitMix64 hashes, the wetness, the backscatter and the echo stretch; the lit ones
+   (``P > 0``) are kept in one compact list, beam by beam, with the beam's nearest solid range.
+2. **Clutter** (rain and fog with clutter on; beams in ring-major sequence): the slabs of each
+   beam, the rain drops from the rain stream and the skip rule.
+3. **Echoes and returns** (beams in ring-major sequence, so the noise stream is drawn in its
+   natural order): sort by range, echo formation, ``n1`` and ``n2`` of each echo in range order,
+   signal, detection, range noise, brightness, return selection and flags.
+
+Generators: the PCG32 states are uint64 numbers carried through the loops and handed back to
+the caller's ``Pcg32`` objects at the end, so the streams continue across scans exactly as the
+numpy backend's do. The rain stream draws every slab's drop count first and then every drop's
+energy; the energies are drawn from a second state that starts ``n_slabs`` steps ahead
+(O'Neill's jump-ahead), which is the same sequence.
+
+Exactness. The kernels use the numpy backend's formulas in its order of operations, its stable
+sort key ``beam * span + R`` (with the same power-of-two ``span``) and numpy's summation order
+of ``np.add.reduceat`` (the first element plus the pairwise sum of the rest), so sums and
+orderings agree bit for bit. Transcendental functions come from the C library here and from
+numpy's SIMD loops there; the two can differ by an ulp, so ranges, reflectivities and the
+float fields of a return agree to a few ulps rather than bit for bit.
+
+numba is imported when this module is imported; if that fails the error is kept and raised by
+``process_beams_numba`` (``beam_model`` imports this module only for ``backend="numba"``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from acres_lidar_ros.hits import NO_OBJECT, Hits
+from acres_lidar_ros.materials import CLASS_ID, CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_OF_CLASS
+from acres_lidar_ros.noise import (
+    MASK64,
+    PCG32_MULT,
+    PLACE_SEED_MUL,
+    ROUGHNESS_SEED_OFFSET,
+    SPLITMIX_GAMMA,
+    SPLITMIX_MUL1,
+    SPLITMIX_MUL2,
+    NoiseStreams,
+    mix64,
+)
+from acres_lidar_ros.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR
+from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
+from acres_lidar_ros.weather import MAX_DROPS_PER_SLAB, _POISSON_SATURATED_MEAN
+
+try:
+    import numba
+except ImportError as error:  # kept; raised when the numba backend is asked for
+    numba = None
+    NUMBA_IMPORT_ERROR: ImportError | None = error
+else:
+    NUMBA_IMPORT_ERROR = None
+
+
+def _jit(function=None, *, inline: bool = False):
+    """``numba.njit(cache=True)``, or the plain function when numba is missing (then
+    ``process_beams_compiled`` raises the import error before any kernel is called).
+
+    ``inline`` inlines the function into its callers at numba's level: helpers that take
+    arrays are inlined so the hot loops make no calls that count references (atomic
+    increments that cost more than the helpers' work).
+    """
+    if function is None:
+        return lambda f: _jit(f, inline=inline)
+    if numba is None:
+        return function
+    return numba.njit(cache=True, inline="always" if inline else "never")(function)
+
+
+# The numpy backend's constants, as the kernels' typed globals (numba freezes them at compile
+# time). Every uint64 operand is an np.uint64: numba types uint64 op int64 as float64.
+_U64 = np.uint64
+_GAMMA = _U64(SPLITMIX_GAMMA)
+_MUL1 = _U64(SPLITMIX_MUL1)
+_MUL2 = _U64(SPLITMIX_MUL2)
+_PCG_MULT = _U64(PCG32_MULT)
+_SHIFT_3 = _U64(3)
+_SHIFT_11 = _U64(11)
+_SHIFT_18 = _U64(18)
+_SHIFT_24 = _U64(24)
+_SHIFT_27 = _U64(27)
+_SHIFT_30 = _U64(30)
+_SHIFT_31 = _U64(31)
+_SHIFT_59 = _U64(59)
+_MASK32 = _U64(0xFFFFFFFF)
+_U64_ZERO = _U64(0)
+_U64_ONE = _U64(1)
+_U64_32 = _U64(32)
+_INV_TWO_POW_53 = 1.0 / float(1 << 53)
+_TWO_PI_OVER_TWO_POW_53 = 2.0 * np.pi / float(1 << 53)
+_TWO_POW_32 = float(1 << 32)
+_TWO_PI = 2.0 * np.pi
+_ROUGH_EXPONENT = 1.0 + HURST_EXPONENT
+_LOG_64 = math.log(64.0)
+_POISSON_CAP = MAX_DROPS_PER_SLAB
+_POISSON_SATURATED = _POISSON_SATURATED_MEAN
+_SLAB_ROUNDING = 1e-9  # weather.clutter_slabs' tolerance on the last slab
+_PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
+
+# Status codes of the kernels (0: done).
+_BAD_RANGE = 1
+_BAD_CLASS = 2
+_BAD_MATERIAL = 3
+
+MICRO_SLOPE_CELL_M = 0.25
+ALBEDO_CELL_M = 0.1
+MIN_ROUGH_RANGE_M = 0.01
+
+
+# ---------------------------------------------------------------------------------------------
+# Hashes and the PCG32 stream (noise.py, one number at a time)
+# ---------------------------------------------------------------------------------------------
+
+
+@_jit
+def _mix64(x):
+    """SplitMix64 finaliser of one uint64 (``noise.mix64``)."""
+    x = x + _GAMMA
+    x = (x ^ (x >> _SHIFT_30)) * _MUL1
+    x = (x ^ (x >> _SHIFT_27)) * _MUL2
+    return x ^ (x >> _SHIFT_31)
+
+
+@_jit
+def _hash_normal(h):
+    """``sqrt(-2 ln U(h)) cos(2 pi U(mix(h)))`` of one uint64 (``noise.hash_normal``)."""
+    radius = math.sqrt(math.log((np.float64(h >> _SHIFT_11) + 0.5) * _INV_TWO_POW_53) * -2.0)
+    angle = (np.float64(_mix64(h) >> _SHIFT_11) + 0.5) * _TWO_PI_OVER_TWO_POW_53
+    return radius * math.cos(angle)
+
+
+@_jit
+def _floor_cell(coordinate_m, cell_m):
+    """``floor(X / s)`` as int64 reinterpreted as uint64; non-finite gives 0 (``noise._floor_cell``)."""
+    q = np.floor(coordinate_m / cell_m)
+    if not math.isfinite(q):
+        q = 0.0
+    return _U64(np.int64(q))
+
+
+@_jit
+def _place_normal(x_m, y_m, cell_m, seed_term):
+    """PlaceNormal of the cell holding (x, y); ``seed_term = k * 0x632be59bd9b4e019`` (uint64)."""
+    h = _mix64(_floor_cell(x_m, cell_m) ^ seed_term)
+    h = _mix64(h ^ _floor_cell(y_m, cell_m))
+    return _hash_normal(h)
+
+
+@_jit
+def _pcg32_next(state, inc):
+    """One PCG32 (XSH RR) output: returns (output as uint64 < 2^32, next state)."""
+    xorshifted = (((state >> _SHIFT_18) ^ state) >> _SHIFT_27) & _MASK32
+    rot = state >> _SHIFT_59
+    output = ((xorshifted >> rot) | (xorshifted << ((_U64_32 - rot) & _SHIFT_31))) & _MASK32
+    return output, state * _PCG_MULT + inc
+
+
+@_jit
+def _pcg32_advance(state, inc, steps):
+    """The state ``steps`` (int64 >= 0) outputs later, in O(log steps) (``Pcg32.advance``)."""
+    acc_mult = _U64_ONE
+    acc_plus = _U64_ZERO
+    cur_mult = _PCG_MULT
+    cur_plus = inc
+    delta = _U64(steps)
+    while delta > _U64_ZERO:
+        if delta & _U64_ONE:
+            acc_mult = acc_mult * cur_mult
+            acc_plus = acc_plus * cur_mult + cur_plus
+        cur_plus = (cur_mult + _U64_ONE) * cur_plus
+        cur_mult = cur_mult * cur_mult
+        delta = delta >> _U64_ONE
+    return acc_mult * state + acc_plus
+
+
+@_jit
+def _uniform_u32(output):
+    """``(x + 0.5) / 2^32`` of one 32-bit output."""
+    return (np.float64(output) + 0.5) / _TWO_POW_32
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy's reductions, in numpy's order
+# ---------------------------------------------------------------------------------------------
+
+
+@_jit
+def _pairwise_sum(values, start, n):
+    """numpy's pairwise summation of ``values[start : start + n]`` (``DOUBLE_pairwise_sum``)."""
+    if n < 8:
+        total = 0.0
+        for i in range(start, start + n):
+            total += values[i]
+        return total
+    if n <= _PAIRWISE_BLOCK:
+        r0 = values[start]
+        r1 = values[start + 1]
+        r2 = values[start + 2]
+        r3 = values[start + 3]
+        r4 = values[start + 4]
+        r5 = values[start + 5]
+        r6 = values[start + 6]
+        r7 = values[start + 7]
+        i = 8
+        while i < n - (n % 8):
+            r0 += values[start + i]
+            r1 += values[start + i + 1]
+            r2 += values[start + i + 2]
+            r3 += values[start + i + 3]
+            r4 += values[start + i + 4]
+            r5 += values[start + i + 5]
+            r6 += values[start + i + 6]
+            r7 += values[start + i + 7]
+            i += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            total += values[start + i]
+            i += 1
+        return total
+    half = n // 2
+    half -= half % 8
+    return _pairwise_sum(values, start, half) + _pairwise_sum(values, start + half, n - half)
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's equations for one number (physics.py, weather.py)
+# ---------------------------------------------------------------------------------------------
+
+
+@_jit
+def _signal_counts(reflectance, range_m, peak, s10, r10, overlap_range_m, alpha):
+    """SignalCounts of one echo, counts (``physics.signal_counts``)."""
+    r = abs(range_m)
+    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
+    q = r / safe_ov
+    x = q * q
+    f = -math.expm1(-x) / x if x > 0.0 else 1.0
+    geometry = f / (safe_ov * safe_ov)
+    if not overlap_range_m > 0.0:
+        near = max(r, 1e-3)
+        geometry = 1.0 / (near * near)
+    signal = s10 * (reflectance / 0.1) * (r10 * r10) * geometry * peak
+    if alpha != 0.0:
+        signal = signal * math.exp(-2.0 * alpha * r)
+    return signal
+
+
+@_jit
+def _intensity_byte(rho):
+    """IntensityByte of one reported reflectance (``physics.intensity_byte``), as an int."""
+    if not rho > 0.0:
+        return 0
+    if rho > 1.0:
+        log_scale = min(1.0, math.log(rho) / _LOG_64)
+        return int(max(101.0, 100.0 + np.floor(155.0 * log_scale + 0.5)))
+    return int(np.floor(100.0 * min(rho, 1.0) + 0.5))
+
+
+@_jit
+def _poisson(u, mean):
+    """Poisson count by inversion, at most 64 (``weather.poisson_from_uniform``)."""
+    if mean >= _POISSON_SATURATED:
+        return _POISSON_CAP
+    if not mean > 0.0:
+        return 0
+    term = math.exp(-mean)
+    cdf = term
+    k = 0
+    while k < _POISSON_CAP and u > cdf:
+        k += 1
+        term = term * mean / k
+        cdf = cdf + term
+    return k
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 1: contributions of the hits
+# ---------------------------------------------------------------------------------------------
+
+
+@_jit
+def _contributions(
+    hit_range_m, hit_valid, hit_class, hit_material, hit_cos, hit_object, hit_wetness,
+    origins, directions, weights,
+    reflectivity, specular, specular_width_rad, transmission, wet_darkening, incidence_exponent,
+    micro_slope_rad, reflectivity_sd, roughness_m,
+    is_foliage, foliage_solid, ground_class,
+    slope_seed_term, albedo_seed_term, rough_seed_term, scan_index,
+    pulse_length_m, divergence_rad, divergence_v_rad,
+):
+    """Step 1-3 of ProcessBeam for every beam: the lit contributions of its hits.
+
+    Returns ``status`` (0, or the first bad input found), then the compact lists, beam by beam
+    (cells in order) and within a beam in (sub-ray, slot) order: ``start (n_beams + 1,) int64``,
+    ``range_m, power, peak (n,) float64``, ``class, material (n,) uint8``, ``object (n,) int32``;
+    and ``nearest_solid_m (n_beams,) float64`` (inf where a beam meets no solid surface).
+    """
+    n_rows, k_slots = hit_range_m.shape
+    n_sub = weights.shape[0]
+    n_beams = n_rows // n_sub
+    n_classes = is_foliage.shape[0]
+    n_materials = reflectivity.shape[0]
+    capacity = 0
+    for row in range(n_rows):
+        for k in range(k_slots):
+            if hit_valid[row, k]:
+                capacity += 1
+    start = np.zeros(n_beams + 1, np.int64)
+    out_range = np.empty(capacity)
+    out_power = np.empty(capacity)
+    out_peak = np.empty(capacity)
+    out_class = np.empty(capacity, np.uint8)
+    out_material = np.empty(capacity, np.uint8)
+    out_object = np.empty(capacity, np.int32)
+    nearest_solid = np.full(n_beams, np.inf)
+    scan_key = _U64(scan_index) << _SHIFT_24
+    n = 0
+    for beam in range(n_beams):
+        start[beam] = n
+        beam_key = scan_key | (_U64(beam) << _SHIFT_3)
+        for j in range(n_sub):
+            row = beam * n_sub + j
+            t = 1.0
+            for k in range(k_slots):
+                if not hit_valid[row, k]:
+                    continue
+                cls = np.int64(hit_class[row, k])
+                mat = np.int64(hit_material[row, k])
+                if mat >= n_materials:
+                    return _BAD_MATERIAL, start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
+                if cls >= n_classes and not foliage_solid:
+                    return _BAD_CLASS, start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
+                passes = (not foliage_solid) and is_foliage[cls]
+                tau = transmission[mat] if passes else 0.0
+                t_hit = t
+                t = t * tau
+                if not t_hit > 0.0:
+                    continue  # behind a solid surface: no light
+                range_m = hit_range_m[row, k]
+                if not (range_m >= 0.0 and math.isfinite(range_m)):
+                    return _BAD_RANGE, start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
+                cos_theta = min(max(abs(hit_cos[row, k]), 0.0), 1.0)
+                albedo = 1.0
+                is_ground = cls == ground_class
+                if is_ground:
+                    point_x = origins[row, 0] + range_m * directions[row, 0]
+                    point_y = origins[row, 1] + range_m * directions[row, 1]
+                    theta = math.acos(cos_theta)
+                    sigma_t = micro_slope_rad[mat]
+                    if sigma_t > 0.0:
+                        theta = theta + sigma_t * _place_normal(point_x, point_y, MICRO_SLOPE_CELL_M, slope_seed_term)
+                    cos_theta = math.cos(min(max(theta, 0.0), MAX_TILT_RAD))
+                    s_rho = reflectivity_sd[mat]
+                    if s_rho > 0.0:
+                        z_albedo = _place_normal(point_x, point_y, ALBEDO_CELL_M, albedo_seed_term)
+                        albedo = math.exp(s_rho * z_albedo - 0.5 * (s_rho * s_rho))
+                    sigma_h = roughness_m[mat]
+                    if sigma_h > 0.0:
+                        z_rough = _hash_normal(_mix64((beam_key | _U64(j)) ^ rough_seed_term))
+                        c = min(max(abs(cos_theta), ROUGH_COS_MIN), 1.0)
+                        moved = range_m + sigma_h / c**_ROUGH_EXPONENT * z_rough
+                        range_m = max(MIN_ROUGH_RANGE_M, moved)
+                if not passes and range_m < nearest_solid[beam]:
+                    nearest_solid[beam] = range_m
+                # MinnaertBackscatter.
+                floored = max(cos_theta, COS_FLOOR)
+                k_exp = incidence_exponent[mat]
+                if k_exp == 1.0:
+                    incidence = floored
+                elif k_exp == 0.0:
+                    incidence = 1.0
+                else:
+                    incidence = floored**k_exp
+                darkening = max(0.0, 1.0 - wet_darkening[mat] * hit_wetness[row, k])
+                rho_bs = reflectivity[mat] * darkening * incidence
+                s = specular[mat]
+                width = specular_width_rad[mat]
+                if s > 0.0 and width > 0.0:
+                    ratio = math.acos(cos_theta) / width
+                    rho_bs += s * math.exp(-(ratio * ratio))
+                power = weights[j] * t_hit * t_hit * (1.0 - tau) * rho_bs * albedo
+                if not power > 0.0:
+                    continue
+                peak = 1.0
+                if pulse_length_m > 0.0 and not passes:
+                    c = min(max(cos_theta, COS_FLOOR), 1.0)
+                    spread = range_m * (math.sqrt(1.0 - c * c) / c) * (divergence_v_rad if is_ground else divergence_rad)
+                    peak = pulse_length_m / math.hypot(pulse_length_m, spread)
+                out_range[n] = range_m
+                out_power[n] = power
+                out_peak[n] = peak
+                out_class[n] = hit_class[row, k]
+                out_material[n] = hit_material[row, k]
+                out_object[n] = hit_object[row, k]
+                n += 1
+    start[n_beams] = n
+    return (0, start, out_range[:n], out_power[:n], out_peak[:n], out_class[:n], out_material[:n],
+            out_object[:n], nearest_solid)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 2: clutter slabs
+# ---------------------------------------------------------------------------------------------
+
+
+@_jit
+def _clutter(
+    nearest_solid, columns, rings, min_range_m, slab_length_m, stop_limit_m,
+    drop_density_per_m3, exit_diameter_m, divergence_rad,
+    fog_term, rain_coefficient, s10, ring_r10, overlap_range_m, alpha, ambient, threshold,
+    rain_state, rain_inc,
+):
+    """Step 4: the clutter slabs of every beam that pass the skip rule, and their ``rho_slab``.
+
+    Beams in ring-major sequence, slabs in range order; the rain stream draws one number per
+    slab (its drop count) and then one per drop. Returns ``start (n_beams,) int64`` (by
+    cell, into the slab lists), ``count (n_beams,) int64`` (kept slabs of each cell),
+    ``center_range_m, rho_slab (n,) float64`` (listed in ring-major beam order) and the rain
+    stream's new state (uint64).
+    """
+    n_beams = columns * rings
+    per_beam = np.zeros(n_beams, np.int64)
+    total = 0
+    any_drops = False
+    for beam in range(n_beams):
+        stop = min(nearest_solid[beam], stop_limit_m)
+        span = stop - min_range_m if math.isfinite(stop) else 0.0
+        count = np.int64(max(np.floor(span / slab_length_m + _SLAB_ROUNDING), 0.0))
+        per_beam[beam] = count
+        total += count
+        if drop_density_per_m3 > 0.0 and count > 0 and not any_drops:
+            for k in range(count):
+                radius_m = 0.5 * exit_diameter_m + 0.5 * (min_range_m + (k + 0.5) * slab_length_m) * divergence_rad
+                if drop_density_per_m3 * np.pi * radius_m * radius_m * slab_length_m > 0.0:
+                    any_drops = True
+                    break
+    count_state = rain_state
+    energy_state = _pcg32_advance(rain_state, rain_inc, total) if any_drops else rain_state
+    start = np.zeros(n_beams, np.int64)
+    kept = np.zeros(n_beams, np.int64)
+    center_out = np.empty(total)
+    rho_out = np.empty(total)
+    n = 0
+    for ring in range(rings):
+        r10 = ring_r10[ring]
+        for column in range(columns):
+            beam = column * rings + ring
+            start[beam] = n
+            for k in range(per_beam[beam]):
+                center = min_range_m + (k + 0.5) * slab_length_m
+                mean = 0.0
+                energy = 0.0
+                if drop_density_per_m3 > 0.0:
+                    radius_m = 0.5 * exit_diameter_m + 0.5 * center * divergence_rad
+                    mean = drop_density_per_m3 * np.pi * radius_m * radius_m * slab_length_m
+                if any_drops:
+                    output, count_state = _pcg32_next(count_state, rain_inc)
+                    drops = _poisson(_uniform_u32(output), mean)
+                    for _ in range(drops):
+                        output, energy_state = _pcg32_next(energy_state, rain_inc)
+                        e = -math.log(_uniform_u32(output))
+                        energy += 0.5 * e * e
+                rain_term = energy / mean if mean > 0.0 else 0.0
+                rho = fog_term + rain_coefficient * rain_term
+                signal = _signal_counts(rho, center, 1.0, s10, r10, overlap_range_m, alpha)
+                if signal + 5.0 * math.sqrt(max(signal + ambient, 0.0)) < threshold:
+                    continue  # the skip rule
+                if not rho > 0.0:
+                    continue  # no light comes back (the numpy backend's P > 0 filter)
+                center_out[n] = center
+                rho_out[n] = rho
+                n += 1
+            kept[beam] = n - start[beam]
+    return start, kept, center_out[:n], rho_out[:n], energy_state
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 3: echoes, noise, detection and returns
+# ---------------------------------------------------------------------------------------------
+
+MODE_CODES: dict[str, int] = {
+    "strongest": 0,
+    "first": 1,
+    "last": 2,
+    "dual_strongest_last": 3,
+    "dual_first_last": 4,
+    "triple_first_strongest_last": 5,
+}
+"""Return mode -> the kernels' mode number."""
+
+
+@_jit(inline=True)
+def _candidates(mode, first, last, strongest, second, cand_idx, cand_flag):
+    """The echoes a return mode selects (``beam_model._select_returns``), merged, in range order.
+
+    Indices are positions in the beam's range-ordered detected echoes (``second`` -1 for none).
+    Fills ``cand_idx, cand_flag (3,)`` and returns how many are filled.
+    """
+    m = 0
+    if mode == 0:
+        cand_idx[0] = strongest
+        cand_flag[0] = FLAG_STRONGEST
+        m = 1
+    elif mode == 1:
+        cand_idx[0] = first
+        cand_flag[0] = FLAG_FIRST
+        m = 1
+    elif mode == 2:
+        cand_idx[0] = last
+        cand_flag[0] = FLAG_LAST
+        m = 1
+    elif mode == 3:
+        # The second strongest joins only when the strongest is the last.
+        if strongest == last and second >= 0:
+            cand_idx[m] = second
+            cand_flag[m] = FLAG_SECOND_STRONGEST
+            m += 1
+        cand_idx[m] = strongest
+        cand_flag[m] = FLAG_STRONGEST
+        cand_idx[m + 1] = last
+        cand_flag[m + 1] = FLAG_LAST
+        m += 2
+    elif mode == 4:
+        cand_idx[0] = first
+        cand_flag[0] = FLAG_FIRST
+        cand_idx[1] = last
+        cand_flag[1] = FLAG_LAST
+        m = 2
+    else:
+        cand_idx[0] = first
+        cand_flag[0] = FLAG_FIRST
+        cand_idx[1] = strongest
+        cand_flag[1] = FLAG_STRONGEST
+        cand_idx[2] = last
+        cand_flag[2] = FLAG_LAST
+        m = 3
+    # Sort by echo (insertion, stable) and merge an echo chosen twice into one with both flags.
+    for i in range(1, m):
+        idx = cand_idx[i]
+        flag = cand_flag[i]
+        j = i - 1
+        while j >= 0 and cand_idx[j] > idx:
+            cand_idx[j + 1] = cand_idx[j]
+            cand_flag[j + 1] = cand_flag[j]
+            j -= 1
+        cand_idx[j + 1] = idx
+        cand_flag[j + 1] = flag
+    merged = 0
+    for i in range(m):
+        if merged > 0 and cand_idx[merged - 1] == cand_idx[i]:
+            cand_flag[merged - 1] |= cand_flag[i]
+        else:
+            cand_idx[merged] = cand_idx[i]
+            cand_flag[merged] = cand_flag[i]
+            merged += 1
+    return merged
+
+
+@_jit
+def _echoes_and_returns(
+    hit_start, hit_range_m, hit_power, hit_peak, hit_class, hit_material, hit_object,
+    slab_start, slab_count, slab_range_m, slab_power, precipitation_class, precipitation_material,
+    columns, rings, separation_m, s10, ring_r10, overlap_range_m, alpha, ambient, threshold,
+    noise_on, std_m, range_std_low_snr_m, min_range_m, max_range_m, signal_limit, mode, slots,
+    noise_state, noise_inc,
+):
+    """Steps 5-7 for every beam, beams in ring-major sequence: echoes, noise, returns.
+
+    Contributions of a beam are its hits (``hit_*`` lists, ``hit_start (n_beams + 1,)``) and its
+    kept clutter slabs (``slab_*`` lists, ``slab_start, slab_count (n_beams,)``). Returns the
+    nine (n_beams, slots) fields of ``Returns`` and the noise stream's new state (uint64).
+    """
+    n_beams = columns * rings
+    out_range = np.full((n_beams, slots), np.nan)
+    out_valid = np.zeros((n_beams, slots), np.bool_)
+    out_reflectivity = np.zeros((n_beams, slots))
+    out_signal = np.zeros((n_beams, slots), np.uint16)
+    out_intensity = np.zeros((n_beams, slots), np.uint8)
+    out_class = np.zeros((n_beams, slots), np.uint8)
+    out_material = np.zeros((n_beams, slots), np.uint8)
+    out_object = np.full((n_beams, slots), NO_OBJECT, np.int32)
+    out_flags = np.zeros((n_beams, slots), np.uint8)
+
+    # numpy's sort key beam * span + R, span a power of two above every lit range.
+    largest_m = -np.inf
+    for i in range(hit_range_m.shape[0]):
+        largest_m = max(largest_m, hit_range_m[i])
+    for i in range(slab_range_m.shape[0]):
+        largest_m = max(largest_m, slab_range_m[i])
+    if hit_range_m.shape[0] + slab_range_m.shape[0] == 0:
+        return (out_range, out_valid, out_reflectivity, out_signal, out_intensity, out_class,
+                out_material, out_object, out_flags, noise_state)  # no light at all: nothing drawn
+    span = 2.0 ** math.ceil(math.log2(largest_m + 2.0))
+
+    capacity = 1
+    for beam in range(n_beams):
+        capacity = max(capacity, hit_start[beam + 1] - hit_start[beam] + slab_count[beam])
+    key = np.empty(capacity)
+    c_range = np.empty(capacity)
+    c_power = np.empty(capacity)
+    c_peak = np.empty(capacity)
+    c_class = np.empty(capacity, np.uint8)
+    c_material = np.empty(capacity, np.uint8)
+    c_object = np.empty(capacity, np.int32)
+    order = np.empty(capacity, np.int64)
+    s_range = np.empty(capacity)
+    s_power = np.empty(capacity)
+    s_power_range = np.empty(capacity)
+    s_power_peak = np.empty(capacity)
+    e_start = np.empty(capacity, np.int64)
+    e_largest = np.empty(capacity, np.int64)
+    e_range = np.empty(capacity)
+    e_rho = np.empty(capacity)
+    e_clear = np.empty(capacity)
+    e_measured = np.empty(capacity)
+    e_range_meas = np.empty(capacity)
+    detected = np.empty(capacity, np.int64)
+    cand_idx = np.empty(3, np.int64)
+    cand_flag = np.empty(3, np.uint8)
+
+    total_spec = s10 + ambient
+    snr_spec = s10 / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
+    state = noise_state
+    for ring in range(rings):
+        r10 = ring_r10[ring]
+        for column in range(columns):
+            beam = column * rings + ring
+            # --- Contributions of the beam: hits, then clutter slabs (numpy's input order). ---
+            n = 0
+            for i in range(hit_start[beam], hit_start[beam + 1]):
+                c_range[n] = hit_range_m[i]
+                c_power[n] = hit_power[i]
+                c_peak[n] = hit_peak[i]
+                c_class[n] = hit_class[i]
+                c_material[n] = hit_material[i]
+                c_object[n] = hit_object[i]
+                n += 1
+            for i in range(slab_start[beam], slab_start[beam] + slab_count[beam]):
+                c_range[n] = slab_range_m[i]
+                c_power[n] = slab_power[i]
+                c_peak[n] = 1.0
+                c_class[n] = precipitation_class
+                c_material[n] = precipitation_material
+                c_object[n] = NO_OBJECT
+                n += 1
+            if n == 0:
+                continue
+            # --- Stable sort by numpy's key (insertion: a beam has few contributions). ---
+            beam_offset = np.float64(beam) * span
+            for i in range(n):
+                key[i] = beam_offset + c_range[i]
+                j = i - 1
+                while j >= 0 and key[order[j]] > key[i]:
+                    order[j + 1] = order[j]
+                    j -= 1
+                order[j + 1] = i
+            for i in range(n):
+                o = order[i]
+                s_range[i] = c_range[o]
+                s_power[i] = c_power[o]
+                s_power_range[i] = c_power[o] * c_range[o]
+                s_power_peak[i] = c_power[o] * c_peak[o]
+            # --- Echoes: each takes the contributions within the separation of its first. ---
+            n_echo = 0
+            first_m = 0.0
+            for i in range(n):
+                if i == 0 or s_range[i] > first_m + separation_m:
+                    first_m = s_range[i]
+                    e_start[n_echo] = i
+                    n_echo += 1
+            n_detected = 0
+            for e in range(n_echo):
+                lo = e_start[e]
+                hi = e_start[e + 1] if e + 1 < n_echo else n
+                length = hi - lo
+                # np.add.reduceat's order: the first element plus the pairwise sum of the rest
+                # (a plain sum below 8 terms, written out here: a call would count references).
+                if length - 1 < 8:
+                    rest_power = 0.0
+                    rest_power_range = 0.0
+                    rest_power_peak = 0.0
+                    for i in range(lo + 1, hi):
+                        rest_power += s_power[i]
+                        rest_power_range += s_power_range[i]
+                        rest_power_peak += s_power_peak[i]
+                else:
+                    rest_power = _pairwise_sum(s_power, lo + 1, length - 1)
+                    rest_power_range = _pairwise_sum(s_power_range, lo + 1, length - 1)
+                    rest_power_peak = _pairwise_sum(s_power_peak, lo + 1, length - 1)
+                rho_e = s_power[lo] + rest_power
+                range_e = (s_power_range[lo] + rest_power_range) / rho_e
+                peak_e = (s_power_peak[lo] + rest_power_peak) / rho_e
+                largest = lo
+                for i in range(lo + 1, hi):
+                    if s_power[i] > s_power[largest]:
+                        largest = i
+                e_largest[e] = order[largest]
+                # --- Noise: n1 and n2 of one Box-Muller pair, two outputs per echo. ---
+                out_a, state = _pcg32_next(state, noise_inc)
+                out_b, state = _pcg32_next(state, noise_inc)
+                u_a = _uniform_u32(out_a)
+                u_b = _uniform_u32(out_b)
+                radius = math.sqrt(-2.0 * math.log(u_a))
+                cosine = math.cos(_TWO_PI * u_b)
+                sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
+                if not u_b < 0.5:
+                    sine = -sine
+                n1 = radius * cosine
+                n2 = radius * sine
+                # --- Signal, detection, range noise. ---
+                clear = _signal_counts(rho_e, range_e, peak_e, s10, r10, overlap_range_m, 0.0)
+                signal = clear * math.exp(-2.0 * alpha * range_e) if alpha > 0.0 else clear
+                if noise_on:
+                    measured = signal + math.sqrt(max(signal + ambient, 0.0)) * n1
+                    total = signal + ambient
+                    snr = signal / math.sqrt(total) if total > 0.0 else 0.0
+                    sigma_r = math.hypot(std_m, range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR))
+                    range_meas = min(max(range_e + sigma_r * n2, 0.0), max_range_m)
+                else:
+                    measured = signal
+                    range_meas = min(max(range_e, 0.0), max_range_m)
+                e_range[e] = range_e
+                e_rho[e] = rho_e
+                e_clear[e] = clear
+                e_measured[e] = measured
+                e_range_meas[e] = range_meas
+                if measured >= threshold and range_e >= min_range_m and range_e <= max_range_m:
+                    detected[n_detected] = e
+                    n_detected += 1
+            if n_detected == 0:
+                continue
+            # --- Returns among the detected echoes (range order). ---
+            strongest = 0
+            for i in range(1, n_detected):
+                if e_measured[detected[i]] > e_measured[detected[strongest]]:
+                    strongest = i
+            second = -1
+            if mode == 3 and n_detected >= 2:
+                for i in range(n_detected):
+                    if i != strongest and (second < 0 or e_measured[detected[i]] > e_measured[detected[second]]):
+                        second = i
+            m = _candidates(mode, 0, n_detected - 1, strongest, second, cand_idx, cand_flag)
+            for slot in range(min(m, slots)):
+                e = detected[cand_idx[slot]]
+                measured = e_measured[e]
+                clear = e_clear[e]
+                reflectivity = e_rho[e] * max(measured, 0.0) / clear if clear > 0.0 else 0.0
+                o = e_largest[e]
+                out_range[beam, slot] = e_range_meas[e]
+                out_valid[beam, slot] = True
+                out_reflectivity[beam, slot] = reflectivity
+                out_signal[beam, slot] = np.uint16(np.floor(min(max(measured, 0.0), signal_limit) + 0.5))
+                out_intensity[beam, slot] = np.uint8(_intensity_byte(reflectivity))
+                out_class[beam, slot] = c_class[o]
+                out_material[beam, slot] = c_material[o]
+                out_object[beam, slot] = c_object[o]
+                out_flags[beam, slot] = cand_flag[slot]
+    return (out_range, out_valid, out_reflectivity, out_signal, out_intensity, out_class,
+            out_material, out_object, out_flags, state)
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend's entry point
+# ---------------------------------------------------------------------------------------------
+
+_FOLIAGE_CLASS_TABLE = np.ascontiguousarray(IS_FOLIAGE_CLASS, dtype=np.bool_)
+_GROUND_CLASS = CLASS_ID["ground"]
+PRECIPITATION_CLASS = CLASS_ID["precipitation"]
+PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
+
+
+def _u64(value: int) -> np.uint64:
+    return np.uint64(int(value) & MASK64)
+
+
+def process_beams_compiled(
+    hits: Hits,
+    origins: np.ndarray,
+    directions: np.ndarray,
+    weights: np.ndarray,
+    params,
+    options,
+    atm,
+    streams: NoiseStreams,
+    scan_index: int,
+) -> Returns:
+    """ProcessBeam for every beam of a scan in compiled loops (``backend="numba"``).
+
+    ``beam_model.process_beams`` checks the inputs and calls this; the parameters are its own.
+
+    Parameters
+    ----------
+    hits : Hits of shape (n_beams * S, K)
+        Sub-ray ``j`` of beam ``b`` is row ``b * S + j``; beam ``b`` is the cell ``c N_r + r``.
+    origins, directions : (n_beams * S, 3) float64
+        Sub-ray origins and unit directions in the world frame, m.
+    weights : (S,) float64
+        Energy weights of the sub-rays.
+    params : beam_model.BeamModelParams
+    options : beam_model.BeamModelOptions
+    atm : weather.Atmosphere
+        The scan's rain and fog (``beam_model.scan_atmosphere``).
+    streams : NoiseStreams
+        ``streams.noise`` (and ``streams.rain`` with rain clutter) advance exactly as in the
+        numpy backend; nothing advances when the inputs are refused.
+    scan_index : int
+        Scan number, for the roughness hash.
+
+    Returns
+    -------
+    Returns of shape (n_beams, R).
+
+    Raises
+    ------
+    ImportError
+        When numba cannot be imported (the kept error is the cause).
+    ValueError
+        For a lit hit whose range is negative or not finite (as the numpy backend).
+    IndexError
+        For a class or material number outside the tables (as numpy's indexing would).
+    """
+    if NUMBA_IMPORT_ERROR is not None:
+        raise ImportError(
+            "process_beams(backend='numba') needs numba (pip install numba), "
+            "or use backend='numpy'"
+        ) from NUMBA_IMPORT_ERROR
+    mats = params.materials
+    seed = int(streams.seed)
+    n_rings, n_columns = params.rings, params.columns
+    status, hit_start, h_range, h_power, h_peak, h_class, h_material, h_object, nearest_solid = _contributions(
+        np.ascontiguousarray(hits.range_m, dtype=np.float64),
+        np.ascontiguousarray(hits.valid, dtype=np.bool_),
+        np.ascontiguousarray(hits.class_id, dtype=np.uint8),
+        np.ascontiguousarray(hits.material_id, dtype=np.uint8),
+        np.ascontiguousarray(hits.cos_incidence, dtype=np.float64),
+        np.ascontiguousarray(hits.object_id, dtype=np.int32),
+        np.ascontiguousarray(hits.wetness, dtype=np.float64),
+        np.ascontiguousarray(origins, dtype=np.float64),
+        np.ascontiguousarray(directions, dtype=np.float64),
+        np.ascontiguousarray(weights, dtype=np.float64),
+        mats.reflectivity, mats.specular, mats.specular_width_rad, mats.transmission,
+        mats.wet_darkening, mats.incidence_exponent, mats.micro_slope_rad, mats.reflectivity_sd,
+        mats.roughness_m,
+        _FOLIAGE_CLASS_TABLE, bool(options.foliage_solid), _GROUND_CLASS,
+        _u64(seed * PLACE_SEED_MUL),
+        _u64((seed + 1) * PLACE_SEED_MUL),
+        _u64(mix64(((seed + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)),
+        int(scan_index),
+        float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad),
+    )
+    if status == _BAD_RANGE:
+        raise ValueError("hits: every valid hit needs a finite range_m >= 0")
+    if status in (_BAD_CLASS, _BAD_MATERIAL):
+        what = "class_id" if status == _BAD_CLASS else "material_id"
+        size = len(CLASS_NAMES) if status == _BAD_CLASS else mats.reflectivity.size
+        raise IndexError(f"hits.{what}: a valid hit has a number outside the table of {size} entries")
+
+    n_beams = n_rings * n_columns
+    separation = float(params.min_return_separation_m)
+    rain = streams.rain
+    rain_state = _u64(rain.state)
+    if atm.has_clutter and separation > 0.0:
+        slab_start, slab_count, slab_range, slab_power, rain_state = _clutter(
+            nearest_solid, n_columns, n_rings, float(params.min_range_m), separation,
+            float(min(params.weather.clutter_max_range_m, params.range_m)),
+            float(atm.drop_density_per_m3), float(params.weather.exit_diameter_m), float(params.beam_divergence_rad),
+            float(np.pi * atm.beta_fog_per_m_sr * separation), float(np.pi * atm.beta_rain_per_m_sr * separation),
+            float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, float(params.overlap_range_m),
+            float(atm.alpha_per_m), float(params.ambient_counts), float(params.detection_threshold_counts),
+            rain_state, _u64(rain.inc),
+        )
+    else:
+        slab_start = np.zeros(n_beams, np.int64)
+        slab_count = np.zeros(n_beams, np.int64)
+        slab_range = np.zeros(0)
+        slab_power = np.zeros(0)
+
+    noise = streams.noise
+    *fields, noise_state = _echoes_and_returns(
+        hit_start, h_range, h_power, h_peak, h_class, h_material, h_object,
+        slab_start, slab_count, slab_range, slab_power, PRECIPITATION_CLASS, PRECIPITATION_MATERIAL,
+        n_columns, n_rings, separation, float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m,
+        float(params.overlap_range_m), float(atm.alpha_per_m), float(params.ambient_counts),
+        float(params.detection_threshold_counts), bool(options.noise), float(params.std_m),
+        float(params.range_std_low_snr_m), float(params.min_range_m), float(params.range_m),
+        float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam,
+        _u64(noise.state), _u64(noise.inc),
+    )
+    noise.state = int(noise_state)
+    rain.state = int(rain_state)
+    names = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id", "object_id", "return_flags")
+    return Returns(**dict(zip(names, fields)))
