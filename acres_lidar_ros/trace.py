@@ -103,7 +103,6 @@ class Tracer:
         self._material = table(scene.triangle_material, 0, 0, np.int16)
         self._object = table(scene.triangle_object, NO_OBJECT, NO_OBJECT, np.int32)
         self._closed = table(scene.triangle_closed, False, False, bool)
-        self._crop_box = table(np.zeros(n_tri, bool), True, False, bool)
         # The compiled passes' scene tables and numbers (see trace_kernel's module docstring).
         edges = np.arange(CROP_CELLS + 1) / CROP_CELLS
         grids = [g.lookup_table() for g in (scene.cover, scene.polygon_raster, scene.pond_depth, scene.soil_wetness)]
@@ -256,7 +255,7 @@ class Tracer:
                 res = self._cast_rays(self._rc, rays[:m])
                 r, nd = kernel.first_cast_results(
                     fresh, m, res["t_hit"].numpy(), res["primitive_ids"].numpy(), res["primitive_normals"].numpy(),
-                    self._crop_box, ol, d, state, params, rays, listed, done, nd,
+                    ol, d, state, params, rays, listed, done, nd,
                 )
                 if r:
                     res = self._cast_rays(self._main_rc, rays[:r])

@@ -106,6 +106,21 @@ def _cell(x, y, inv, ox, oy, nx, ny):
     return np.int64((i + 1.0) * (nx + 2.0) + j + 1.0)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _slabs4(p, inv, e0, e1, e2, e3, e4):
+    """Ray parameter intervals ``(lo, hi)`` (4-tuples) of ``p + t q`` in the slabs between the 5
+    edges ``e``, with ``inv = 1 / q``: ``(e - p) inv`` ordered by ``fmin`` / ``fmax``."""
+    a0 = (e0 - p) * inv
+    a1 = (e1 - p) * inv
+    a2 = (e2 - p) * inv
+    a3 = (e3 - p) * inv
+    a4 = (e4 - p) * inv
+    return (
+        (_fmin(a0, a1), _fmin(a1, a2), _fmin(a2, a3), _fmin(a3, a4)),
+        (_fmax(a0, a1), _fmax(a1, a2), _fmax(a2, a3), _fmax(a3, a4)),
+    )
+
+
 # Note: helpers above take arrays but have no branches. A helper with arrays and branches, inlined
 # or not, costs numba reference counting of every array on every call (measured 150 ns per
 # sub-ray), so the logic with branches sits in the loop bodies below.
@@ -125,16 +140,19 @@ def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, wal
     (s, t, prim, cos_signed, first_t, first_patch, _ct, crop_patch, _wf, _we, _wt, _wp,
      cache_t, cache_prim, cache_cos, cache_patch, known, slot, _ended) = state
     start_m = params[8]
-    m = 0
-    w = 0
-    for i in range(n_rows):
-        if first_round:
-            g = i
+    if first_round:  # every sub-ray, none cached: one straight pass
+        for g in range(n_rows):
             s[g] = start_m
             slot[g] = 0
             known[g] = False
-        else:
-            g = rows[i]
+            crop_patch[g] = -1
+            fresh[g] = g
+            _write_ray(rays, g, ol, d, g, start_m)
+        return n_rows, 0
+    m = 0
+    w = 0
+    for i in range(n_rows):
+        g = rows[i]
         crop_patch[g] = -1
         if known[g]:
             known[g] = False
@@ -153,7 +171,7 @@ def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, wal
 
 
 @njit(cache=True, error_model="numpy")
-def first_cast_results(fresh, m, t_hit, prim_ids, normals, crop_box, ol, d, state, params, rays, recast, done, nd):
+def first_cast_results(fresh, m, t_hit, prim_ids, normals, ol, d, state, params, rays, recast, done, nd):
     """Take the first cast (triangles and crop boxes) of the sub-rays ``fresh[:m]``.
 
     A sub-ray whose first primitive is a triangle is done (appended to ``done`` after its
@@ -169,7 +187,7 @@ def first_cast_results(fresh, m, t_hit, prim_ids, normals, crop_box, ol, d, stat
         g = fresh[i]
         p = np.int64(min(prim_ids[i], miss))
         tt = np.float64(t_hit[i]) + s[g]
-        if crop_box[p]:
+        if first_box <= p < miss:  # a crop box (after the triangles, before the miss entry)
             first_t[g] = tt
             first_patch[g] = (p - first_box) // 12
             _write_ray(rays, r, ol, d, g, s[g])
@@ -253,33 +271,39 @@ def crop_walk(walk, w, start_walk, t_hit, prim_ids, ol, d, state, tables, params
             inv_x = 1.0 / qx
             inv_y = 1.0 / qy
             inv_z = 1.0 / d[g, 2]
+            x_lo, x_hi = _slabs4(px, inv_x, xs[0], xs[1], xs[2], xs[3], xs[4])
             best = np.inf
-            z_max = np.nan
             for iy in range(4):
                 t1 = (ys[iy] - py) * inv_y
                 t2 = (ys[iy + 1] - py) * inv_y
                 y_lo = _fmin(t1, t2)
                 y_hi = _fmax(t1, t2)
                 for ix in range(4):
-                    t1 = (xs[ix] - px) * inv_x
-                    t2 = (xs[ix + 1] - px) * inv_x
-                    x_lo = _fmin(t1, t2)
-                    x_hi = _fmax(t1, t2)
+                    xy_lo = _maximum(x_lo[ix], y_lo)
+                    xy_hi = _minimum(x_hi[ix], y_hi)
+                    if xy_lo > xy_hi or xy_hi < wf:
+                        continue  # the ray misses the cell's column from wf on (hi < lo below)
                     t_top = (patch_top[patch, iy, ix] - rel2) * inv_z
                     t_base = (patch_base[patch, iy, ix] - rel2) * inv_z
-                    z_lo = _fmin(t_top, t_base)
-                    z_hi = _fmax(t_top, t_base)
-                    lo = _maximum(_maximum(_maximum(x_lo, y_lo), z_lo), wf)
-                    hi = _minimum(_minimum(x_hi, y_hi), z_hi)
-                    gp = start_m + np.ceil((lo - start_m) / step_m) * step_m
-                    if hi >= lo and gp <= hi and gp < best:
-                        best = gp
-                    z_max = z_hi if (iy == 0 and ix == 0) else _maximum(z_max, z_hi)  # np.max: a NaN wins
+                    lo = _maximum(_maximum(xy_lo, _fmin(t_top, t_base)), wf)
+                    hi = _minimum(xy_hi, _fmax(t_top, t_base))
+                    if hi >= lo:  # the ray crosses the cell: its first step point in it
+                        gp = start_m + np.ceil((lo - start_m) / step_m) * step_m
+                        if gp <= hi and gp < best:
+                            best = gp
             if best < end:
                 crop_t[g] = best
                 crop_patch[g] = patch
             else:
-                # No step point in this patch: go on from where the ray leaves its box.
+                # No step point in this patch: go on from where the ray leaves its box (the
+                # highest cell top or lowest base along z; np.max over the cells: a NaN wins).
+                z_max = np.nan
+                for iy in range(4):
+                    for ix in range(4):
+                        t_top = (patch_top[patch, iy, ix] - rel2) * inv_z
+                        t_base = (patch_base[patch, iy, ix] - rel2) * inv_z
+                        z_hi = _fmax(t_top, t_base)
+                        z_max = z_hi if (iy == 0 and ix == 0) else _maximum(z_max, z_hi)
                 bx = _fmax((0.0 - px) * inv_x, (size_x - px) * inv_x)
                 by = _fmax((0.0 - py) * inv_y, (size_y - py) * inv_y)
                 box_hi = _minimum(_minimum(bx, by), z_max)
@@ -318,6 +342,9 @@ def finish(done, nd, ol, d, state, tables, params, out, next_rows):
      exit_step_m, crop_cos, ground_class, mud_class, grass, soil, water, no_polygon, wetness_per_depth) = params
     range_m, valid, class_id, material_id, cos_incidence, object_id, wetness, pond_depth_m = out
     cover, polygon, pond, soil_w = ground_grids
+    water_cells_shared = gp[2, 0] == gp[3, 0] and gp[2, 1] == gp[3, 1] and gp[2, 2] == gp[3, 2] and (
+        gp[2, 3] == gp[3, 3] and gp[2, 4] == gp[3, 4]
+    )  # pond depth and soil wetness on the same cells: one index (as ground_properties)
     n_next = 0
     for i in range(nd):
         g = done[i]
@@ -349,8 +376,11 @@ def finish(done, nd, ol, d, state, tables, params, out, next_rows):
                 y = ol[g, 1] + tt * d[g, 1] + local_origin[1]
                 c_cover = np.int64(cover[_cell(x, y, gp[0, 0], gp[0, 1], gp[0, 2], gp[0, 3], gp[0, 4])])
                 c_poly = np.int64(polygon[_cell(x, y, gp[1, 0], gp[1, 1], gp[1, 2], gp[1, 3], gp[1, 4])])
-                depth = pond[_cell(x, y, gp[2, 0], gp[2, 1], gp[2, 2], gp[2, 3], gp[2, 4])]
-                sw = soil_w[_cell(x, y, gp[3, 0], gp[3, 1], gp[3, 2], gp[3, 3], gp[3, 4])]
+                water_index = _cell(x, y, gp[2, 0], gp[2, 1], gp[2, 2], gp[2, 3], gp[2, 4])
+                depth = pond[water_index]
+                if not water_cells_shared:
+                    water_index = _cell(x, y, gp[3, 0], gp[3, 1], gp[3, 2], gp[3, 3], gp[3, 4])
+                sw = soil_w[water_index]
                 if c_poly != no_polygon:
                     mat = c_poly
                 elif c_cover == grass:
