@@ -240,8 +240,8 @@ def _pairwise_sum(values, start, n):
 
 
 @_jit
-def _signal_counts(reflectance, range_m, peak, s10, r10, overlap_range_m, alpha):
-    """SignalCounts of one echo, counts (``physics.signal_counts``)."""
+def _overlap_geometry(range_m, overlap_range_m):
+    """``(1 / R^2) (1 - exp(-(R / R_ov)^2))`` as ``physics.signal_counts`` computes it, 1/m^2."""
     r = abs(range_m)
     safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
     q = r / safe_ov
@@ -251,10 +251,23 @@ def _signal_counts(reflectance, range_m, peak, s10, r10, overlap_range_m, alpha)
     if not overlap_range_m > 0.0:
         near = max(r, 1e-3)
         geometry = 1.0 / (near * near)
+    return geometry
+
+
+@_jit
+def _signal_from_geometry(reflectance, geometry, peak, s10, r10, extinction):
+    """``S10 (rho / 0.1) R10^2 geometry g``, times ``extinction`` when it is not 1, counts."""
     signal = s10 * (reflectance / 0.1) * (r10 * r10) * geometry * peak
-    if alpha != 0.0:
-        signal = signal * math.exp(-2.0 * alpha * r)
+    if extinction != 1.0:
+        signal = signal * extinction
     return signal
+
+
+@_jit
+def _signal_counts(reflectance, range_m, peak, s10, r10, overlap_range_m, alpha):
+    """SignalCounts of one echo, counts (``physics.signal_counts``)."""
+    extinction = math.exp(-2.0 * alpha * abs(range_m)) if alpha != 0.0 else 1.0
+    return _signal_from_geometry(reflectance, _overlap_geometry(range_m, overlap_range_m), peak, s10, r10, extinction)
 
 
 @_jit
@@ -446,6 +459,33 @@ def _clutter(
                 if drop_density_per_m3 * np.pi * radius_m * radius_m * slab_length_m > 0.0:
                     any_drops = True
                     break
+    # Everything about a slab but its drops depends on its index k only (and the ring): the
+    # centre, the mean drop count, P(N = 0), the overlap and extinction factors, and whether a
+    # slab without drops passes the skip rule. The same expressions as per slab, computed once.
+    most = 0
+    for beam in range(n_beams):
+        most = max(most, per_beam[beam])
+    center_k = np.empty(most)
+    mean_k = np.zeros(most)
+    none_k = np.zeros(most)  # P(N = 0) = exp(-mean): the first term of the Poisson inversion
+    geometry_k = np.empty(most)
+    extinction_k = np.empty(most)
+    for k in range(most):
+        center = min_range_m + (k + 0.5) * slab_length_m
+        center_k[k] = center
+        if drop_density_per_m3 > 0.0:
+            radius_m = 0.5 * exit_diameter_m + 0.5 * center * divergence_rad
+            mean_k[k] = drop_density_per_m3 * np.pi * radius_m * radius_m * slab_length_m
+            if mean_k[k] > 0.0 and mean_k[k] < _POISSON_SATURATED:
+                none_k[k] = math.exp(-mean_k[k])
+        geometry_k[k] = _overlap_geometry(center, overlap_range_m)
+        extinction_k[k] = math.exp(-2.0 * alpha * abs(center)) if alpha != 0.0 else 1.0
+    dry_kept = np.zeros((rings, most), np.bool_)  # a slab without drops: rho = fog_term
+    for ring in range(rings):
+        for k in range(most):
+            signal = _signal_from_geometry(fog_term + rain_coefficient * 0.0, geometry_k[k], 1.0, s10, ring_r10[ring], extinction_k[k])
+            dry_kept[ring, k] = not (signal + 5.0 * math.sqrt(max(signal + ambient, 0.0)) < threshold)
+
     count_state = rain_state
     energy_state = _pcg32_advance(rain_state, rain_inc, total) if any_drops else rain_state
     start = np.zeros(n_beams, np.int64)
@@ -459,27 +499,31 @@ def _clutter(
             beam = column * rings + ring
             start[beam] = n
             for k in range(per_beam[beam]):
-                center = min_range_m + (k + 0.5) * slab_length_m
-                mean = 0.0
+                mean = mean_k[k]
                 energy = 0.0
-                if drop_density_per_m3 > 0.0:
-                    radius_m = 0.5 * exit_diameter_m + 0.5 * center * divergence_rad
-                    mean = drop_density_per_m3 * np.pi * radius_m * radius_m * slab_length_m
+                drops = 0
                 if any_drops:
                     output, count_state = _pcg32_next(count_state, rain_inc)
-                    drops = _poisson(_uniform_u32(output), mean)
+                    u = _uniform_u32(output)
+                    if mean >= _POISSON_SATURATED or (mean > 0.0 and u > none_k[k]):
+                        drops = _poisson(u, mean)
                     for _ in range(drops):
                         output, energy_state = _pcg32_next(energy_state, rain_inc)
                         e = -math.log(_uniform_u32(output))
                         energy += 0.5 * e * e
-                rain_term = energy / mean if mean > 0.0 else 0.0
-                rho = fog_term + rain_coefficient * rain_term
-                signal = _signal_counts(rho, center, 1.0, s10, r10, overlap_range_m, alpha)
-                if signal + 5.0 * math.sqrt(max(signal + ambient, 0.0)) < threshold:
-                    continue  # the skip rule
+                if drops == 0:
+                    if not dry_kept[ring, k]:
+                        continue  # the skip rule
+                    rho = fog_term + rain_coefficient * 0.0
+                else:
+                    rain_term = energy / mean if mean > 0.0 else 0.0
+                    rho = fog_term + rain_coefficient * rain_term
+                    signal = _signal_from_geometry(rho, geometry_k[k], 1.0, s10, r10, extinction_k[k])
+                    if signal + 5.0 * math.sqrt(max(signal + ambient, 0.0)) < threshold:
+                        continue  # the skip rule
                 if not rho > 0.0:
                     continue  # no light comes back (the numpy backend's P > 0 filter)
-                center_out[n] = center
+                center_out[n] = center_k[k]
                 rho_out[n] = rho
                 n += 1
             kept[beam] = n - start[beam]
