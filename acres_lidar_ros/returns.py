@@ -99,20 +99,23 @@ def nearest_hit_returns(
     n_rows, k = hits.shape
     n = n_rows // sub_rays
     in_window = hits.valid & (hits.range_m >= min_range_m) & (hits.range_m <= max_range_m)
-    range_m = np.where(in_window, hits.range_m, np.inf).reshape(n, sub_rays * k)
-    best = range_m.argmin(axis=1)
-    rows = np.arange(n)
-    nearest_m = range_m[rows, best]
-    valid = np.isfinite(nearest_m)
+    # Hits of a sub-ray are sorted by range: its nearest in-window hit is its first in-window slot.
+    flat = np.arange(n_rows) * k + in_window.argmax(axis=1)
+    range_m = np.where(in_window.reshape(-1)[flat], hits.range_m.reshape(-1)[flat], np.inf)
+    if sub_rays > 1:
+        best = range_m.reshape(n, sub_rays).argmin(axis=1)
+        flat = flat.reshape(n, sub_rays)[np.arange(n), best]
+        range_m = range_m.reshape(n, sub_rays)[np.arange(n), best]
+    valid = np.isfinite(range_m)
 
     def pick(field: np.ndarray) -> np.ndarray:
-        return field.reshape(n, sub_rays * k)[rows, best]
+        return field.reshape(-1)[flat]
 
     material_id = np.where(valid, pick(hits.material_id), 0).astype(np.uint8)
     rho = np.where(valid, reflectivity_by_material[material_id], 0.0)
     flags = np.where(valid, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0).astype(np.uint8)
     return Returns(
-        range_m=np.where(valid, nearest_m, np.nan)[:, None],
+        range_m=np.where(valid, range_m, np.nan)[:, None],
         valid=valid[:, None],
         reflectivity=rho[:, None],
         signal=np.zeros((n, 1), np.uint16),
