@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(bench)
     bench.add_argument("--scans", type=int, default=20, help="scans to time (default 20)")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    bench.add_argument("--sub-rays", type=int, choices=(1, 7), help="override the sensor's sub-rays per beam")
     bench.add_argument("--schedule", action="store_true",
                        help="also run the ROS-free node schedule over 600 simulated scans at 10 Hz")
 
@@ -109,7 +110,7 @@ def _options(args):
     )
 
 
-def _load(args):
+def _load(args, overrides: dict | None = None):
     """Sensor config, scene and scanner; reports the scene build time on stderr."""
     from acres_lidar_ros.config import load_sensor_config
     from acres_lidar_ros.scan import Scanner
@@ -118,6 +119,8 @@ def _load(args):
 
     options = _options(args)
     config = load_sensor_config(args.sensor)
+    if overrides:
+        config = config.with_overrides(overrides)
     started = time.perf_counter()
     scene = build_default_farm(seed=0) if args.scene == "default" else load_scene(Path(args.scene))
     built = time.perf_counter()
@@ -209,7 +212,7 @@ def cmd_bench(args) -> int:
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
     started = time.perf_counter()
-    config, scene, scanner = _load(args)
+    config, scene, scanner = _load(args, {"sub_rays": args.sub_rays} if args.sub_rays else None)
     build_s = time.perf_counter() - started
     result = bench_scans(scanner, _tour(scene), n_scans=args.scans)
     result.update(sensor=args.sensor, sub_rays=scanner.sub_rays, scene_triangles=scene.triangle_count,
