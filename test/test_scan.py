@@ -159,3 +159,66 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(polaris):
     for name in ("range_m", "valid", "intensity", "class_id", "object_id", "return_flags"):
         assert np.array_equal(getattr(chunked.returns, name), getattr(full.returns, name), equal_nan=True), name
     np.testing.assert_array_equal(chunked.T_world_sensor, full.T_world_sensor)
+
+
+def test_planar_pattern_sees_a_wall_at_its_level(polaris):
+    """ACRES Core's planar scan: 360 level beams from the Helios position, no lens, no radiometry."""
+    from acres_lidar_ros.pattern import planar_config
+    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.trace import Tracer
+
+    builder = SceneBuilder(TerrainGrid(np.array([-100.0, -100.0]), 200.0, np.zeros((2, 2))))
+    builder.add_box([12.5, 0.0], [1.0, 40.0, 5.0], "building")  # wall face at x = 12 m, 2.039 m level inside it
+    planar = planar_config(polaris)
+    scanner = Scanner(planar, tracer=Tracer(builder.build()), options=ScanOptions(radiometry=False, self_returns=False))
+    scan = scanner.scan(at_rest([0.0, 0.0, 0.0]), stamp_ns=10**9)
+    range_m = scan.returns.range_m[:, 0]
+    assert scan.returns.valid.shape == (360, 1)
+    # Beam at azimuth a (ccw, deg) from x = 2.5 m meets x = 12 m at (12 - 2.5) / cos a, up to 30 m.
+    a = np.deg2rad(np.arange(360.0))
+    expected = np.where(np.cos(a) > 0, 9.5 / np.cos(a), np.inf)
+    hit = (expected <= 30.0) & (np.abs(9.5 * np.tan(a)) < 20.0)  # the wall spans y = -20 .. 20 m
+    np.testing.assert_allclose(range_m[hit], expected[hit], rtol=1e-5)
+    assert np.isnan(range_m[~hit]).all()  # level beams never meet the flat ground within 30 m
+    assert (scan.returns.class_id[hit, 0] == 3).all()
+
+
+def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tracer):
+    from acres_lidar_ros.boxes import VehicleBox
+
+    yaw = math.radians(20.0)
+    box = VehicleBox(centre_m=np.array([15.0, 0.0, 1.0]), quaternion_xyzw=np.array([0, 0, math.sin(yaw / 2), math.cos(yaw / 2)]),
+                     half_extents_m=np.array([2.0, 1.0, 1.0]), object_id=77)
+    scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(radiometry=False, self_returns=False))
+    scan = scanner.scan(at_rest([0.0, 0.0, 0.0]), stamp_ns=10**9, boxes=[box])
+    on_box = scan.returns.valid[:, 0] & (scan.returns.class_id[:, 0] == 12)
+    assert on_box.sum() > 50
+    assert (scan.returns.object_id[on_box, 0] == 77).all() and (scan.returns.material_id[on_box, 0] == 14).all()
+    world = np.einsum("cij,cj->ci", scan.T_world_sensor[scan.cell_column[on_box]],
+                      np.c_[scan.points_sensor[on_box, 0], np.ones(on_box.sum())])[:, :3]
+    local = (world - box.centre_m) @ np.array([[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]])
+    # Every box point lies on the box surface: inside the extents and on one face.
+    assert (np.abs(local) <= box.half_extents_m + 1e-4).all()
+    assert (np.abs(np.abs(local) - box.half_extents_m).min(axis=1) < 1e-4).all()
+
+
+def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(polaris):
+    """Issue 5: with the body on, cells the table marks as always body carry only the body."""
+    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.self_returns import load_self_table
+
+    table = load_self_table(polaris.self_returns, polaris.columns, polaris.rings)
+    always = table.p_self >= 1.0
+    assert always.sum() > 1000
+    scene = build_default_farm()
+    tour = PoseHistory.from_arrays(*default_tour(scene))
+    scanner = Scanner(polaris, scene, ScanOptions(seed=1))
+    scan = scanner.scan(tour, stamp_ns=int((tour.start_s + 2.0) * 1e9))
+    returns = scan.returns
+    assert (returns.class_id[always, 0] == 12).all() and (returns.valid[always].sum(axis=1) == 1).all()
+    nearest_body_m = table.range_m[table.p_self > 0].min()
+    scene_points = returns.valid & (returns.class_id != 12)
+    assert (returns.range_m[scene_points] >= nearest_body_m).all()
+    # About the spec's share of body points in a Polaris scan (~15,900 of ~34,500).
+    body_points = int((returns.valid & (returns.class_id == 12)).sum())
+    assert 14500 < body_points < 17500
