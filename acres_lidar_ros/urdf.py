@@ -28,24 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, SceneError
+from acres_lidar_ros.pattern import mount_rotation
 
 GEOMETRY_KINDS = ("box", "cylinder", "sphere", "mesh")
-
-
-def rpy_matrix(rpy_rad: np.ndarray) -> np.ndarray:
-    """``Rz(yaw) Ry(pitch) Rx(roll)``: (3, 3) float64."""
-    roll, pitch, yaw = (float(a) for a in rpy_rad)
-    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
-    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
-    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
-    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
-    return rz @ ry @ rx
 
 
 def transform(xyz_m: np.ndarray, rpy_rad: np.ndarray) -> np.ndarray:
     """(4, 4) homogeneous transform of an URDF ``<origin>``."""
     T = np.eye(4)
-    T[:3, :3] = rpy_matrix(rpy_rad)
+    T[:3, :3] = mount_rotation(rpy_rad)  # URDF rpy: fixed axes, R = Rz Ry Rx, as the sensor mount
     T[:3, 3] = np.asarray(xyz_m, dtype=np.float64)
     return T
 
