@@ -1,19 +1,33 @@
 """Compiled backend of ``beam_model.process_beams``: the spec's ProcessBeam in numba loops.
 
-``process_beams_numba`` takes the same inputs as ``beam_model.process_beams`` and gives the same
-``Returns``; ``beam_model`` stays the readable numpy reference and this module follows it step
-by step (the numbered steps of its module notes). The work is three compiled passes over the
-beams of a scan, with no Python loop and no per-hit temporary arrays:
+``process_beams_compiled`` takes the same inputs as ``beam_model.process_beams`` and gives the
+same ``Returns``; ``beam_model`` stays the readable numpy reference and this module follows it
+step by step (the numbered steps of its module notes). Compiled passes do the hashing, the
+branching, the echoes and the PCG32 draws; the transcendental functions are taken from the same
+place as in the reference, so the two backends agree bit for bit in clear air:
 
-1. **Contributions** (cells in order ``0 .. N_c N_r - 1``): the hits of each beam's sub-rays
-   with the foliage transmission product, the ground micro-slope, albedo and roughness from the
-   SplitMix64 hashes, the wetness, the backscatter and the echo stretch; the lit ones
-   (``P > 0``) are kept in one compact list, beam by beam, with the beam's nearest solid range.
-2. **Clutter** (rain and fog with clutter on; beams in ring-major sequence): the slabs of each
-   beam, the rain drops from the rain stream and the skip rule.
-3. **Echoes and returns** (beams in ring-major sequence, so the noise stream is drawn in its
-   natural order): sort by range, echo formation, ``n1`` and ``n2`` of each echo in range order,
-   signal, detection, range noise, brightness, return selection and flags.
+1. **Reached hits** (``_reached_hits``, cells in order): the foliage transmission product, and
+   for ground hits the SplitMix64 hashes of the three terms, as the uniforms of their normals
+   (a hit in the same cell as the previous ground hit of its ring reuses that normal).
+2. numpy turns the uniforms into normals (``log``, ``sqrt``) and takes ``arccos`` of the ground
+   cosines; ``_ground_tilt`` tilts them; numpy takes the albedo ``exp``, the roughness ``pow``
+   and, where a material has them, ``|cos|^k`` and the specular lobe; ``_hit_power`` moves the
+   ranges and forms the power and echo stretch; ``_lit_contributions`` keeps the lit ones.
+3. **Clutter** (``_clutter``, rain and fog with clutter on; beams in ring-major sequence): the
+   slabs of each beam, the rain drops from the rain stream and the skip rule.
+4. **Echoes** (``_echoes``, beams in ring-major sequence, the noise stream's natural order):
+   sort by range, echo formation, the two outputs of each echo; numpy takes ``log U_a``,
+   ``expm1`` of the overlap and the extinction ``exp``; ``_echo_signals`` forms the signal and
+   detection, ``_select_returns`` the returns, range noise and brightness.
+
+Which library computes what: numpy's float64 ``log``, ``exp``, ``expm1``, ``arccos`` and
+``power`` are its own SIMD loops, so they are called on arrays here too; its ``cos`` and
+``hypot`` call the C library, as numba's ``math.cos`` and ``math.hypot`` do, so the compiled
+loops call those themselves (``sqrt`` is exact everywhere). The kernels use the reference's
+order of operations, its stable sort key ``beam * span + R`` (with the same power-of-two
+``span``) and numpy's summation order of ``np.add.reduceat`` (the first element plus the
+pairwise sum of the rest). The clutter pass still takes ``exp`` and ``log`` from the C library,
+so in rain and fog a precipitation echo's range and reflectivity may differ by a few ulps.
 
 Generators: the PCG32 states are uint64 numbers carried through the loops and handed back to
 the caller's ``Pcg32`` objects at the end, so the streams continue across scans exactly as the
@@ -21,15 +35,8 @@ numpy backend's do. The rain stream draws every slab's drop count first and then
 energy; the energies are drawn from a second state that starts ``n_slabs`` steps ahead
 (O'Neill's jump-ahead), which is the same sequence.
 
-Exactness. The kernels use the numpy backend's formulas in its order of operations, its stable
-sort key ``beam * span + R`` (with the same power-of-two ``span``) and numpy's summation order
-of ``np.add.reduceat`` (the first element plus the pairwise sum of the rest), so sums and
-orderings agree bit for bit. Transcendental functions come from the C library here and from
-numpy's SIMD loops there; the two can differ by an ulp, so ranges, reflectivities and the
-float fields of a return agree to a few ulps rather than bit for bit.
-
 numba is imported when this module is imported; if that fails the error is kept and raised by
-``process_beams_numba`` (``beam_model`` imports this module only for ``backend="numba"``).
+``process_beams_compiled`` (``beam_model`` imports this module only for ``backend="numba"``).
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from acres_lidar_ros.noise import (
     NoiseStreams,
     mix64,
 )
-from acres_lidar_ros.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR
+from acres_lidar_ros.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR, intensity_byte
 from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.weather import MAX_DROPS_PER_SLAB, _POISSON_SATURATED_MEAN
 
@@ -77,6 +84,7 @@ def _jit(function=None, *, inline: bool = False):
     if numba is None:
         return function
     return numba.njit(cache=True, inline="always" if inline else "never")(function)
+
 
 
 # The numpy backend's constants, as the kernels' typed globals (numba freezes them at compile
@@ -108,6 +116,7 @@ _POISSON_CAP = MAX_DROPS_PER_SLAB
 _POISSON_SATURATED = _POISSON_SATURATED_MEAN
 _SLAB_ROUNDING = 1e-9  # weather.clutter_slabs' tolerance on the last slab
 _PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
+_EMPTY = np.zeros(0)
 
 # Status codes of the kernels (0: done).
 _BAD_RANGE = 1
@@ -299,49 +308,70 @@ def _poisson(u, mean):
 
 
 # ---------------------------------------------------------------------------------------------
-# Pass 1: contributions of the hits
+# Pass 1: the hits that light reaches, and the inputs of the ground hashes' normals
 # ---------------------------------------------------------------------------------------------
 
 
 @_jit
-def _contributions(
-    hit_range_m, hit_valid, hit_class, hit_material, hit_cos, hit_object, hit_wetness,
-    origins, directions, weights,
-    reflectivity, specular, specular_width_rad, transmission, wet_darkening, incidence_exponent,
-    micro_slope_rad, reflectivity_sd, roughness_m,
-    is_foliage, foliage_solid, ground_class,
+def _reached_hits(
+    hit_range_m, hit_valid, hit_class, hit_material, hit_cos, weights, origins, directions,
+    transmission, micro_slope_rad, reflectivity_sd, roughness_m, incidence_exponent, specular, specular_width_rad,
+    is_foliage, foliage_solid, ground_class, rings,
     slope_seed_term, albedo_seed_term, rough_seed_term, scan_index,
-    pulse_length_m, divergence_rad, divergence_v_rad,
 ):
-    """Step 1-3 of ProcessBeam for every beam: the lit contributions of its hits.
+    """Step 1 and the hash half of step 2: no transcendental function here.
 
-    Returns ``status`` (0, or the first bad input found), then the compact lists, beam by beam
-    (cells in order) and within a beam in (sub-ray, slot) order: ``start (n_beams + 1,) int64``,
-    ``range_m, power, peak (n,) float64``, ``class, material (n,) uint8``, ``object (n,) int32``;
-    and ``nearest_solid_m (n_beams,) float64`` (inf where a beam meets no solid surface).
+    Lists the hits that light reaches (``T > 0``), beam by beam in (sub-ray, slot) order:
+    ``start (n_beams + 1,)``, ``row, slot (n,) int64``, ``range_m, cos_theta (clipped |cos|),
+    t (T in front), tau (n,) float64``, ``passes (n,) bool``, ``ground (n,) int64`` (position in
+    the ground list or -1). The ground list (``ground_hit (G,)``) carries for each of its three
+    terms the index of its normal (``z_index (3, G)``, -1 when the term is off); the normals
+    are listed once per distinct hash (a hit in the same 0.25 m or 0.1 m cell as the previous
+    ground hit of its ring reuses that one) as the argument of the log, ``U(h)``, and the
+    angle ``2 pi U(mix h)`` (``normal_u, normal_angle (U,)``). ``pow_hits`` and ``lobe_hits``
+    list the hits whose backscatter needs ``|cos|^k`` (``k`` not 0 or 1) or the specular lobe.
+    Returns ``status`` first (0, or the first bad input).
     """
     n_rows, k_slots = hit_range_m.shape
     n_sub = weights.shape[0]
     n_beams = n_rows // n_sub
     n_classes = is_foliage.shape[0]
-    n_materials = reflectivity.shape[0]
+    n_materials = transmission.shape[0]
     capacity = 0
+    n_ground = 0
     for row in range(n_rows):
         for k in range(k_slots):
             if hit_valid[row, k]:
                 capacity += 1
+                if hit_class[row, k] == ground_class:
+                    n_ground += 1
     start = np.zeros(n_beams + 1, np.int64)
+    out_row = np.empty(capacity, np.int64)
+    out_slot = np.empty(capacity, np.int64)
     out_range = np.empty(capacity)
-    out_power = np.empty(capacity)
-    out_peak = np.empty(capacity)
-    out_class = np.empty(capacity, np.uint8)
-    out_material = np.empty(capacity, np.uint8)
-    out_object = np.empty(capacity, np.int32)
-    nearest_solid = np.full(n_beams, np.inf)
+    out_cos = np.empty(capacity)
+    out_t = np.empty(capacity)
+    out_tau = np.empty(capacity)
+    out_passes = np.empty(capacity, np.bool_)
+    out_ground = np.empty(capacity, np.int64)
+    ground_hit = np.empty(n_ground, np.int64)
+    z_index = np.full((3, n_ground), -1, np.int64)
+    normal_u = np.empty(3 * n_ground)
+    normal_angle = np.empty(3 * n_ground)
+    pow_hits = np.empty(capacity, np.int64)
+    lobe_hits = np.empty(capacity, np.int64)
+    last_hash = np.zeros((2, rings), np.uint64)
+    last_normal = np.full((2, rings), -1, np.int64)
     scan_key = _U64(scan_index) << _SHIFT_24
     n = 0
+    g = 0
+    u = 0
+    n_pow = 0
+    n_lobe = 0
+    status = 0
     for beam in range(n_beams):
         start[beam] = n
+        ring = beam % rings
         beam_key = scan_key | (_U64(beam) << _SHIFT_3)
         for j in range(n_sub):
             row = beam * n_sub + j
@@ -352,9 +382,11 @@ def _contributions(
                 cls = np.int64(hit_class[row, k])
                 mat = np.int64(hit_material[row, k])
                 if mat >= n_materials:
-                    return _BAD_MATERIAL, start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
+                    status = _BAD_MATERIAL
+                    break
                 if cls >= n_classes and not foliage_solid:
-                    return _BAD_CLASS, start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
+                    status = _BAD_CLASS
+                    break
                 passes = (not foliage_solid) and is_foliage[cls]
                 tau = transmission[mat] if passes else 0.0
                 t_hit = t
@@ -363,64 +395,188 @@ def _contributions(
                     continue  # behind a solid surface: no light
                 range_m = hit_range_m[row, k]
                 if not (range_m >= 0.0 and math.isfinite(range_m)):
-                    return _BAD_RANGE, start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
-                cos_theta = min(max(abs(hit_cos[row, k]), 0.0), 1.0)
-                albedo = 1.0
-                is_ground = cls == ground_class
-                if is_ground:
+                    status = _BAD_RANGE
+                    break
+                out_row[n] = row
+                out_slot[n] = k
+                out_range[n] = range_m
+                out_cos[n] = min(max(abs(hit_cos[row, k]), 0.0), 1.0)
+                out_t[n] = t_hit
+                out_tau[n] = tau
+                out_passes[n] = passes
+                out_ground[n] = -1
+                k_exp = incidence_exponent[mat]
+                if k_exp != 0.0 and k_exp != 1.0:
+                    pow_hits[n_pow] = n
+                    n_pow += 1
+                if specular[mat] > 0.0 and specular_width_rad[mat] > 0.0:
+                    lobe_hits[n_lobe] = n
+                    n_lobe += 1
+                if cls == ground_class:
+                    out_ground[n] = g
+                    ground_hit[g] = n
                     point_x = origins[row, 0] + range_m * directions[row, 0]
                     point_y = origins[row, 1] + range_m * directions[row, 1]
-                    theta = math.acos(cos_theta)
-                    sigma_t = micro_slope_rad[mat]
-                    if sigma_t > 0.0:
-                        theta = theta + sigma_t * _place_normal(point_x, point_y, MICRO_SLOPE_CELL_M, slope_seed_term)
-                    cos_theta = math.cos(min(max(theta, 0.0), MAX_TILT_RAD))
-                    s_rho = reflectivity_sd[mat]
-                    if s_rho > 0.0:
-                        z_albedo = _place_normal(point_x, point_y, ALBEDO_CELL_M, albedo_seed_term)
-                        albedo = math.exp(s_rho * z_albedo - 0.5 * (s_rho * s_rho))
-                    sigma_h = roughness_m[mat]
-                    if sigma_h > 0.0:
-                        z_rough = _hash_normal(_mix64((beam_key | _U64(j)) ^ rough_seed_term))
-                        c = min(max(abs(cos_theta), ROUGH_COS_MIN), 1.0)
-                        moved = range_m + sigma_h / c**_ROUGH_EXPONENT * z_rough
-                        range_m = max(MIN_ROUGH_RANGE_M, moved)
-                if not passes and range_m < nearest_solid[beam]:
-                    nearest_solid[beam] = range_m
-                # MinnaertBackscatter.
-                floored = max(cos_theta, COS_FLOOR)
-                k_exp = incidence_exponent[mat]
-                if k_exp == 1.0:
-                    incidence = floored
-                elif k_exp == 0.0:
-                    incidence = 1.0
-                else:
-                    incidence = floored**k_exp
-                darkening = max(0.0, 1.0 - wet_darkening[mat] * hit_wetness[row, k])
-                rho_bs = reflectivity[mat] * darkening * incidence
-                s = specular[mat]
-                width = specular_width_rad[mat]
-                if s > 0.0 and width > 0.0:
-                    ratio = math.acos(cos_theta) / width
-                    rho_bs += s * math.exp(-(ratio * ratio))
-                power = weights[j] * t_hit * t_hit * (1.0 - tau) * rho_bs * albedo
-                if not power > 0.0:
-                    continue
-                peak = 1.0
-                if pulse_length_m > 0.0 and not passes:
-                    c = min(max(cos_theta, COS_FLOOR), 1.0)
-                    spread = range_m * (math.sqrt(1.0 - c * c) / c) * (divergence_v_rad if is_ground else divergence_rad)
-                    peak = pulse_length_m / math.hypot(pulse_length_m, spread)
-                out_range[n] = range_m
-                out_power[n] = power
-                out_peak[n] = peak
-                out_class[n] = hit_class[row, k]
-                out_material[n] = hit_material[row, k]
-                out_object[n] = hit_object[row, k]
+                    for term in range(3):
+                        if term == 0:
+                            if not micro_slope_rad[mat] > 0.0:
+                                continue
+                            h = _mix64(_floor_cell(point_x, MICRO_SLOPE_CELL_M) ^ slope_seed_term)
+                            h = _mix64(h ^ _floor_cell(point_y, MICRO_SLOPE_CELL_M))
+                        elif term == 1:
+                            if not reflectivity_sd[mat] > 0.0:
+                                continue
+                            h = _mix64(_floor_cell(point_x, ALBEDO_CELL_M) ^ albedo_seed_term)
+                            h = _mix64(h ^ _floor_cell(point_y, ALBEDO_CELL_M))
+                        else:
+                            if not roughness_m[mat] > 0.0:
+                                continue
+                            h = _mix64((beam_key | _U64(j)) ^ rough_seed_term)
+                        if term < 2 and last_normal[term, ring] >= 0 and last_hash[term, ring] == h:
+                            z_index[term, g] = last_normal[term, ring]
+                            continue
+                        normal_u[u] = (np.float64(h >> _SHIFT_11) + 0.5) * _INV_TWO_POW_53
+                        normal_angle[u] = (np.float64(_mix64(h) >> _SHIFT_11) + 0.5) * _TWO_PI_OVER_TWO_POW_53
+                        z_index[term, g] = u
+                        if term < 2:
+                            last_hash[term, ring] = h
+                            last_normal[term, ring] = u
+                        u += 1
+                    g += 1
                 n += 1
+            if status != 0:
+                break
+        if status != 0:
+            break
     start[n_beams] = n
-    return (0, start, out_range[:n], out_power[:n], out_peak[:n], out_class[:n], out_material[:n],
-            out_object[:n], nearest_solid)
+    return (status, start, out_row[:n], out_slot[:n], out_range[:n], out_cos[:n], out_t[:n], out_tau[:n],
+            out_passes[:n], out_ground[:n], ground_hit[:g], z_index[:, :g], normal_u[:u], normal_angle[:u],
+            pow_hits[:n_pow], lobe_hits[:n_lobe])
+
+
+@_jit
+def _cosines(angle):
+    """``cos`` of each angle: the C library's, which numpy's float64 ``cos`` also calls."""
+    out = np.empty(angle.shape[0])
+    for i in range(angle.shape[0]):
+        out[i] = math.cos(angle[i])
+    return out
+
+
+@_jit
+def _ground_tilt(ground_hit, material, z_index, z, theta, cos_theta, micro_slope_rad, reflectivity_sd, roughness_m):
+    """Step 2, the micro-slope: ``cos theta' = cos(clamp(theta + sigma_t z, 0, MAX_TILT))`` of each
+    ground hit, written into ``cos_theta``; returns the albedo's exponent ``s_rho z - s_rho^2 / 2``
+    and the roughness cosine ``clamp(|cos theta'|, 0.05, 1)`` (G,) (0 and 1 where off)."""
+    n_ground = ground_hit.shape[0]
+    albedo_exponent = np.zeros(n_ground)
+    rough_cos = np.ones(n_ground)
+    for g in range(n_ground):
+        i = ground_hit[g]
+        mat = material[i]
+        angle = theta[g]
+        sigma_t = micro_slope_rad[mat]
+        if sigma_t > 0.0:
+            angle = angle + sigma_t * z[z_index[0, g]]
+        c = math.cos(min(max(angle, 0.0), MAX_TILT_RAD))
+        cos_theta[i] = c
+        s_rho = reflectivity_sd[mat]
+        if s_rho > 0.0:
+            albedo_exponent[g] = s_rho * z[z_index[1, g]] - 0.5 * (s_rho * s_rho)
+        if roughness_m[mat] > 0.0:
+            rough_cos[g] = min(max(abs(c), ROUGH_COS_MIN), 1.0)
+    return albedo_exponent, rough_cos
+
+
+@_jit
+def _hit_power(
+    row, slot, range_m, cos_theta, t, tau, passes, ground, material, z_index, z, albedo, rough_pow,
+    incidence, lobe, hit_class, hit_wetness, weights, ground_class,
+    reflectivity, wet_darkening, incidence_exponent, roughness_m, pulse_length_m, divergence_rad, divergence_v_rad,
+):
+    """Steps 2 (roughness) and 3 for each reached hit: its range (moved by the roughness), its
+    power ``P`` and its echo stretch ``g``, written in place into ``range_m`` and returned as
+    ``power, peak (n,)``. ``incidence`` holds ``|cos|^k`` where ``k`` is not 0 or 1 and ``lobe``
+    the specular lobe ``s exp(-(theta / theta_s)^2)`` (0 where none), both from numpy."""
+    n = row.shape[0]
+    n_sub = weights.shape[0]
+    power = np.empty(n)
+    peak = np.empty(n)
+    for i in range(n):
+        mat = material[i]
+        r = range_m[i]
+        c = cos_theta[i]
+        g = ground[i]
+        a = 1.0
+        if g >= 0:
+            a = albedo[g]
+            sigma_h = roughness_m[mat]
+            if sigma_h > 0.0:
+                moved = r + sigma_h / rough_pow[g] * z[z_index[2, g]]
+                r = max(MIN_ROUGH_RANGE_M, moved)
+                range_m[i] = r
+        k_exp = incidence_exponent[mat]
+        floored = max(c, COS_FLOOR)
+        if k_exp == 1.0:
+            inc = floored
+        elif k_exp == 0.0:
+            inc = 1.0
+        else:
+            inc = incidence[i]
+        hit_row = row[i]
+        k = slot[i]
+        darkening = max(0.0, 1.0 - wet_darkening[mat] * hit_wetness[hit_row, k])
+        rho_bs = reflectivity[mat] * darkening * inc + lobe[i]
+        j = hit_row % n_sub
+        power[i] = weights[j] * t[i] * t[i] * (1.0 - tau[i]) * rho_bs * a
+        g_peak = 1.0
+        if pulse_length_m > 0.0 and not passes[i]:
+            cc = min(max(c, COS_FLOOR), 1.0)
+            div = divergence_v_rad if np.int64(hit_class[hit_row, k]) == ground_class else divergence_rad
+            spread = r * (math.sqrt(1.0 - cc * cc) / cc) * div
+            g_peak = pulse_length_m / math.hypot(pulse_length_m, spread)
+        peak[i] = g_peak
+    return power, peak
+
+
+@_jit
+def _lit_contributions(start, range_m, power, peak, passes, row, slot, hit_class, hit_material, hit_object):
+    """The lit contributions (``P > 0``) of each beam in one compact list (``lit_start
+    (n_beams + 1,)``, ``range_m, power, peak``, ``class, material, object``) and the nearest
+    solid range of each beam (inf where none): the reached hits, beam by beam."""
+    n_beams = start.shape[0] - 1
+    n = range_m.shape[0]
+    lit = 0
+    for i in range(n):
+        if power[i] > 0.0:
+            lit += 1
+    lit_start = np.empty(n_beams + 1, np.int64)
+    out_range = np.empty(lit)
+    out_power = np.empty(lit)
+    out_peak = np.empty(lit)
+    out_class = np.empty(lit, np.uint8)
+    out_material = np.empty(lit, np.uint8)
+    out_object = np.empty(lit, np.int32)
+    nearest_solid = np.full(n_beams, np.inf)
+    m = 0
+    for beam in range(n_beams):
+        lit_start[beam] = m
+        for i in range(start[beam], start[beam + 1]):
+            if not passes[i] and range_m[i] < nearest_solid[beam]:
+                nearest_solid[beam] = range_m[i]
+            if not power[i] > 0.0:
+                continue
+            r = row[i]
+            k = slot[i]
+            out_range[m] = range_m[i]
+            out_power[m] = power[i]
+            out_peak[m] = peak[i]
+            out_class[m] = hit_class[r, k]
+            out_material[m] = hit_material[r, k]
+            out_object[m] = hit_object[r, k]
+            m += 1
+    lit_start[n_beams] = m
+    return lit_start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
 
 
 # ---------------------------------------------------------------------------------------------
@@ -613,40 +769,43 @@ def _candidates(mode, first, last, strongest, second, cand_idx, cand_flag):
 
 
 @_jit
-def _echoes_and_returns(
+def _echoes(
     hit_start, hit_range_m, hit_power, hit_peak, hit_class, hit_material, hit_object,
     slab_start, slab_count, slab_range_m, slab_power, precipitation_class, precipitation_material,
-    columns, rings, separation_m, s10, ring_r10, overlap_range_m, alpha, ambient, threshold,
-    noise_on, std_m, range_std_low_snr_m, min_range_m, max_range_m, signal_limit, mode, slots,
-    noise_state, noise_inc,
+    columns, rings, separation_m, overlap_range_m, noise_state, noise_inc,
 ):
-    """Steps 5-7 for every beam, beams in ring-major sequence: echoes, noise, returns.
+    """Step 5 and the draws of step 6, beams in ring-major sequence (the noise stream's order).
 
-    Contributions of a beam are its hits (``hit_*`` lists, ``hit_start (n_beams + 1,)``) and its
-    kept clutter slabs (``slab_*`` lists, ``slab_start, slab_count (n_beams,)``). Returns the
-    nine (n_beams, slots) fields of ``Returns`` and the noise stream's new state (uint64).
+    Contributions of a beam are its hits (``hit_*``, ``hit_start (n_beams + 1,)``) and its kept
+    clutter slabs (``slab_*``). Returns the echoes in drawing order: ``echo_start (n_beams + 1,)``
+    by ring-major position, ``beam (E,) int64``, ``range_m, reflectance, peak (E,)`` (``R_e``,
+    ``rho_e``, ``g_e``), ``class, material, object`` of the largest contribution, the uniforms
+    ``u_a, u_b (E,)`` of the echo's two outputs, ``x = (R_e / R_ov)^2 (E,)`` and the noise
+    stream's new state.
     """
     n_beams = columns * rings
-    out_range = np.full((n_beams, slots), np.nan)
-    out_valid = np.zeros((n_beams, slots), np.bool_)
-    out_reflectivity = np.zeros((n_beams, slots))
-    out_signal = np.zeros((n_beams, slots), np.uint16)
-    out_intensity = np.zeros((n_beams, slots), np.uint8)
-    out_class = np.zeros((n_beams, slots), np.uint8)
-    out_material = np.zeros((n_beams, slots), np.uint8)
-    out_object = np.full((n_beams, slots), NO_OBJECT, np.int32)
-    out_flags = np.zeros((n_beams, slots), np.uint8)
-
+    n_contrib = hit_range_m.shape[0] + slab_range_m.shape[0]
+    echo_start = np.zeros(n_beams + 1, np.int64)
+    e_beam = np.empty(n_contrib, np.int64)
+    e_range = np.empty(n_contrib)
+    e_rho = np.empty(n_contrib)
+    e_peak = np.empty(n_contrib)
+    e_class = np.empty(n_contrib, np.uint8)
+    e_material = np.empty(n_contrib, np.uint8)
+    e_object = np.empty(n_contrib, np.int32)
+    u_a = np.empty(n_contrib)
+    u_b = np.empty(n_contrib)
+    x = np.empty(n_contrib)
+    if n_contrib == 0:
+        return echo_start, e_beam, e_range, e_rho, e_peak, e_class, e_material, e_object, u_a, u_b, x, noise_state
     # numpy's sort key beam * span + R, span a power of two above every lit range.
     largest_m = -np.inf
     for i in range(hit_range_m.shape[0]):
         largest_m = max(largest_m, hit_range_m[i])
     for i in range(slab_range_m.shape[0]):
         largest_m = max(largest_m, slab_range_m[i])
-    if hit_range_m.shape[0] + slab_range_m.shape[0] == 0:
-        return (out_range, out_valid, out_reflectivity, out_signal, out_intensity, out_class,
-                out_material, out_object, out_flags, noise_state)  # no light at all: nothing drawn
     span = 2.0 ** math.ceil(math.log2(largest_m + 2.0))
+    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
 
     capacity = 1
     for beam in range(n_beams):
@@ -663,25 +822,15 @@ def _echoes_and_returns(
     s_power = np.empty(capacity)
     s_power_range = np.empty(capacity)
     s_power_peak = np.empty(capacity)
-    e_start = np.empty(capacity, np.int64)
-    e_largest = np.empty(capacity, np.int64)
-    e_range = np.empty(capacity)
-    e_rho = np.empty(capacity)
-    e_clear = np.empty(capacity)
-    e_measured = np.empty(capacity)
-    e_range_meas = np.empty(capacity)
-    detected = np.empty(capacity, np.int64)
-    cand_idx = np.empty(3, np.int64)
-    cand_flag = np.empty(3, np.uint8)
-
-    total_spec = s10 + ambient
-    snr_spec = s10 / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
+    starts = np.empty(capacity, np.int64)
     state = noise_state
+    e = 0
+    position = 0
     for ring in range(rings):
-        r10 = ring_r10[ring]
         for column in range(columns):
             beam = column * rings + ring
-            # --- Contributions of the beam: hits, then clutter slabs (numpy's input order). ---
+            echo_start[position] = e
+            position += 1
             n = 0
             for i in range(hit_start[beam], hit_start[beam + 1]):
                 c_range[n] = hit_range_m[i]
@@ -701,7 +850,7 @@ def _echoes_and_returns(
                 n += 1
             if n == 0:
                 continue
-            # --- Stable sort by numpy's key (insertion: a beam has few contributions). ---
+            # Stable sort by numpy's key (insertion: a beam has few contributions).
             beam_offset = np.float64(beam) * span
             for i in range(n):
                 key[i] = beam_offset + c_range[i]
@@ -716,21 +865,19 @@ def _echoes_and_returns(
                 s_power[i] = c_power[o]
                 s_power_range[i] = c_power[o] * c_range[o]
                 s_power_peak[i] = c_power[o] * c_peak[o]
-            # --- Echoes: each takes the contributions within the separation of its first. ---
+            # Echoes: each takes the contributions within the separation of its first.
             n_echo = 0
             first_m = 0.0
             for i in range(n):
                 if i == 0 or s_range[i] > first_m + separation_m:
                     first_m = s_range[i]
-                    e_start[n_echo] = i
+                    starts[n_echo] = i
                     n_echo += 1
-            n_detected = 0
-            for e in range(n_echo):
-                lo = e_start[e]
-                hi = e_start[e + 1] if e + 1 < n_echo else n
+            for q in range(n_echo):
+                lo = starts[q]
+                hi = starts[q + 1] if q + 1 < n_echo else n
                 length = hi - lo
-                # np.add.reduceat's order: the first element plus the pairwise sum of the rest
-                # (a plain sum below 8 terms, written out here: a call would count references).
+                # np.add.reduceat's order: the first element plus the pairwise sum of the rest.
                 if length - 1 < 8:
                     rest_power = 0.0
                     rest_power_range = 0.0
@@ -745,74 +892,146 @@ def _echoes_and_returns(
                     rest_power_peak = _pairwise_sum(s_power_peak, lo + 1, length - 1)
                 rho_e = s_power[lo] + rest_power
                 range_e = (s_power_range[lo] + rest_power_range) / rho_e
-                peak_e = (s_power_peak[lo] + rest_power_peak) / rho_e
                 largest = lo
                 for i in range(lo + 1, hi):
                     if s_power[i] > s_power[largest]:
                         largest = i
-                e_largest[e] = order[largest]
-                # --- Noise: n1 and n2 of one Box-Muller pair, two outputs per echo. ---
-                out_a, state = _pcg32_next(state, noise_inc)
-                out_b, state = _pcg32_next(state, noise_inc)
-                u_a = _uniform_u32(out_a)
-                u_b = _uniform_u32(out_b)
-                radius = math.sqrt(-2.0 * math.log(u_a))
-                cosine = math.cos(_TWO_PI * u_b)
-                sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
-                if not u_b < 0.5:
-                    sine = -sine
-                n1 = radius * cosine
-                n2 = radius * sine
-                # --- Signal, detection, range noise. ---
-                clear = _signal_counts(rho_e, range_e, peak_e, s10, r10, overlap_range_m, 0.0)
-                signal = clear * math.exp(-2.0 * alpha * range_e) if alpha > 0.0 else clear
-                if noise_on:
-                    measured = signal + math.sqrt(max(signal + ambient, 0.0)) * n1
-                    total = signal + ambient
-                    snr = signal / math.sqrt(total) if total > 0.0 else 0.0
-                    sigma_r = math.hypot(std_m, range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR))
-                    range_meas = min(max(range_e + sigma_r * n2, 0.0), max_range_m)
-                else:
-                    measured = signal
-                    range_meas = min(max(range_e, 0.0), max_range_m)
+                o = order[largest]
+                e_beam[e] = beam
                 e_range[e] = range_e
                 e_rho[e] = rho_e
-                e_clear[e] = clear
-                e_measured[e] = measured
-                e_range_meas[e] = range_meas
-                if measured >= threshold and range_e >= min_range_m and range_e <= max_range_m:
-                    detected[n_detected] = e
-                    n_detected += 1
-            if n_detected == 0:
-                continue
-            # --- Returns among the detected echoes (range order). ---
-            strongest = 0
-            for i in range(1, n_detected):
-                if e_measured[detected[i]] > e_measured[detected[strongest]]:
-                    strongest = i
-            second = -1
-            if mode == 3 and n_detected >= 2:
-                for i in range(n_detected):
-                    if i != strongest and (second < 0 or e_measured[detected[i]] > e_measured[detected[second]]):
-                        second = i
-            m = _candidates(mode, 0, n_detected - 1, strongest, second, cand_idx, cand_flag)
-            for slot in range(min(m, slots)):
-                e = detected[cand_idx[slot]]
-                measured = e_measured[e]
-                clear = e_clear[e]
-                reflectivity = e_rho[e] * max(measured, 0.0) / clear if clear > 0.0 else 0.0
-                o = e_largest[e]
-                out_range[beam, slot] = e_range_meas[e]
-                out_valid[beam, slot] = True
-                out_reflectivity[beam, slot] = reflectivity
-                out_signal[beam, slot] = np.uint16(np.floor(min(max(measured, 0.0), signal_limit) + 0.5))
-                out_intensity[beam, slot] = np.uint8(_intensity_byte(reflectivity))
-                out_class[beam, slot] = c_class[o]
-                out_material[beam, slot] = c_material[o]
-                out_object[beam, slot] = c_object[o]
-                out_flags[beam, slot] = cand_flag[slot]
+                e_peak[e] = (s_power_peak[lo] + rest_power_peak) / rho_e
+                e_class[e] = c_class[o]
+                e_material[e] = c_material[o]
+                e_object[e] = c_object[o]
+                out_a, state = _pcg32_next(state, noise_inc)
+                out_b, state = _pcg32_next(state, noise_inc)
+                u_a[e] = _uniform_u32(out_a)
+                u_b[e] = _uniform_u32(out_b)
+                ratio = abs(range_e) / safe_ov
+                x[e] = ratio * ratio
+                e += 1
+    echo_start[n_beams] = e
+    return (echo_start, e_beam[:e], e_range[:e], e_rho[:e], e_peak[:e], e_class[:e], e_material[:e],
+            e_object[:e], u_a[:e], u_b[:e], x[:e], state)
+
+
+@_jit
+def _echo_signals(
+    beam, range_m, reflectance, peak, log_u_a, u_b, x, expm1_minus_x, extinction, rings,
+    s10, ring_r10, overlap_range_m, alpha, ambient, threshold, noise_on, min_range_m, max_range_m,
+):
+    """Step 6 for each echo: ``n1, n2`` from the echo's uniforms (``ln U_a`` from numpy), the
+    clear signal ``S_c``, the measured signal ``S'`` and detection. ``expm1_minus_x`` is
+    ``expm1(-x)`` and ``extinction`` ``exp(-2 alpha R_e)`` (used when ``alpha > 0``), both from
+    numpy. Returns ``clear, measured, n2 (E,)`` and ``detected (E,) bool``."""
+    n = beam.shape[0]
+    clear = np.empty(n)
+    measured = np.empty(n)
+    n2 = np.empty(n)
+    detected = np.empty(n, np.bool_)
+    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
+    for e in range(n):
+        radius = math.sqrt(-2.0 * log_u_a[e])
+        cosine = math.cos(_TWO_PI * u_b[e])
+        sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
+        if not u_b[e] < 0.5:
+            sine = -sine
+        n2[e] = radius * sine
+        r = range_m[e]
+        xe = x[e]
+        f = -expm1_minus_x[e] / xe if xe > 0.0 else 1.0
+        geometry = f / (safe_ov * safe_ov)
+        if not overlap_range_m > 0.0:
+            near = max(abs(r), 1e-3)
+            geometry = 1.0 / (near * near)
+        r10 = ring_r10[beam[e] % rings]
+        c = s10 * (reflectance[e] / 0.1) * (r10 * r10) * geometry * peak[e]
+        clear[e] = c
+        signal = c * extinction[e] if alpha > 0.0 else c
+        m = signal + math.sqrt(max(signal + ambient, 0.0)) * (radius * cosine) if noise_on else signal
+        measured[e] = m
+        detected[e] = m >= threshold and r >= min_range_m and r <= max_range_m
+    return clear, measured, n2, detected
+
+
+@_jit
+def _select_returns(
+    echo_start, beam, range_m, reflectance, clear, measured, n2, detected, e_class, e_material, e_object,
+    columns, rings, alpha, extinction, ambient, s10, noise_on, std_m, range_std_low_snr_m, max_range_m,
+    signal_limit, mode, slots,
+):
+    """Step 7 for every beam: the returns among its detected echoes, with the range noise and the
+    brightness of the chosen ones. Returns the nine (n_beams, slots) fields of ``Returns`` and
+    the flat indices of the returns whose reflectivity is above 1 (their intensity byte needs
+    numpy's logarithm; they hold 0 here)."""
+    n_beams = columns * rings
+    out_range = np.full((n_beams, slots), np.nan)
+    out_valid = np.zeros((n_beams, slots), np.bool_)
+    out_reflectivity = np.zeros((n_beams, slots))
+    out_signal = np.zeros((n_beams, slots), np.uint16)
+    out_intensity = np.zeros((n_beams, slots), np.uint8)
+    out_class = np.zeros((n_beams, slots), np.uint8)
+    out_material = np.zeros((n_beams, slots), np.uint8)
+    out_object = np.full((n_beams, slots), NO_OBJECT, np.int32)
+    out_flags = np.zeros((n_beams, slots), np.uint8)
+    bright = np.empty(n_beams * slots, np.int64)
+    n_bright = 0
+    most = 1
+    for p in range(n_beams):
+        most = max(most, echo_start[p + 1] - echo_start[p])
+    found = np.empty(most, np.int64)
+    cand_idx = np.empty(3, np.int64)
+    cand_flag = np.empty(3, np.uint8)
+    total_spec = s10 + ambient
+    snr_spec = s10 / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
+    for p in range(n_beams):
+        n_detected = 0
+        for e in range(echo_start[p], echo_start[p + 1]):
+            if detected[e]:
+                found[n_detected] = e
+                n_detected += 1
+        if n_detected == 0:
+            continue
+        strongest = 0
+        for i in range(1, n_detected):
+            if measured[found[i]] > measured[found[strongest]]:
+                strongest = i
+        second = -1
+        if mode == 3 and n_detected >= 2:
+            for i in range(n_detected):
+                if i != strongest and (second < 0 or measured[found[i]] > measured[found[second]]):
+                    second = i
+        m = _candidates(mode, 0, n_detected - 1, strongest, second, cand_idx, cand_flag)
+        for slot in range(min(m, slots)):
+            e = found[cand_idx[slot]]
+            b = beam[e]
+            signal = clear[e] * extinction[e] if alpha > 0.0 else clear[e]
+            if noise_on:
+                total = signal + ambient
+                snr = signal / math.sqrt(total) if total > 0.0 else 0.0
+                sigma_r = math.hypot(std_m, range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR))
+                range_meas = min(max(range_m[e] + sigma_r * n2[e], 0.0), max_range_m)
+            else:
+                range_meas = min(max(range_m[e], 0.0), max_range_m)
+            s_meas = measured[e]
+            c = clear[e]
+            reflectivity = reflectance[e] * max(s_meas, 0.0) / c if c > 0.0 else 0.0
+            out_range[b, slot] = range_meas
+            out_valid[b, slot] = True
+            out_reflectivity[b, slot] = reflectivity
+            out_signal[b, slot] = np.uint16(np.floor(min(max(s_meas, 0.0), signal_limit) + 0.5))
+            if reflectivity > 1.0:
+                bright[n_bright] = b * slots + slot
+                n_bright += 1
+            else:
+                out_intensity[b, slot] = np.uint8(_intensity_byte(reflectivity))
+            out_class[b, slot] = e_class[e]
+            out_material[b, slot] = e_material[e]
+            out_object[b, slot] = e_object[e]
+            out_flags[b, slot] = cand_flag[slot]
     return (out_range, out_valid, out_reflectivity, out_signal, out_intensity, out_class,
-            out_material, out_object, out_flags, state)
+            out_material, out_object, out_flags, bright[:n_bright])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -840,7 +1059,7 @@ def process_beams_compiled(
     streams: NoiseStreams,
     scan_index: int,
 ) -> Returns:
-    """ProcessBeam for every beam of a scan in compiled loops (``backend="numba"``).
+    """ProcessBeam for every beam of a scan in compiled passes (``backend="numba"``).
 
     ``beam_model.process_beams`` checks the inputs and calls this; the parameters are its own.
 
@@ -883,26 +1102,30 @@ def process_beams_compiled(
     mats = params.materials
     seed = int(streams.seed)
     n_rings, n_columns = params.rings, params.columns
-    status, hit_start, h_range, h_power, h_peak, h_class, h_material, h_object, nearest_solid = _contributions(
-        np.ascontiguousarray(hits.range_m, dtype=np.float64),
+    n_beams = n_rings * n_columns
+    hit_range = np.ascontiguousarray(hits.range_m, dtype=np.float64)
+    hit_class = np.ascontiguousarray(hits.class_id, dtype=np.uint8)
+    hit_material = np.ascontiguousarray(hits.material_id, dtype=np.uint8)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+
+    # --- Pass 1: reached hits and the hashes of the ground terms (no transcendentals). ---
+    (status, start, row, slot, range_m, cos_theta, t_hit, tau, passes, ground, ground_hit, z_index,
+     normal_u, normal_angle, pow_hits, lobe_hits) = _reached_hits(
+        hit_range,
         np.ascontiguousarray(hits.valid, dtype=np.bool_),
-        np.ascontiguousarray(hits.class_id, dtype=np.uint8),
-        np.ascontiguousarray(hits.material_id, dtype=np.uint8),
+        hit_class,
+        hit_material,
         np.ascontiguousarray(hits.cos_incidence, dtype=np.float64),
-        np.ascontiguousarray(hits.object_id, dtype=np.int32),
-        np.ascontiguousarray(hits.wetness, dtype=np.float64),
+        weights,
         np.ascontiguousarray(origins, dtype=np.float64),
         np.ascontiguousarray(directions, dtype=np.float64),
-        np.ascontiguousarray(weights, dtype=np.float64),
-        mats.reflectivity, mats.specular, mats.specular_width_rad, mats.transmission,
-        mats.wet_darkening, mats.incidence_exponent, mats.micro_slope_rad, mats.reflectivity_sd,
-        mats.roughness_m,
-        _FOLIAGE_CLASS_TABLE, bool(options.foliage_solid), _GROUND_CLASS,
+        mats.transmission, mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
+        mats.incidence_exponent, mats.specular, mats.specular_width_rad,
+        _FOLIAGE_CLASS_TABLE, bool(options.foliage_solid), _GROUND_CLASS, n_rings,
         _u64(seed * PLACE_SEED_MUL),
         _u64((seed + 1) * PLACE_SEED_MUL),
         _u64(mix64(((seed + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)),
         int(scan_index),
-        float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad),
     )
     if status == _BAD_RANGE:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
@@ -910,8 +1133,40 @@ def process_beams_compiled(
         what = "class_id" if status == _BAD_CLASS else "material_id"
         size = len(CLASS_NAMES) if status == _BAD_CLASS else mats.reflectivity.size
         raise IndexError(f"hits.{what}: a valid hit has a number outside the table of {size} entries")
+    material = hit_material[row, slot].astype(np.intp)
 
-    n_beams = n_rings * n_columns
+    # --- Step 2 with numpy's transcendentals between compiled loops (hash_normal's order). ---
+    z = np.log(normal_u)
+    z *= -2.0
+    np.sqrt(z, out=z)
+    z *= _cosines(normal_angle)
+    theta = np.arccos(cos_theta[ground_hit])
+    albedo_exponent, rough_cos = _ground_tilt(ground_hit, material, z_index, z, theta, cos_theta,
+        mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
+    )
+    albedo = np.exp(albedo_exponent)
+    rough_pow = np.power(rough_cos, _ROUGH_EXPONENT)
+    # MinnaertBackscatter's |cos|^k (k not 0 or 1) and specular lobe, where a material has them.
+    incidence = _EMPTY
+    if pow_hits.size:
+        incidence = np.zeros(range_m.size)
+        incidence[pow_hits] = np.maximum(cos_theta[pow_hits], COS_FLOOR) ** mats.incidence_exponent[material[pow_hits]]
+    lobe = np.zeros(range_m.size)
+    if lobe_hits.size:
+        lobe_mat = material[lobe_hits]
+        ratio = np.arccos(cos_theta[lobe_hits]) / mats.specular_width_rad[lobe_mat]
+        lobe[lobe_hits] = mats.specular[lobe_mat] * np.exp(-np.square(ratio))
+    power, peak = _hit_power(row, slot, range_m, cos_theta, t_hit, tau, passes, ground, material, z_index, z, albedo,
+        rough_pow, incidence, lobe, hit_class, np.ascontiguousarray(hits.wetness, dtype=np.float64), weights,
+        _GROUND_CLASS, mats.reflectivity, mats.wet_darkening, mats.incidence_exponent, mats.roughness_m,
+        float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad),
+    )
+    hit_start, h_range, h_power, h_peak, h_class, h_material, h_object, nearest_solid = _lit_contributions(
+        start, range_m, power, peak, passes, row, slot, hit_class, hit_material,
+        np.ascontiguousarray(hits.object_id, dtype=np.int32),
+    )
+
+    # --- Pass 2: clutter slabs of rain and fog. ---
     separation = float(params.min_return_separation_m)
     rain = streams.rain
     rain_state = _u64(rain.state)
@@ -928,20 +1183,33 @@ def process_beams_compiled(
     else:
         slab_start = np.zeros(n_beams, np.int64)
         slab_count = np.zeros(n_beams, np.int64)
-        slab_range = np.zeros(0)
-        slab_power = np.zeros(0)
+        slab_range = _EMPTY
+        slab_power = _EMPTY
 
+    # --- Pass 3: echoes and their draws (ring-major), signals, returns. ---
     noise = streams.noise
-    *fields, noise_state = _echoes_and_returns(
+    overlap = float(params.overlap_range_m)
+    (echo_start, e_beam, e_range, e_rho, e_peak, e_class, e_material, e_object, u_a, u_b, x,
+     noise_state) = _echoes(
         hit_start, h_range, h_power, h_peak, h_class, h_material, h_object,
         slab_start, slab_count, slab_range, slab_power, PRECIPITATION_CLASS, PRECIPITATION_MATERIAL,
-        n_columns, n_rings, separation, float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m,
-        float(params.overlap_range_m), float(atm.alpha_per_m), float(params.ambient_counts),
-        float(params.detection_threshold_counts), bool(options.noise), float(params.std_m),
-        float(params.range_std_low_snr_m), float(params.min_range_m), float(params.range_m),
-        float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam,
-        _u64(noise.state), _u64(noise.inc),
+        n_columns, n_rings, separation, overlap, _u64(noise.state), _u64(noise.inc),
     )
+    alpha = float(atm.alpha_per_m)
+    extinction = np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range
+    clear, measured, n2, detected = _echo_signals(e_beam, e_range, e_rho, e_peak, np.log(u_a), u_b, x, np.expm1(-x), extinction, n_rings,
+        float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, overlap, alpha,
+        float(params.ambient_counts), float(params.detection_threshold_counts), bool(options.noise),
+        float(params.min_range_m), float(params.range_m),
+    )
+    *fields, bright = _select_returns(
+        echo_start, e_beam, e_range, e_rho, clear, measured, n2, detected, e_class, e_material, e_object,
+        n_columns, n_rings, alpha, extinction, float(params.ambient_counts), float(params.signal_at_10pct_counts),
+        bool(options.noise), float(params.std_m), float(params.range_std_low_snr_m), float(params.range_m),
+        float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam,
+    )
+    if bright.size:  # IntensityByte's logarithmic scale, with numpy's log as the reference
+        fields[4].reshape(-1)[bright] = intensity_byte(fields[2].reshape(-1)[bright])
     noise.state = int(noise_state)
     rain.state = int(rain_state)
     names = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id", "object_id", "return_flags")
