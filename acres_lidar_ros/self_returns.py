@@ -105,6 +105,12 @@ class SelfReturnTable:
         """(N_c * N_r,) float64: the reflectivity of the intensity byte (``reflectivity_of_intensity``)."""
         return reflectivity_of_intensity(self.intensity_byte)
 
+    @cached_property
+    def candidate_cells(self) -> np.ndarray:
+        """(n,) int64: the cells the body can reach (``p_self + p_block > 0``); the others keep
+        the scene's returns in every scan, so a scan hashes only these."""
+        return np.flatnonzero(self.p_self + self.p_block > 0.0)
+
     def planes(self) -> np.ndarray:
         """(4, N_c * N_r) float32: the file's content."""
         return np.stack([self.p_self, self.range_m, self.intensity, self.p_block]).astype(TABLE_DTYPE)
@@ -218,11 +224,16 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from exc
 
 
-def self_return_hash(scan_index: int, seed: int, cells: int) -> np.ndarray:
-    """``h = mix(mix(mix(seed xor SELF_HASH_DOMAIN) xor scan) xor cell)`` for every cell: (cells,) uint64."""
+def self_return_hash(scan_index: int, seed: int, cells: int | np.ndarray) -> np.ndarray:
+    """``h = mix(mix(mix(seed xor SELF_HASH_DOMAIN) xor scan) xor cell)``: (cells,) uint64 for
+    every cell ``0 .. cells - 1``, or for the given (n,) array of cell numbers."""
     seed_key = mix64((int(seed) ^ SELF_HASH_DOMAIN) & ((1 << 64) - 1))
     scan_key = mix64(seed_key ^ (int(scan_index) & ((1 << 64) - 1)))
-    return mix64(np.uint64(scan_key) ^ np.arange(cells, dtype=np.uint64))
+    if np.ndim(cells) == 0:
+        cell = np.arange(int(cells), dtype=np.uint64)
+    else:
+        cell = np.asarray(cells).astype(np.uint64)
+    return mix64(np.uint64(scan_key) ^ cell)
 
 
 class SelfReturnResult(NamedTuple):
@@ -300,17 +311,24 @@ def apply_self_returns(
             f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells "
             f"({table.columns} x {table.rings}); the scan has {n}"
         )
-    h = self_return_hash(scan_index, seed, n)
+    # Only the cells the body can reach are hashed (the others keep the scene's returns).
+    cand = table.candidate_cells
+    h = self_return_hash(scan_index, seed, cand)
     u = uniform_from_hash(h)
-    body = u < table.p_self
-    blocked = ~body & (u < table.p_self + table.p_block)
-    z = np.zeros(n)
+    p_self = table.p_self[cand]
+    is_body = u < p_self
+    is_blocked = ~is_body & (u < p_self + table.p_block[cand])
+    body_cells = cand[is_body]
+    replaced_cells = cand[is_body | is_blocked]
+    body = np.zeros(n, bool)
+    body[body_cells] = True
+    blocked = np.zeros(n, bool)
+    blocked[cand[is_blocked]] = True
+    z = np.zeros(body_cells.size)
     if noise_on:  # only body cells need their normal; the others' would go unused
-        z[body] = hash_normal(mix64(h[body]))
-    body_range_m = np.maximum(SELF_MIN_RANGE_M, table.range_m + float(std_m) * z)
-
-    replaced_cells = np.flatnonzero(body | blocked)
-    body_cells = np.flatnonzero(body)
+        z = hash_normal(mix64(h[is_body]))
+    body_range_m = np.zeros(n)
+    body_range_m[body_cells] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body_cells] + float(std_m) * z)
 
     def merge(field: np.ndarray, body_value: np.ndarray | float, empty_value: float) -> np.ndarray:
         out = field.copy()
