@@ -47,6 +47,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, OutputError
@@ -110,6 +111,12 @@ class SelfReturnTable:
         """(n,) int64: the cells the body can reach (``p_self + p_block > 0``); the others keep
         the scene's returns in every scan, so a scan hashes only these."""
         return np.flatnonzero(self.p_self + self.p_block > 0.0)
+
+    @cached_property
+    def candidate_thresholds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``p_self`` and ``p_self + p_block`` of the candidate cells: two (n,) float64."""
+        cand = self.candidate_cells
+        return self.p_self[cand], self.p_self[cand] + self.p_block[cand]
 
     def planes(self) -> np.ndarray:
         """(4, N_c * N_r) float32: the file's content."""
@@ -314,39 +321,20 @@ def apply_self_returns(
     # Only the cells the body can reach are hashed (the others keep the scene's returns).
     cand = table.candidate_cells
     h = self_return_hash(scan_index, seed, cand)
-    u = uniform_from_hash(h)
-    p_self = table.p_self[cand]
-    is_body = u < p_self
-    is_blocked = ~is_body & (u < p_self + table.p_block[cand])
-    body_cells = cand[is_body]
-    replaced_cells = cand[is_body | is_blocked]
-    body = np.zeros(n, bool)
-    body[body_cells] = True
-    blocked = np.zeros(n, bool)
-    blocked[cand[is_blocked]] = True
-    z = np.zeros(body_cells.size)
-    if noise_on:  # only body cells need their normal; the others' would go unused
-        z = hash_normal(mix64(h[is_body]))
+    body_k, replaced_k, body, blocked = _classify(uniform_from_hash(h), *table.candidate_thresholds, cand, n)
+    body_cells = cand[body_k]
+    replaced_cells = cand[replaced_k]
+    z = hash_normal(mix64(h[body_k])) if noise_on else np.zeros(body_cells.size)
+    # only body cells need their normal; the others' would go unused
     body_range_m = np.zeros(n)
     body_range_m[body_cells] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body_cells] + float(std_m) * z)
 
-    def merge(field: np.ndarray, body_value: np.ndarray | float, empty_value: float) -> np.ndarray:
-        out = field.copy()
-        out[replaced_cells] = empty_value
-        out[body_cells, 0] = body_value[body_cells] if np.ndim(body_value) else body_value
-        return out
-
-    new = Returns(
-        range_m=merge(returns.range_m, body_range_m, np.nan),
-        valid=merge(returns.valid, True, False),
-        reflectivity=merge(returns.reflectivity, table.body_reflectivity, 0.0),
-        signal=merge(returns.signal, 0, 0),
-        intensity=merge(returns.intensity, table.intensity_byte, 0),
-        class_id=merge(returns.class_id, SELF_CLASS_ID, 0),
-        material_id=merge(returns.material_id, SELF_MATERIAL_ID, 0),
-        object_id=merge(returns.object_id, SELF_OBJECT_ID, NO_OBJECT),
-        return_flags=merge(returns.return_flags, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0),
-    )
+    new = Returns(*_merge_body(
+        returns.range_m, returns.valid, returns.reflectivity, returns.signal, returns.intensity,
+        returns.class_id, returns.material_id, returns.object_id, returns.return_flags,
+        replaced_cells.astype(np.int64), body_cells.astype(np.int64),
+        body_range_m, table.body_reflectivity, table.intensity_byte,
+    ))
 
     points_out = None
     if points_sensor is not None:
@@ -360,3 +348,58 @@ def apply_self_returns(
         points_out[replaced_cells] = np.nan
         points_out[body_cells, 0] = body_range_m[body_cells, None] * d[body_cells] + o[body_cells]
     return SelfReturnResult(new, points_out, body, blocked)
+
+
+@numba.njit(cache=True)
+def _merge_body(range_m, valid, reflectivity, signal, intensity, class_id, material_id, object_id, return_flags,
+                replaced_cells, body_cells, body_range_m, body_reflectivity, body_intensity):
+    """Copies of the nine ``Returns`` fields with the replaced cells emptied and the body cells
+    holding one body return in slot 0, in one compiled pass (nine numpy scatters cost ~1 ms)."""
+    out = (range_m.copy(), valid.copy(), reflectivity.copy(), signal.copy(), intensity.copy(),
+           class_id.copy(), material_id.copy(), object_id.copy(), return_flags.copy())
+    slots = range_m.shape[1]
+    for i in replaced_cells:
+        for s in range(slots):
+            out[0][i, s] = np.nan
+            out[1][i, s] = False
+            out[2][i, s] = 0.0
+            out[3][i, s] = 0
+            out[4][i, s] = 0
+            out[5][i, s] = 0
+            out[6][i, s] = 0
+            out[7][i, s] = NO_OBJECT
+            out[8][i, s] = 0
+    for i in body_cells:
+        out[0][i, 0] = body_range_m[i]
+        out[1][i, 0] = True
+        out[2][i, 0] = body_reflectivity[i]
+        out[4][i, 0] = body_intensity[i]
+        out[5][i, 0] = SELF_CLASS_ID
+        out[6][i, 0] = SELF_MATERIAL_ID
+        out[7][i, 0] = SELF_OBJECT_ID
+        out[8][i, 0] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
+    return out
+
+
+@numba.njit(cache=True)
+def _classify(u, p_self, p_self_or_block, cells, n):
+    """The spec's three-way rule for the candidate cells, in one pass: indices (into ``cells``)
+    of body cells and of replaced (body or blocked) cells, and (n,) body and blocked masks."""
+    body_k = np.empty(u.size, np.int64)
+    replaced_k = np.empty(u.size, np.int64)
+    body = np.zeros(n, np.bool_)
+    blocked = np.zeros(n, np.bool_)
+    nb = 0
+    nr = 0
+    for k in range(u.size):
+        if u[k] < p_self[k]:
+            body_k[nb] = k
+            nb += 1
+            body[cells[k]] = True
+        elif u[k] < p_self_or_block[k]:
+            blocked[cells[k]] = True
+        else:
+            continue
+        replaced_k[nr] = k
+        nr += 1
+    return body_k[:nb], replaced_k[:nr], body, blocked
