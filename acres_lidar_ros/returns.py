@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.hits import NO_OBJECT, Hits
@@ -95,33 +96,66 @@ def nearest_hit_returns(
     -------
     Returns with ``R`` = 1: flags first | strongest | last, signal 0.
     """
-    sub_rays = len(weights)
-    n_rows, k = hits.shape
-    n = n_rows // sub_rays
-    in_window = hits.valid & (hits.range_m >= min_range_m) & (hits.range_m <= max_range_m)
-    # Hits of a sub-ray are sorted by range: its nearest in-window hit is its first in-window slot.
-    flat = np.arange(n_rows) * k + in_window.argmax(axis=1)
-    range_m = np.where(in_window.reshape(-1)[flat], hits.range_m.reshape(-1)[flat], np.inf)
-    if sub_rays > 1:
-        best = range_m.reshape(n, sub_rays).argmin(axis=1)
-        flat = flat.reshape(n, sub_rays)[np.arange(n), best]
-        range_m = range_m.reshape(n, sub_rays)[np.arange(n), best]
-    valid = np.isfinite(range_m)
-
-    def pick(field: np.ndarray) -> np.ndarray:
-        return field.reshape(-1)[flat]
-
-    material_id = np.where(valid, pick(hits.material_id), 0).astype(np.uint8)
-    rho = np.where(valid, reflectivity_by_material[material_id], 0.0)
-    flags = np.where(valid, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0).astype(np.uint8)
-    return Returns(
-        range_m=np.where(valid, range_m, np.nan)[:, None],
-        valid=valid[:, None],
-        reflectivity=rho[:, None],
-        signal=np.zeros((n, 1), np.uint16),
-        intensity=np.rint(100.0 * rho).astype(np.uint8)[:, None],
-        class_id=np.where(valid, pick(hits.class_id), 0).astype(np.uint8)[:, None],
-        material_id=material_id[:, None],
-        object_id=np.where(valid, pick(hits.object_id), NO_OBJECT).astype(np.int32)[:, None],
-        return_flags=flags[:, None],
+    columns = _nearest_in_window(
+        hits.range_m, hits.valid, hits.class_id, hits.material_id, hits.object_id, len(weights),
+        float(min_range_m), float(max_range_m), np.asarray(reflectivity_by_material, dtype=np.float64),
     )
+    n = len(columns[0])
+    range_m, valid, rho, intensity, class_id, material_id, object_id, flags = (c[:, None] for c in columns)
+    return Returns(
+        range_m=range_m,
+        valid=valid,
+        reflectivity=rho,
+        signal=np.zeros((n, 1), np.uint16),
+        intensity=intensity,
+        class_id=class_id,
+        material_id=material_id,
+        object_id=object_id,
+        return_flags=flags,
+    )
+
+
+@numba.njit(cache=True)
+def _nearest_in_window(range_m, valid, class_id, material_id, object_id, sub_rays, min_range_m, max_range_m,
+                       reflectivity_by_material):
+    """Per beam, its nearest hit within the window and that hit's fields, in one pass.
+
+    Hits of a sub-ray are sorted, so each sub-ray's first in-window hit is its nearest; the beam
+    keeps the nearest over its sub-rays (the first on a tie). Beams without one get NaN range,
+    zeros and ``NO_OBJECT``.
+    """
+    n_rows, k = range_m.shape
+    n = n_rows // sub_rays
+    out_range = np.full(n, np.nan)
+    out_valid = np.zeros(n, np.bool_)
+    out_rho = np.zeros(n)
+    out_intensity = np.zeros(n, np.uint8)
+    out_class = np.zeros(n, np.uint8)
+    out_material = np.zeros(n, np.uint8)
+    out_object = np.full(n, NO_OBJECT, np.int32)
+    out_flags = np.zeros(n, np.uint8)
+    for b in range(n):
+        best = np.inf
+        best_row = -1
+        best_slot = 0
+        for row in range(b * sub_rays, (b + 1) * sub_rays):
+            for j in range(k):
+                r = range_m[row, j]
+                if valid[row, j] and r >= min_range_m:
+                    if r <= max_range_m and r < best:
+                        best = r
+                        best_row = row
+                        best_slot = j
+                    break
+        if best_row >= 0:
+            material = material_id[best_row, best_slot]
+            rho = reflectivity_by_material[material]
+            out_range[b] = best
+            out_valid[b] = True
+            out_rho[b] = rho
+            out_intensity[b] = np.uint8(np.rint(100.0 * rho))
+            out_class[b] = class_id[best_row, best_slot]
+            out_material[b] = material
+            out_object[b] = object_id[best_row, best_slot]
+            out_flags[b] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
+    return out_range, out_valid, out_rho, out_intensity, out_class, out_material, out_object, out_flags

@@ -1,0 +1,39 @@
+"""The nearest-hit (no radiometry) returns on hand-made hits."""
+
+import numpy as np
+
+from acres_lidar_ros.hits import NO_OBJECT, Hits
+from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, nearest_hit_returns
+
+
+def make_hits(ranges, classes):
+    ranges = np.array(ranges, float)
+    hits = Hits.empty(*ranges.shape)
+    valid = np.isfinite(ranges)
+    hits.range_m[:] = ranges
+    hits.valid[:] = valid
+    hits.class_id[:] = np.where(valid, classes, 0)
+    hits.material_id[:] = np.where(valid, np.array(classes) % 17, 0)
+    hits.object_id[:] = np.where(valid, 100 + np.arange(ranges.size).reshape(ranges.shape), NO_OBJECT)
+    return hits
+
+
+def test_nearest_in_window_over_two_sub_rays():
+    inf = np.inf
+    # Beam 0: sub-ray 0 has 0.1 (below the window) then 5; sub-ray 1 has 4 -> 4 wins.
+    # Beam 1: everything outside the window (0.1 and 70 with a 60 m range) -> no return.
+    # Beam 2: sub-ray 0 empty; sub-ray 1 has 7 then 9 -> 7.
+    ranges = [[0.1, 5.0, inf], [4.0, 6.0, inf],
+              [0.1, 70.0, inf], [inf, inf, inf],
+              [inf, inf, inf], [7.0, 9.0, inf]]
+    classes = [[1, 2, 0], [3, 4, 0], [5, 6, 0], [0, 0, 0], [0, 0, 0], [7, 8, 0]]
+    rho = np.linspace(0.05, 0.85, 17)
+    r = nearest_hit_returns(make_hits(ranges, classes), np.array([0.5, 0.5]), 0.5, 60.0, rho)
+    assert r.valid[:, 0].tolist() == [True, False, True]
+    np.testing.assert_array_equal(r.range_m[[0, 2], 0], [4.0, 7.0])
+    assert np.isnan(r.range_m[1, 0])
+    assert r.class_id[:, 0].tolist() == [3, 0, 7]
+    assert r.object_id[:, 0].tolist() == [100 + 3, NO_OBJECT, 100 + 15]
+    assert r.intensity[:, 0].tolist() == [round(100 * rho[3]), 0, round(100 * rho[7])]
+    assert r.return_flags[:, 0].tolist() == [FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST]
+    assert r.num_returns.tolist() == [1, 0, 1]
