@@ -2,32 +2,32 @@
 
 ``process_beams_compiled`` takes the same inputs as ``beam_model.process_beams`` and gives the
 same ``Returns``; ``beam_model`` stays the readable numpy reference and this module follows it
-step by step (the numbered steps of its module notes). Compiled passes do the hashing, the
-branching, the echoes and the PCG32 draws; the transcendental functions are taken from the same
-place as in the reference, so the two backends agree bit for bit in clear air:
+step by step (the numbered steps of its module notes). Every pass but the clutter works beam by
+beam in chunks of beams (``_chunk_beams``, a function of the scan's size only), so the passes
+can run on all cores (``PARALLEL_PASSES``) and any chunking gives the same bits:
 
-1. **Reached hits** (``_reached_hits``, cells in order): the foliage transmission product, and
-   for ground hits the SplitMix64 hashes of the three terms, as the uniforms of their normals
-   (a hit in the same cell as the previous ground hit of its ring reuses that normal).
-2. numpy turns the uniforms into normals (``log``, ``sqrt``) and takes ``arccos`` of the ground
-   cosines; ``_ground_tilt`` tilts them; numpy takes the albedo ``exp``, the roughness ``pow``
-   and, where a material has them, ``|cos|^k`` and the specular lobe; ``_hit_power`` moves the
-   ranges and forms the power and echo stretch; ``_lit_contributions`` keeps the lit ones.
-3. **Clutter** (``_clutter``, rain and fog with clutter on; beams in ring-major sequence): the
-   slabs of each beam, the rain drops from the rain stream and the skip rule.
-4. **Echoes** (``_echoes``, beams in ring-major sequence, the noise stream's natural order):
-   sort by range, echo formation, the two outputs of each echo; numpy takes ``log U_a``,
-   ``expm1`` of the overlap and the extinction ``exp``; ``_echo_signals`` forms the signal and
-   detection, ``_select_returns`` the returns, range noise and brightness.
+1. **Reached hits** (``_reached_hits``): the foliage transmission product, and for ground hits
+   the SplitMix64 hashes of the three terms, as the uniforms of their normals (a hit in the same
+   cell as the previous ground hit of its ring in the chunk reuses that normal). Each chunk
+   fills its own stretch of the lists; a sequential copy closes the gaps.
+2. numpy's SIMD ``log`` of the normals' uniforms and ``arccos`` of the ground cosines;
+   ``_normals`` forms the normals, ``_hit_power`` the tilt, albedo, roughness move,
+   MinnaertBackscatter, power, echo stretch and each beam's nearest solid range.
+3. **Clutter** (``_clutter``, rain and fog with clutter on; beams in ring-major sequence,
+   sequential): the slabs of each beam, the rain drops from the rain stream and the skip rule.
+4. **Echoes** (``_echoes``): sort by range, echo formation, into room for one echo per
+   contribution. ``_echo_draws`` gives each echo its two outputs of the noise stream in the
+   stream's ring-major order: a chunk of ring-major positions jumps the stream to its first
+   draw (O'Neill's jump-ahead), so every echo gets the number the sequential stream gives it.
+   numpy takes ``log U_a``, ``expm1`` of the overlap and the extinction ``exp``; ``_returns``
+   forms signal and detection, the returns, range noise and brightness.
 
-Which library computes what: numpy's float64 ``log``, ``exp``, ``expm1``, ``arccos`` and
-``power`` are its own SIMD loops, so they are called on arrays here too; its ``cos`` and
-``hypot`` call the C library, as numba's ``math.cos`` and ``math.hypot`` do, so the compiled
-loops call those themselves (``sqrt`` is exact everywhere). The kernels use the reference's
-order of operations, its stable sort key ``beam * span + R`` (with the same power-of-two
-``span``) and numpy's summation order of ``np.add.reduceat`` (the first element plus the
-pairwise sum of the rest). The clutter pass still takes ``exp`` and ``log`` from the C library,
-so in rain and fog a precipitation echo's range and reflectivity may differ by a few ulps.
+Agreement with the reference: the discrete fields are equal; range and reflectivity may differ
+by a few ulps, because the compiled passes take ``cos``, ``exp`` (albedo, slabs), ``acos``
+(specular lobes) and ``x ** k`` from the C library where numpy uses its SIMD loops, form
+``hypot(a, b)`` as ``sqrt(a^2 + b^2)`` and ``c^1.5`` as ``c sqrt(c)``. The order of the sums is
+numpy's: the stable sort key ``beam * span + R`` (same power-of-two ``span``) and the order of
+``np.add.reduceat`` (the first element plus the pairwise sum of the rest).
 
 Generators: the PCG32 states are uint64 numbers carried through the loops and handed back to
 the caller's ``Pcg32`` objects at the end, so the streams continue across scans exactly as the
@@ -42,6 +42,7 @@ numba is imported when this module is imported; if that fails the error is kept 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -71,7 +72,15 @@ else:
     NUMBA_IMPORT_ERROR = None
 
 
-def _jit(function=None, *, inline: bool = False):
+PARALLEL_PASSES = False
+"""Whether the passes that draw nothing run on all cores (``numba.prange`` over chunks of
+beams). Off: on the 2-core development machine, shared with a build, a parallel region costs
+0.2 ms to wake the workqueue threads (8 ms under the OpenMP layer's default wait policy) and the
+Polaris scan was no faster; the rain and 7-sub-ray scans were 25-35 % faster but noisy. The
+chunks do not depend on the thread count, so either setting gives the same bits."""
+
+
+def _jit(function=None, *, inline: bool = False, parallel: bool = False):
     """``numba.njit(cache=True)``, or the plain function when numba is missing (then
     ``process_beams_compiled`` raises the import error before any kernel is called).
 
@@ -80,10 +89,10 @@ def _jit(function=None, *, inline: bool = False):
     increments that cost more than the helpers' work).
     """
     if function is None:
-        return lambda f: _jit(f, inline=inline)
+        return lambda f: _jit(f, inline=inline, parallel=parallel)
     if numba is None:
         return function
-    return numba.njit(cache=True, inline="always" if inline else "never")(function)
+    return numba.njit(cache=True, parallel=parallel and PARALLEL_PASSES, inline="always" if inline else "never")(function)
 
 
 
@@ -117,6 +126,10 @@ _POISSON_SATURATED = _POISSON_SATURATED_MEAN
 _SLAB_ROUNDING = 1e-9  # weather.clutter_slabs' tolerance on the last slab
 _PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
 _EMPTY = np.zeros(0)
+_CHUNK_BEAMS = 2048  # most beams per chunk of the passes
+_MIN_CHUNK_BEAMS = 256
+_PRECIPITATION_CLASS = np.uint8(CLASS_ID["precipitation"])
+_PRECIPITATION_MATERIAL = np.uint8(MATERIAL_OF_CLASS[CLASS_ID["precipitation"]])
 
 # Status codes of the kernels (0: done).
 _BAD_RANGE = 1
@@ -312,42 +325,55 @@ def _poisson(u, mean):
 # ---------------------------------------------------------------------------------------------
 
 
-@_jit
+
+@_jit(parallel=True)
 def _reached_hits(
-    hit_range_m, hit_valid, hit_class, hit_material, hit_cos, weights, origins, directions,
+    hit_range_m, hit_valid, hit_class, hit_material, hit_cos, n_sub, origins, directions,
     transmission, micro_slope_rad, reflectivity_sd, roughness_m, incidence_exponent, specular, specular_width_rad,
     is_foliage, foliage_solid, ground_class, rings,
-    slope_seed_term, albedo_seed_term, rough_seed_term, scan_index,
+    slope_seed_term, albedo_seed_term, rough_seed_term, scan_index, chunk,
 ):
-    """Step 1 and the hash half of step 2: no transcendental function here.
+    """Step 1 and the hash half of step 2, in chunks of ``chunk`` beams on all threads: no
+    transcendental function here.
 
     Lists the hits that light reaches (``T > 0``), beam by beam in (sub-ray, slot) order:
-    ``start (n_beams + 1,)``, ``row, slot (n,) int64``, ``range_m, cos_theta (clipped |cos|),
-    t (T in front), tau (n,) float64``, ``passes (n,) bool``, ``ground (n,) int64`` (position in
-    the ground list or -1). The ground list (``ground_hit (G,)``) carries for each of its three
-    terms the index of its normal (``z_index (3, G)``, -1 when the term is off); the normals
-    are listed once per distinct hash (a hit in the same 0.25 m or 0.1 m cell as the previous
-    ground hit of its ring reuses that one) as the argument of the log, ``U(h)``, and the
-    angle ``2 pi U(mix h)`` (``normal_u, normal_angle (U,)``). ``pow_hits`` and ``lobe_hits``
-    list the hits whose backscatter needs ``|cos|^k`` (``k`` not 0 or 1) or the specular lobe.
-    Returns ``status`` first (0, or the first bad input).
+    ``start (n_beams + 1,)``, ``flat (n,) int64`` (``row * K + slot``), ``range_m, cos_theta
+    (clipped |cos|), t (T in front), tau (n,) float64``, ``passes (n,) bool``, ``ground (n,)
+    int64`` (position in the ground list or -1). The ground list (``ground_hit (G,)``) carries
+    for each of its three terms the index of its normal (``z_index (3, G)``, -1 when the term
+    is off); the normals are listed once per distinct hash within a chunk (a hit in the same
+    0.25 m or 0.1 m cell as the previous ground hit of its ring reuses that one) as the
+    argument of the log, ``U(h)``, and the angle ``2 pi U(mix h)`` (``normal_u, normal_angle
+    (U,)``). A normal is a function of its hash alone, so the chunking changes no value.
+
+    Each chunk writes into its own stretch of the lists (sized by its valid hits), and a last
+    sequential pass closes the gaps. Returns ``status`` first (0, or the first bad input).
     """
     n_rows, k_slots = hit_range_m.shape
-    n_sub = weights.shape[0]
     n_beams = n_rows // n_sub
     n_classes = is_foliage.shape[0]
     n_materials = transmission.shape[0]
-    capacity = 0
-    n_ground = 0
-    for row in range(n_rows):
-        for k in range(k_slots):
-            if hit_valid[row, k]:
-                capacity += 1
-                if hit_class[row, k] == ground_class:
-                    n_ground += 1
+    n_chunks = (n_beams + chunk - 1) // chunk
+    cap_n = np.zeros(n_chunks + 1, np.int64)
+    cap_g = np.zeros(n_chunks + 1, np.int64)
+    for c in numba.prange(n_chunks):
+        valid = 0
+        on_ground = 0
+        for row in range(c * chunk * n_sub, min((c + 1) * chunk, n_beams) * n_sub):
+            for k in range(k_slots):
+                if hit_valid[row, k]:
+                    valid += 1
+                    if hit_class[row, k] == ground_class:
+                        on_ground += 1
+        cap_n[c + 1] = valid
+        cap_g[c + 1] = on_ground
+    for c in range(n_chunks):
+        cap_n[c + 1] += cap_n[c]
+        cap_g[c + 1] += cap_g[c]
+    capacity = cap_n[n_chunks]
+    n_ground = cap_g[n_chunks]
     start = np.zeros(n_beams + 1, np.int64)
-    out_row = np.empty(capacity, np.int64)
-    out_slot = np.empty(capacity, np.int64)
+    out_flat = np.empty(capacity, np.int64)
     out_range = np.empty(capacity)
     out_cos = np.empty(capacity)
     out_t = np.empty(capacity)
@@ -355,228 +381,222 @@ def _reached_hits(
     out_passes = np.empty(capacity, np.bool_)
     out_ground = np.empty(capacity, np.int64)
     ground_hit = np.empty(n_ground, np.int64)
-    z_index = np.full((3, n_ground), -1, np.int64)
+    z_index = np.empty((3, n_ground), np.int64)
     normal_u = np.empty(3 * n_ground)
     normal_angle = np.empty(3 * n_ground)
-    pow_hits = np.empty(capacity, np.int64)
-    lobe_hits = np.empty(capacity, np.int64)
-    last_hash = np.zeros((2, rings), np.uint64)
-    last_normal = np.full((2, rings), -1, np.int64)
+    used = np.zeros((n_chunks, 3), np.int64)  # hits, ground hits, normals written by each chunk
+    status = np.zeros(n_chunks, np.int64)
     scan_key = _U64(scan_index) << _SHIFT_24
+    for c in numba.prange(n_chunks):
+        last_hash = np.zeros((2, rings), np.uint64)
+        last_normal = np.full((2, rings), -1, np.int64)
+        n = cap_n[c]
+        g = cap_g[c]
+        u = 3 * cap_g[c]
+        bad = 0
+        for beam in range(c * chunk, min((c + 1) * chunk, n_beams)):
+            start[beam] = n
+            ring = beam % rings
+            beam_key = scan_key | (_U64(beam) << _SHIFT_3)
+            for j in range(n_sub):
+                row = beam * n_sub + j
+                t = 1.0
+                for k in range(k_slots):
+                    if not hit_valid[row, k]:
+                        continue
+                    cls = np.int64(hit_class[row, k])
+                    mat = np.int64(hit_material[row, k])
+                    if mat >= n_materials:
+                        bad = _BAD_MATERIAL
+                        break
+                    if cls >= n_classes and not foliage_solid:
+                        bad = _BAD_CLASS
+                        break
+                    passes = (not foliage_solid) and is_foliage[cls]
+                    tau = transmission[mat] if passes else 0.0
+                    t_hit = t
+                    t = t * tau
+                    if not t_hit > 0.0:
+                        continue  # behind a solid surface: no light
+                    range_m = hit_range_m[row, k]
+                    if not (range_m >= 0.0 and math.isfinite(range_m)):
+                        bad = _BAD_RANGE
+                        break
+                    out_flat[n] = row * k_slots + k
+                    out_range[n] = range_m
+                    out_cos[n] = min(max(abs(hit_cos[row, k]), 0.0), 1.0)
+                    out_t[n] = t_hit
+                    out_tau[n] = tau
+                    out_passes[n] = passes
+                    out_ground[n] = -1
+                    if cls == ground_class:
+                        out_ground[n] = g
+                        ground_hit[g] = n
+                        point_x = origins[row, 0] + range_m * directions[row, 0]
+                        point_y = origins[row, 1] + range_m * directions[row, 1]
+                        for term in range(3):
+                            z_index[term, g] = -1
+                            if term == 0:
+                                if not micro_slope_rad[mat] > 0.0:
+                                    continue
+                                h = _mix64(_floor_cell(point_x, MICRO_SLOPE_CELL_M) ^ slope_seed_term)
+                                h = _mix64(h ^ _floor_cell(point_y, MICRO_SLOPE_CELL_M))
+                            elif term == 1:
+                                if not reflectivity_sd[mat] > 0.0:
+                                    continue
+                                h = _mix64(_floor_cell(point_x, ALBEDO_CELL_M) ^ albedo_seed_term)
+                                h = _mix64(h ^ _floor_cell(point_y, ALBEDO_CELL_M))
+                            else:
+                                if not roughness_m[mat] > 0.0:
+                                    continue
+                                h = _mix64((beam_key | _U64(j)) ^ rough_seed_term)
+                            if term < 2 and last_normal[term, ring] >= 0 and last_hash[term, ring] == h:
+                                z_index[term, g] = last_normal[term, ring]
+                                continue
+                            normal_u[u] = (np.float64(h >> _SHIFT_11) + 0.5) * _INV_TWO_POW_53
+                            normal_angle[u] = (np.float64(_mix64(h) >> _SHIFT_11) + 0.5) * _TWO_PI_OVER_TWO_POW_53
+                            z_index[term, g] = u
+                            if term < 2:
+                                last_hash[term, ring] = h
+                                last_normal[term, ring] = u
+                            u += 1
+                        g += 1
+                    n += 1
+                if bad != 0:
+                    break
+            if bad != 0:
+                break
+        status[c] = bad
+        used[c, 0] = n - cap_n[c]
+        used[c, 1] = g - cap_g[c]
+        used[c, 2] = u - 3 * cap_g[c]
+    for c in range(n_chunks):
+        if status[c] != 0:
+            return (status[c], start, out_flat[:0], out_range[:0], out_cos[:0], out_t[:0], out_tau[:0],
+                    out_passes[:0], out_ground[:0], ground_hit[:0], z_index[:, :0], normal_u[:0], normal_angle[:0])
+    # Close the gaps between the chunks' stretches (each moves left, so a forward copy is safe).
     n = 0
     g = 0
     u = 0
-    n_pow = 0
-    n_lobe = 0
-    status = 0
-    for beam in range(n_beams):
-        start[beam] = n
-        ring = beam % rings
-        beam_key = scan_key | (_U64(beam) << _SHIFT_3)
-        for j in range(n_sub):
-            row = beam * n_sub + j
-            t = 1.0
-            for k in range(k_slots):
-                if not hit_valid[row, k]:
-                    continue
-                cls = np.int64(hit_class[row, k])
-                mat = np.int64(hit_material[row, k])
-                if mat >= n_materials:
-                    status = _BAD_MATERIAL
-                    break
-                if cls >= n_classes and not foliage_solid:
-                    status = _BAD_CLASS
-                    break
-                passes = (not foliage_solid) and is_foliage[cls]
-                tau = transmission[mat] if passes else 0.0
-                t_hit = t
-                t = t * tau
-                if not t_hit > 0.0:
-                    continue  # behind a solid surface: no light
-                range_m = hit_range_m[row, k]
-                if not (range_m >= 0.0 and math.isfinite(range_m)):
-                    status = _BAD_RANGE
-                    break
-                out_row[n] = row
-                out_slot[n] = k
-                out_range[n] = range_m
-                out_cos[n] = min(max(abs(hit_cos[row, k]), 0.0), 1.0)
-                out_t[n] = t_hit
-                out_tau[n] = tau
-                out_passes[n] = passes
-                out_ground[n] = -1
-                k_exp = incidence_exponent[mat]
-                if k_exp != 0.0 and k_exp != 1.0:
-                    pow_hits[n_pow] = n
-                    n_pow += 1
-                if specular[mat] > 0.0 and specular_width_rad[mat] > 0.0:
-                    lobe_hits[n_lobe] = n
-                    n_lobe += 1
-                if cls == ground_class:
-                    out_ground[n] = g
-                    ground_hit[g] = n
-                    point_x = origins[row, 0] + range_m * directions[row, 0]
-                    point_y = origins[row, 1] + range_m * directions[row, 1]
-                    for term in range(3):
-                        if term == 0:
-                            if not micro_slope_rad[mat] > 0.0:
-                                continue
-                            h = _mix64(_floor_cell(point_x, MICRO_SLOPE_CELL_M) ^ slope_seed_term)
-                            h = _mix64(h ^ _floor_cell(point_y, MICRO_SLOPE_CELL_M))
-                        elif term == 1:
-                            if not reflectivity_sd[mat] > 0.0:
-                                continue
-                            h = _mix64(_floor_cell(point_x, ALBEDO_CELL_M) ^ albedo_seed_term)
-                            h = _mix64(h ^ _floor_cell(point_y, ALBEDO_CELL_M))
-                        else:
-                            if not roughness_m[mat] > 0.0:
-                                continue
-                            h = _mix64((beam_key | _U64(j)) ^ rough_seed_term)
-                        if term < 2 and last_normal[term, ring] >= 0 and last_hash[term, ring] == h:
-                            z_index[term, g] = last_normal[term, ring]
-                            continue
-                        normal_u[u] = (np.float64(h >> _SHIFT_11) + 0.5) * _INV_TWO_POW_53
-                        normal_angle[u] = (np.float64(_mix64(h) >> _SHIFT_11) + 0.5) * _TWO_PI_OVER_TWO_POW_53
-                        z_index[term, g] = u
-                        if term < 2:
-                            last_hash[term, ring] = h
-                            last_normal[term, ring] = u
-                        u += 1
-                    g += 1
-                n += 1
-            if status != 0:
-                break
-        if status != 0:
-            break
+    for c in range(n_chunks):
+        shift_n = n - cap_n[c]
+        shift_g = g - cap_g[c]
+        shift_u = u - 3 * cap_g[c]
+        for beam in range(c * chunk, min((c + 1) * chunk, n_beams)):
+            start[beam] += shift_n
+        for i in range(used[c, 0]):
+            src = cap_n[c] + i
+            out_flat[n + i] = out_flat[src]
+            out_range[n + i] = out_range[src]
+            out_cos[n + i] = out_cos[src]
+            out_t[n + i] = out_t[src]
+            out_tau[n + i] = out_tau[src]
+            out_passes[n + i] = out_passes[src]
+            out_ground[n + i] = out_ground[src] + shift_g if out_ground[src] >= 0 else -1
+        for i in range(used[c, 1]):
+            src = cap_g[c] + i
+            ground_hit[g + i] = ground_hit[src] + shift_n
+            for term in range(3):
+                z_index[term, g + i] = z_index[term, src] + shift_u if z_index[term, src] >= 0 else -1
+        for i in range(used[c, 2]):
+            normal_u[u + i] = normal_u[3 * cap_g[c] + i]
+            normal_angle[u + i] = normal_angle[3 * cap_g[c] + i]
+        n += used[c, 0]
+        g += used[c, 1]
+        u += used[c, 2]
     start[n_beams] = n
-    return (status, start, out_row[:n], out_slot[:n], out_range[:n], out_cos[:n], out_t[:n], out_tau[:n],
-            out_passes[:n], out_ground[:n], ground_hit[:g], z_index[:, :g], normal_u[:u], normal_angle[:u],
-            pow_hits[:n_pow], lobe_hits[:n_lobe])
+    return (0, start, out_flat[:n], out_range[:n], out_cos[:n], out_t[:n], out_tau[:n],
+            out_passes[:n], out_ground[:n], ground_hit[:g], z_index[:, :g], normal_u[:u], normal_angle[:u])
 
 
-@_jit
-def _cosines(angle):
-    """``cos`` of each angle: the C library's, which numpy's float64 ``cos`` also calls."""
-    out = np.empty(angle.shape[0])
-    for i in range(angle.shape[0]):
-        out[i] = math.cos(angle[i])
-    return out
+@_jit(parallel=True)
+def _normals(log_u, angle):
+    """``sqrt(-2 ln U) cos(angle)`` of each listed normal (``ln U`` from numpy; ``cos`` the C
+    library's, which numpy's float64 ``cos`` also calls), in ``hash_normal``'s order."""
+    z = np.empty(log_u.shape[0])
+    for i in numba.prange(log_u.shape[0]):
+        z[i] = math.sqrt(log_u[i] * -2.0) * math.cos(angle[i])
+    return z
 
 
-@_jit
-def _ground_tilt(ground_hit, material, z_index, z, theta, cos_theta, micro_slope_rad, reflectivity_sd, roughness_m):
-    """Step 2, the micro-slope: ``cos theta' = cos(clamp(theta + sigma_t z, 0, MAX_TILT))`` of each
-    ground hit, written into ``cos_theta``; returns the albedo's exponent ``s_rho z - s_rho^2 / 2``
-    and the roughness cosine ``clamp(|cos theta'|, 0.05, 1)`` (G,) (0 and 1 where off)."""
-    n_ground = ground_hit.shape[0]
-    albedo_exponent = np.zeros(n_ground)
-    rough_cos = np.ones(n_ground)
-    for g in range(n_ground):
-        i = ground_hit[g]
-        mat = material[i]
-        angle = theta[g]
-        sigma_t = micro_slope_rad[mat]
-        if sigma_t > 0.0:
-            angle = angle + sigma_t * z[z_index[0, g]]
-        c = math.cos(min(max(angle, 0.0), MAX_TILT_RAD))
-        cos_theta[i] = c
-        s_rho = reflectivity_sd[mat]
-        if s_rho > 0.0:
-            albedo_exponent[g] = s_rho * z[z_index[1, g]] - 0.5 * (s_rho * s_rho)
-        if roughness_m[mat] > 0.0:
-            rough_cos[g] = min(max(abs(c), ROUGH_COS_MIN), 1.0)
-    return albedo_exponent, rough_cos
-
-
-@_jit
+@_jit(parallel=True)
 def _hit_power(
-    row, slot, range_m, cos_theta, t, tau, passes, ground, material, z_index, z, albedo, rough_pow,
-    incidence, lobe, hit_class, hit_wetness, weights, ground_class,
-    reflectivity, wet_darkening, incidence_exponent, roughness_m, pulse_length_m, divergence_rad, divergence_v_rad,
+    start, flat, range_m, cos_theta, t, tau, passes, ground, z_index, z, theta,
+    hit_class, hit_material, hit_wetness, n_sub, ground_class, weights,
+    reflectivity, wet_darkening, incidence_exponent, specular, specular_width_rad,
+    micro_slope_rad, reflectivity_sd, roughness_m, pulse_length_m, divergence_rad, divergence_v_rad, chunk,
 ):
-    """Steps 2 (roughness) and 3 for each reached hit: its range (moved by the roughness), its
-    power ``P`` and its echo stretch ``g``, written in place into ``range_m`` and returned as
-    ``power, peak (n,)``. ``incidence`` holds ``|cos|^k`` where ``k`` is not 0 or 1 and ``lobe``
-    the specular lobe ``s exp(-(theta / theta_s)^2)`` (0 where none), both from numpy."""
-    n = row.shape[0]
-    n_sub = weights.shape[0]
+    """Steps 2 and 3 for each reached hit, beams in chunks on all threads: the ground tilt
+    ``cos theta' = cos(clamp(theta + sigma_t z, 0, MAX_TILT))`` (``theta = arccos`` from numpy),
+    the albedo ``exp(s_rho z - s_rho^2 / 2)``, the roughness move ``sigma_h / c^1.5 z`` (``c^1.5``
+    as ``c sqrt(c)``), MinnaertBackscatter, the power ``P`` and the echo stretch ``g``. The
+    range is moved in place in ``range_m``; returns ``power, peak (n,)`` and the nearest solid
+    range of each beam (inf where none)."""
+    n_beams = start.shape[0] - 1
+    k_slots = hit_class.shape[1]
+    n = flat.shape[0]
     power = np.empty(n)
     peak = np.empty(n)
-    for i in range(n):
-        mat = material[i]
-        r = range_m[i]
-        c = cos_theta[i]
-        g = ground[i]
-        a = 1.0
-        if g >= 0:
-            a = albedo[g]
-            sigma_h = roughness_m[mat]
-            if sigma_h > 0.0:
-                moved = r + sigma_h / rough_pow[g] * z[z_index[2, g]]
-                r = max(MIN_ROUGH_RANGE_M, moved)
-                range_m[i] = r
-        k_exp = incidence_exponent[mat]
-        floored = max(c, COS_FLOOR)
-        if k_exp == 1.0:
-            inc = floored
-        elif k_exp == 0.0:
-            inc = 1.0
-        else:
-            inc = incidence[i]
-        hit_row = row[i]
-        k = slot[i]
-        darkening = max(0.0, 1.0 - wet_darkening[mat] * hit_wetness[hit_row, k])
-        rho_bs = reflectivity[mat] * darkening * inc + lobe[i]
-        j = hit_row % n_sub
-        power[i] = weights[j] * t[i] * t[i] * (1.0 - tau[i]) * rho_bs * a
-        g_peak = 1.0
-        if pulse_length_m > 0.0 and not passes[i]:
-            cc = min(max(c, COS_FLOOR), 1.0)
-            div = divergence_v_rad if np.int64(hit_class[hit_row, k]) == ground_class else divergence_rad
-            spread = r * (math.sqrt(1.0 - cc * cc) / cc) * div
-            g_peak = pulse_length_m / math.hypot(pulse_length_m, spread)
-        peak[i] = g_peak
-    return power, peak
+    nearest_solid = np.empty(n_beams)
+    n_chunks = (n_beams + chunk - 1) // chunk
+    for ch in numba.prange(n_chunks):
+        for beam in range(ch * chunk, min((ch + 1) * chunk, n_beams)):
+            nearest = np.inf
+            for i in range(start[beam], start[beam + 1]):
+                hit_row = flat[i] // k_slots
+                k = flat[i] - hit_row * k_slots
+                mat = np.int64(hit_material[hit_row, k])
+                r = range_m[i]
+                c = cos_theta[i]
+                gi = ground[i]
+                a = 1.0
+                if gi >= 0:
+                    angle = theta[gi]
+                    sigma_t = micro_slope_rad[mat]
+                    if sigma_t > 0.0:
+                        angle = angle + sigma_t * z[z_index[0, gi]]
+                    c = math.cos(min(max(angle, 0.0), MAX_TILT_RAD))
+                    s_rho = reflectivity_sd[mat]
+                    if s_rho > 0.0:
+                        a = math.exp(s_rho * z[z_index[1, gi]] - 0.5 * (s_rho * s_rho))
+                    sigma_h = roughness_m[mat]
+                    if sigma_h > 0.0:
+                        rc = min(max(abs(c), ROUGH_COS_MIN), 1.0)
+                        # c^(1 + H): c sqrt(c) for the spec's H = 1/2 (a constant numba folds).
+                        rough = rc * math.sqrt(rc) if _ROUGH_EXPONENT == 1.5 else rc**_ROUGH_EXPONENT
+                        moved = r + sigma_h / rough * z[z_index[2, gi]]
+                        r = max(MIN_ROUGH_RANGE_M, moved)
+                        range_m[i] = r
+                k_exp = incidence_exponent[mat]
+                floored = max(c, COS_FLOOR)
+                if k_exp == 1.0:
+                    inc = floored
+                elif k_exp == 0.0:
+                    inc = 1.0
+                else:
+                    inc = floored ** k_exp
+                wet = wet_darkening[mat]
+                darkening = max(0.0, 1.0 - wet * hit_wetness[hit_row, k]) if wet != 0.0 else 1.0
+                rho_bs = reflectivity[mat] * darkening * inc
+                s = specular[mat]
+                width = specular_width_rad[mat]
+                if s > 0.0 and width > 0.0:
+                    ratio = math.acos(c) / width
+                    rho_bs = rho_bs + s * math.exp(-(ratio * ratio))
+                p = weights[hit_row % n_sub] * t[i] * t[i] * (1.0 - tau[i]) * rho_bs * a
+                power[i] = p
+                g_peak = 1.0
+                if pulse_length_m > 0.0 and not passes[i]:
+                    cc = min(max(c, COS_FLOOR), 1.0)
+                    div = divergence_v_rad if np.int64(hit_class[hit_row, k]) == ground_class else divergence_rad
+                    spread = r * (math.sqrt(1.0 - cc * cc) / cc) * div
+                    g_peak = pulse_length_m / math.sqrt(pulse_length_m * pulse_length_m + spread * spread)
+                peak[i] = g_peak
+                if not passes[i] and r < nearest:
+                    nearest = r
+            nearest_solid[beam] = nearest
+    return power, peak, nearest_solid
 
-
-@_jit
-def _lit_contributions(start, range_m, power, peak, passes, row, slot, hit_class, hit_material, hit_object):
-    """The lit contributions (``P > 0``) of each beam in one compact list (``lit_start
-    (n_beams + 1,)``, ``range_m, power, peak``, ``class, material, object``) and the nearest
-    solid range of each beam (inf where none): the reached hits, beam by beam."""
-    n_beams = start.shape[0] - 1
-    n = range_m.shape[0]
-    lit = 0
-    for i in range(n):
-        if power[i] > 0.0:
-            lit += 1
-    lit_start = np.empty(n_beams + 1, np.int64)
-    out_range = np.empty(lit)
-    out_power = np.empty(lit)
-    out_peak = np.empty(lit)
-    out_class = np.empty(lit, np.uint8)
-    out_material = np.empty(lit, np.uint8)
-    out_object = np.empty(lit, np.int32)
-    nearest_solid = np.full(n_beams, np.inf)
-    m = 0
-    for beam in range(n_beams):
-        lit_start[beam] = m
-        for i in range(start[beam], start[beam + 1]):
-            if not passes[i] and range_m[i] < nearest_solid[beam]:
-                nearest_solid[beam] = range_m[i]
-            if not power[i] > 0.0:
-                continue
-            r = row[i]
-            k = slot[i]
-            out_range[m] = range_m[i]
-            out_power[m] = power[i]
-            out_peak[m] = peak[i]
-            out_class[m] = hit_class[r, k]
-            out_material[m] = hit_material[r, k]
-            out_object[m] = hit_object[r, k]
-            m += 1
-    lit_start[n_beams] = m
-    return lit_start, out_range, out_power, out_peak, out_class, out_material, out_object, nearest_solid
 
 
 # ---------------------------------------------------------------------------------------------
@@ -686,6 +706,7 @@ def _clutter(
     return start, kept, center_out[:n], rho_out[:n], energy_state
 
 
+
 # ---------------------------------------------------------------------------------------------
 # Pass 3: echoes, noise, detection and returns
 # ---------------------------------------------------------------------------------------------
@@ -768,85 +789,69 @@ def _candidates(mode, first, last, strongest, second, cand_idx, cand_flag):
     return merged
 
 
-@_jit
-def _echoes(
-    hit_start, hit_range_m, hit_power, hit_peak, hit_class, hit_material, hit_object,
-    slab_start, slab_count, slab_range_m, slab_power, precipitation_class, precipitation_material,
-    columns, rings, separation_m, overlap_range_m, noise_state, noise_inc,
-):
-    """Step 5 and the draws of step 6, beams in ring-major sequence (the noise stream's order).
 
-    Contributions of a beam are its hits (``hit_*``, ``hit_start (n_beams + 1,)``) and its kept
-    clutter slabs (``slab_*``). Returns the echoes in drawing order: ``echo_start (n_beams + 1,)``
-    by ring-major position, ``beam (E,) int64``, ``range_m, reflectance, peak (E,)`` (``R_e``,
-    ``rho_e``, ``g_e``), ``class, material, object`` of the largest contribution, the uniforms
-    ``u_a, u_b (E,)`` of the echo's two outputs, ``x = (R_e / R_ov)^2 (E,)`` and the noise
-    stream's new state.
-    """
-    n_beams = columns * rings
-    n_contrib = hit_range_m.shape[0] + slab_range_m.shape[0]
-    echo_start = np.zeros(n_beams + 1, np.int64)
-    e_beam = np.empty(n_contrib, np.int64)
-    e_range = np.empty(n_contrib)
-    e_rho = np.empty(n_contrib)
-    e_peak = np.empty(n_contrib)
-    e_class = np.empty(n_contrib, np.uint8)
-    e_material = np.empty(n_contrib, np.uint8)
-    e_object = np.empty(n_contrib, np.int32)
-    u_a = np.empty(n_contrib)
-    u_b = np.empty(n_contrib)
-    x = np.empty(n_contrib)
-    if n_contrib == 0:
-        return echo_start, e_beam, e_range, e_rho, e_peak, e_class, e_material, e_object, u_a, u_b, x, noise_state
+@_jit(parallel=True)
+def _echoes(
+    start, flat, hit_range_m, hit_power, hit_peak, hit_class, hit_material, hit_object,
+    slab_start, slab_count, slab_range_m, slab_power, echo_base, separation_m, chunk,
+):
+    """Step 5 for every beam, beams in chunks on all threads: the beam's contributions (its
+    lit hits, ``P > 0``, then its kept clutter slabs) sorted by range, echo formation and the
+    echo's sums. The echoes of beam ``b`` go to ``echo_base[b]`` on (room for one echo per
+    contribution); returns ``count (n_beams,)`` and ``range_m, reflectance, peak (C,)``
+    (``R_e``, ``rho_e``, ``g_e``), ``class, material, object (C,)`` of the largest
+    contribution; unused room holds ``R_e = 0``."""
+    n_beams = start.shape[0] - 1
+    k_slots = hit_class.shape[1]
+    total = echo_base[n_beams]
+    count = np.zeros(n_beams, np.int64)
+    e_range = np.zeros(total)
+    e_rho = np.empty(total)
+    e_peak = np.empty(total)
+    e_class = np.empty(total, np.uint8)
+    e_material = np.empty(total, np.uint8)
+    e_object = np.empty(total, np.int32)
     # numpy's sort key beam * span + R, span a power of two above every lit range.
     largest_m = -np.inf
     for i in range(hit_range_m.shape[0]):
-        largest_m = max(largest_m, hit_range_m[i])
+        if hit_power[i] > 0.0:
+            largest_m = max(largest_m, hit_range_m[i])
     for i in range(slab_range_m.shape[0]):
         largest_m = max(largest_m, slab_range_m[i])
+    if not largest_m > -np.inf:
+        return count, e_range, e_rho, e_peak, e_class, e_material, e_object
     span = 2.0 ** math.ceil(math.log2(largest_m + 2.0))
-    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
-
     capacity = 1
     for beam in range(n_beams):
-        capacity = max(capacity, hit_start[beam + 1] - hit_start[beam] + slab_count[beam])
-    key = np.empty(capacity)
-    c_range = np.empty(capacity)
-    c_power = np.empty(capacity)
-    c_peak = np.empty(capacity)
-    c_class = np.empty(capacity, np.uint8)
-    c_material = np.empty(capacity, np.uint8)
-    c_object = np.empty(capacity, np.int32)
-    order = np.empty(capacity, np.int64)
-    s_range = np.empty(capacity)
-    s_power = np.empty(capacity)
-    s_power_range = np.empty(capacity)
-    s_power_peak = np.empty(capacity)
-    starts = np.empty(capacity, np.int64)
-    state = noise_state
-    e = 0
-    position = 0
-    for ring in range(rings):
-        for column in range(columns):
-            beam = column * rings + ring
-            echo_start[position] = e
-            position += 1
+        capacity = max(capacity, echo_base[beam + 1] - echo_base[beam])
+    n_chunks = (n_beams + chunk - 1) // chunk
+    for ch in numba.prange(n_chunks):
+        key = np.empty(capacity)
+        c_range = np.empty(capacity)
+        c_power = np.empty(capacity)
+        c_peak = np.empty(capacity)
+        c_index = np.empty(capacity, np.int64)  # the hit's flat index, or -1 for a slab
+        order = np.empty(capacity, np.int64)
+        s_range = np.empty(capacity)
+        s_power = np.empty(capacity)
+        s_power_range = np.empty(capacity)
+        s_power_peak = np.empty(capacity)
+        starts = np.empty(capacity, np.int64)
+        for beam in range(ch * chunk, min((ch + 1) * chunk, n_beams)):
             n = 0
-            for i in range(hit_start[beam], hit_start[beam + 1]):
+            for i in range(start[beam], start[beam + 1]):
+                if not hit_power[i] > 0.0:
+                    continue
                 c_range[n] = hit_range_m[i]
                 c_power[n] = hit_power[i]
                 c_peak[n] = hit_peak[i]
-                c_class[n] = hit_class[i]
-                c_material[n] = hit_material[i]
-                c_object[n] = hit_object[i]
+                c_index[n] = flat[i]
                 n += 1
             for i in range(slab_start[beam], slab_start[beam] + slab_count[beam]):
                 c_range[n] = slab_range_m[i]
                 c_power[n] = slab_power[i]
                 c_peak[n] = 1.0
-                c_class[n] = precipitation_class
-                c_material[n] = precipitation_material
-                c_object[n] = NO_OBJECT
+                c_index[n] = -1
                 n += 1
             if n == 0:
                 continue
@@ -873,6 +878,7 @@ def _echoes(
                     first_m = s_range[i]
                     starts[n_echo] = i
                     n_echo += 1
+            e = echo_base[beam]
             for q in range(n_echo):
                 lo = starts[q]
                 hi = starts[q + 1] if q + 1 < n_echo else n
@@ -891,147 +897,178 @@ def _echoes(
                     rest_power_range = _pairwise_sum(s_power_range, lo + 1, length - 1)
                     rest_power_peak = _pairwise_sum(s_power_peak, lo + 1, length - 1)
                 rho_e = s_power[lo] + rest_power
-                range_e = (s_power_range[lo] + rest_power_range) / rho_e
                 largest = lo
                 for i in range(lo + 1, hi):
                     if s_power[i] > s_power[largest]:
                         largest = i
-                o = order[largest]
-                e_beam[e] = beam
-                e_range[e] = range_e
+                e_range[e] = (s_power_range[lo] + rest_power_range) / rho_e
                 e_rho[e] = rho_e
                 e_peak[e] = (s_power_peak[lo] + rest_power_peak) / rho_e
-                e_class[e] = c_class[o]
-                e_material[e] = c_material[o]
-                e_object[e] = c_object[o]
+                index = c_index[order[largest]]
+                if index < 0:
+                    e_class[e] = _PRECIPITATION_CLASS
+                    e_material[e] = _PRECIPITATION_MATERIAL
+                    e_object[e] = NO_OBJECT
+                else:
+                    hit_row = index // k_slots
+                    k = index - hit_row * k_slots
+                    e_class[e] = hit_class[hit_row, k]
+                    e_material[e] = hit_material[hit_row, k]
+                    e_object[e] = hit_object[hit_row, k]
+                e += 1
+            count[beam] = n_echo
+    return count, e_range, e_rho, e_peak, e_class, e_material, e_object
+
+
+@_jit(parallel=True)
+def _echo_draws(count, echo_base, e_range, columns, rings, overlap_range_m, noise_state, noise_inc, chunk):
+    """The draws of step 6: two outputs of the noise stream per echo, echoes in range order,
+    beams in ring-major sequence. The ring-major positions are cut into chunks; each chunk jumps
+    the stream to its first draw (O'Neill's jump-ahead), so every echo gets the very number the
+    sequential stream gives it, whatever the threads. Returns ``u_a, u_b (C,)``, ``x = (R_e /
+    R_ov)^2 (C,)`` (``u_a = 1/2, x = 1`` in unused room) and the stream's new state."""
+    n_beams = columns * rings
+    total = e_range.shape[0]
+    u_a = np.full(total, 0.5)
+    u_b = np.empty(total)
+    x = np.ones(total)
+    before = np.zeros(n_beams + 1, np.int64)  # echoes before each ring-major position
+    for position in range(n_beams):
+        ring = position // columns
+        beam = (position - ring * columns) * rings + ring
+        before[position + 1] = before[position] + count[beam]
+    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
+    n_chunks = (n_beams + chunk - 1) // chunk
+    for ch in numba.prange(n_chunks):
+        first = ch * chunk
+        state = _pcg32_advance(noise_state, noise_inc, 2 * before[first])
+        for position in range(first, min(first + chunk, n_beams)):
+            ring = position // columns
+            beam = (position - ring * columns) * rings + ring
+            for e in range(echo_base[beam], echo_base[beam] + count[beam]):
                 out_a, state = _pcg32_next(state, noise_inc)
                 out_b, state = _pcg32_next(state, noise_inc)
                 u_a[e] = _uniform_u32(out_a)
                 u_b[e] = _uniform_u32(out_b)
-                ratio = abs(range_e) / safe_ov
+                ratio = abs(e_range[e]) / safe_ov
                 x[e] = ratio * ratio
-                e += 1
-    echo_start[n_beams] = e
-    return (echo_start, e_beam[:e], e_range[:e], e_rho[:e], e_peak[:e], e_class[:e], e_material[:e],
-            e_object[:e], u_a[:e], u_b[:e], x[:e], state)
+    return u_a, u_b, x, _pcg32_advance(noise_state, noise_inc, 2 * before[n_beams])
 
 
-@_jit
-def _echo_signals(
-    beam, range_m, reflectance, peak, log_u_a, u_b, x, expm1_minus_x, extinction, rings,
+@_jit(parallel=True)
+def _returns(
+    count, echo_base, range_m, reflectance, peak, log_u_a, u_b, x, expm1_minus_x, extinction,
+    e_class, e_material, e_object, columns, rings,
     s10, ring_r10, overlap_range_m, alpha, ambient, threshold, noise_on, min_range_m, max_range_m,
+    std_m, range_std_low_snr_m, signal_limit, mode, slots, chunk,
 ):
-    """Step 6 for each echo: ``n1, n2`` from the echo's uniforms (``ln U_a`` from numpy), the
-    clear signal ``S_c``, the measured signal ``S'`` and detection. ``expm1_minus_x`` is
-    ``expm1(-x)`` and ``extinction`` ``exp(-2 alpha R_e)`` (used when ``alpha > 0``), both from
-    numpy. Returns ``clear, measured, n2 (E,)`` and ``detected (E,) bool``."""
-    n = beam.shape[0]
-    clear = np.empty(n)
-    measured = np.empty(n)
-    n2 = np.empty(n)
-    detected = np.empty(n, np.bool_)
-    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
-    for e in range(n):
-        radius = math.sqrt(-2.0 * log_u_a[e])
-        cosine = math.cos(_TWO_PI * u_b[e])
-        sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
-        if not u_b[e] < 0.5:
-            sine = -sine
-        n2[e] = radius * sine
-        r = range_m[e]
-        xe = x[e]
-        f = -expm1_minus_x[e] / xe if xe > 0.0 else 1.0
-        geometry = f / (safe_ov * safe_ov)
-        if not overlap_range_m > 0.0:
-            near = max(abs(r), 1e-3)
-            geometry = 1.0 / (near * near)
-        r10 = ring_r10[beam[e] % rings]
-        c = s10 * (reflectance[e] / 0.1) * (r10 * r10) * geometry * peak[e]
-        clear[e] = c
-        signal = c * extinction[e] if alpha > 0.0 else c
-        m = signal + math.sqrt(max(signal + ambient, 0.0)) * (radius * cosine) if noise_on else signal
-        measured[e] = m
-        detected[e] = m >= threshold and r >= min_range_m and r <= max_range_m
-    return clear, measured, n2, detected
-
-
-@_jit
-def _select_returns(
-    echo_start, beam, range_m, reflectance, clear, measured, n2, detected, e_class, e_material, e_object,
-    columns, rings, alpha, extinction, ambient, s10, noise_on, std_m, range_std_low_snr_m, max_range_m,
-    signal_limit, mode, slots,
-):
-    """Step 7 for every beam: the returns among its detected echoes, with the range noise and the
-    brightness of the chosen ones. Returns the nine (n_beams, slots) fields of ``Returns`` and
-    the flat indices of the returns whose reflectivity is above 1 (their intensity byte needs
-    numpy's logarithm; they hold 0 here)."""
+    """Steps 6 and 7 for every beam, beams in chunks on all threads: ``n1, n2`` from the echo's
+    uniforms (``ln U_a`` from numpy), the clear signal ``S_c``, the measured signal ``S'`` and
+    detection; the returns among the detected echoes, with the range noise and the brightness of
+    the chosen ones. ``expm1_minus_x`` is ``expm1(-x)`` and ``extinction`` ``exp(-2 alpha R_e)``
+    (used when ``alpha > 0``), both from numpy. Returns the nine (n_beams, slots) fields of
+    ``Returns``; the intensity byte of a reflectivity above 1 is left 0 (it needs numpy's
+    logarithm)."""
     n_beams = columns * rings
-    out_range = np.full((n_beams, slots), np.nan)
-    out_valid = np.zeros((n_beams, slots), np.bool_)
-    out_reflectivity = np.zeros((n_beams, slots))
-    out_signal = np.zeros((n_beams, slots), np.uint16)
-    out_intensity = np.zeros((n_beams, slots), np.uint8)
-    out_class = np.zeros((n_beams, slots), np.uint8)
-    out_material = np.zeros((n_beams, slots), np.uint8)
-    out_object = np.full((n_beams, slots), NO_OBJECT, np.int32)
-    out_flags = np.zeros((n_beams, slots), np.uint8)
-    bright = np.empty(n_beams * slots, np.int64)
-    n_bright = 0
+    out_range = np.empty((n_beams, slots))
+    out_valid = np.empty((n_beams, slots), np.bool_)
+    out_reflectivity = np.empty((n_beams, slots))
+    out_signal = np.empty((n_beams, slots), np.uint16)
+    out_intensity = np.empty((n_beams, slots), np.uint8)
+    out_class = np.empty((n_beams, slots), np.uint8)
+    out_material = np.empty((n_beams, slots), np.uint8)
+    out_object = np.empty((n_beams, slots), np.int32)
+    out_flags = np.empty((n_beams, slots), np.uint8)
     most = 1
-    for p in range(n_beams):
-        most = max(most, echo_start[p + 1] - echo_start[p])
-    found = np.empty(most, np.int64)
-    cand_idx = np.empty(3, np.int64)
-    cand_flag = np.empty(3, np.uint8)
+    for beam in range(n_beams):
+        most = max(most, count[beam])
+    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
     total_spec = s10 + ambient
     snr_spec = s10 / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
-    for p in range(n_beams):
-        n_detected = 0
-        for e in range(echo_start[p], echo_start[p + 1]):
-            if detected[e]:
-                found[n_detected] = e
-                n_detected += 1
-        if n_detected == 0:
-            continue
-        strongest = 0
-        for i in range(1, n_detected):
-            if measured[found[i]] > measured[found[strongest]]:
-                strongest = i
-        second = -1
-        if mode == 3 and n_detected >= 2:
-            for i in range(n_detected):
-                if i != strongest and (second < 0 or measured[found[i]] > measured[found[second]]):
-                    second = i
-        m = _candidates(mode, 0, n_detected - 1, strongest, second, cand_idx, cand_flag)
-        for slot in range(min(m, slots)):
-            e = found[cand_idx[slot]]
-            b = beam[e]
-            signal = clear[e] * extinction[e] if alpha > 0.0 else clear[e]
-            if noise_on:
-                total = signal + ambient
-                snr = signal / math.sqrt(total) if total > 0.0 else 0.0
-                sigma_r = math.hypot(std_m, range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR))
-                range_meas = min(max(range_m[e] + sigma_r * n2[e], 0.0), max_range_m)
-            else:
-                range_meas = min(max(range_m[e], 0.0), max_range_m)
-            s_meas = measured[e]
-            c = clear[e]
-            reflectivity = reflectance[e] * max(s_meas, 0.0) / c if c > 0.0 else 0.0
-            out_range[b, slot] = range_meas
-            out_valid[b, slot] = True
-            out_reflectivity[b, slot] = reflectivity
-            out_signal[b, slot] = np.uint16(np.floor(min(max(s_meas, 0.0), signal_limit) + 0.5))
-            if reflectivity > 1.0:
-                bright[n_bright] = b * slots + slot
-                n_bright += 1
-            else:
-                out_intensity[b, slot] = np.uint8(_intensity_byte(reflectivity))
-            out_class[b, slot] = e_class[e]
-            out_material[b, slot] = e_material[e]
-            out_object[b, slot] = e_object[e]
-            out_flags[b, slot] = cand_flag[slot]
+    n_chunks = (n_beams + chunk - 1) // chunk
+    for ch in numba.prange(n_chunks):
+        found = np.empty(most, np.int64)
+        clear = np.empty(most)
+        measured = np.empty(most)
+        n2 = np.empty(most)
+        cand_idx = np.empty(3, np.int64)
+        cand_flag = np.empty(3, np.uint8)
+        for beam in range(ch * chunk, min((ch + 1) * chunk, n_beams)):
+            for slot in range(slots):
+                out_range[beam, slot] = np.nan
+                out_valid[beam, slot] = False
+                out_reflectivity[beam, slot] = 0.0
+                out_signal[beam, slot] = 0
+                out_intensity[beam, slot] = 0
+                out_class[beam, slot] = 0
+                out_material[beam, slot] = 0
+                out_object[beam, slot] = NO_OBJECT
+                out_flags[beam, slot] = 0
+            r10 = ring_r10[beam % rings]
+            base = echo_base[beam]
+            n_detected = 0
+            for q in range(count[beam]):
+                e = base + q
+                radius = math.sqrt(-2.0 * log_u_a[e])
+                cosine = math.cos(_TWO_PI * u_b[e])
+                r = range_m[e]
+                xe = x[e]
+                f = -expm1_minus_x[e] / xe if xe > 0.0 else 1.0
+                geometry = f / (safe_ov * safe_ov)
+                if not overlap_range_m > 0.0:
+                    near = max(abs(r), 1e-3)
+                    geometry = 1.0 / (near * near)
+                c = s10 * (reflectance[e] / 0.1) * (r10 * r10) * geometry * peak[e]
+                signal = c * extinction[e] if alpha > 0.0 else c
+                m = signal + math.sqrt(max(signal + ambient, 0.0)) * (radius * cosine) if noise_on else signal
+                if m >= threshold and r >= min_range_m and r <= max_range_m:
+                    sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
+                    if not u_b[e] < 0.5:
+                        sine = -sine
+                    found[n_detected] = e
+                    clear[n_detected] = c
+                    measured[n_detected] = m
+                    n2[n_detected] = radius * sine
+                    n_detected += 1
+            if n_detected == 0:
+                continue
+            strongest = 0
+            for i in range(1, n_detected):
+                if measured[i] > measured[strongest]:
+                    strongest = i
+            second = -1
+            if mode == 3 and n_detected >= 2:
+                for i in range(n_detected):
+                    if i != strongest and (second < 0 or measured[i] > measured[second]):
+                        second = i
+            m = _candidates(mode, 0, n_detected - 1, strongest, second, cand_idx, cand_flag)
+            for slot in range(min(m, slots)):
+                i = cand_idx[slot]
+                e = found[i]
+                c = clear[i]
+                signal = c * extinction[e] if alpha > 0.0 else c
+                if noise_on:
+                    total = signal + ambient
+                    snr = signal / math.sqrt(total) if total > 0.0 else 0.0
+                    low = range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR)
+                    sigma_r = math.sqrt(std_m * std_m + low * low)
+                    range_meas = min(max(range_m[e] + sigma_r * n2[i], 0.0), max_range_m)
+                else:
+                    range_meas = min(max(range_m[e], 0.0), max_range_m)
+                s_meas = measured[i]
+                reflectivity = reflectance[e] * max(s_meas, 0.0) / c if c > 0.0 else 0.0
+                out_range[beam, slot] = range_meas
+                out_valid[beam, slot] = True
+                out_reflectivity[beam, slot] = reflectivity
+                out_signal[beam, slot] = np.uint16(np.floor(min(max(s_meas, 0.0), signal_limit) + 0.5))
+                if not reflectivity > 1.0:
+                    out_intensity[beam, slot] = np.uint8(_intensity_byte(reflectivity))
+                out_class[beam, slot] = e_class[e]
+                out_material[beam, slot] = e_material[e]
+                out_object[beam, slot] = e_object[e]
+                out_flags[beam, slot] = cand_flag[slot]
     return (out_range, out_valid, out_reflectivity, out_signal, out_intensity, out_class,
-            out_material, out_object, out_flags, bright[:n_bright])
+            out_material, out_object, out_flags)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1040,12 +1077,22 @@ def _select_returns(
 
 _FOLIAGE_CLASS_TABLE = np.ascontiguousarray(IS_FOLIAGE_CLASS, dtype=np.bool_)
 _GROUND_CLASS = CLASS_ID["ground"]
-PRECIPITATION_CLASS = CLASS_ID["precipitation"]
-PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
+PRECIPITATION_CLASS = _PRECIPITATION_CLASS
+PRECIPITATION_MATERIAL = _PRECIPITATION_MATERIAL
+
+_PARALLEL_LOCK = threading.Lock()
+"""Held while the compiled passes run: numba's default threading layer (workqueue) aborts the
+process when two Python threads enter parallel regions at once."""
 
 
 def _u64(value: int) -> np.uint64:
     return np.uint64(int(value) & MASK64)
+
+
+def _chunk_beams(n_beams: int) -> int:
+    """Beams per chunk of the parallel passes: a function of the scan's size only, never of the
+    thread count, so that the output does not depend on the machine."""
+    return max(_MIN_CHUNK_BEAMS, min(_CHUNK_BEAMS, -(-n_beams // 8)))
 
 
 def process_beams_compiled(
@@ -1099,24 +1146,30 @@ def process_beams_compiled(
             "process_beams(backend='numba') needs numba (pip install numba), "
             "or use backend='numpy'"
         ) from NUMBA_IMPORT_ERROR
+    with _PARALLEL_LOCK:
+        return _process_beams_locked(hits, origins, directions, weights, params, options, atm, streams, scan_index)
+
+
+def _process_beams_locked(hits, origins, directions, weights, params, options, atm, streams, scan_index) -> Returns:
     mats = params.materials
     seed = int(streams.seed)
     n_rings, n_columns = params.rings, params.columns
     n_beams = n_rings * n_columns
-    hit_range = np.ascontiguousarray(hits.range_m, dtype=np.float64)
+    n_sub = int(weights.shape[0])
+    chunk = _chunk_beams(n_beams)
     hit_class = np.ascontiguousarray(hits.class_id, dtype=np.uint8)
     hit_material = np.ascontiguousarray(hits.material_id, dtype=np.uint8)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
 
     # --- Pass 1: reached hits and the hashes of the ground terms (no transcendentals). ---
-    (status, start, row, slot, range_m, cos_theta, t_hit, tau, passes, ground, ground_hit, z_index,
-     normal_u, normal_angle, pow_hits, lobe_hits) = _reached_hits(
-        hit_range,
+    (status, start, flat, range_m, cos_theta, t_hit, tau, passes, ground, ground_hit, z_index,
+     normal_u, normal_angle) = _reached_hits(
+        np.ascontiguousarray(hits.range_m, dtype=np.float64),
         np.ascontiguousarray(hits.valid, dtype=np.bool_),
         hit_class,
         hit_material,
         np.ascontiguousarray(hits.cos_incidence, dtype=np.float64),
-        weights,
+        n_sub,
         np.ascontiguousarray(origins, dtype=np.float64),
         np.ascontiguousarray(directions, dtype=np.float64),
         mats.transmission, mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
@@ -1125,7 +1178,7 @@ def process_beams_compiled(
         _u64(seed * PLACE_SEED_MUL),
         _u64((seed + 1) * PLACE_SEED_MUL),
         _u64(mix64(((seed + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)),
-        int(scan_index),
+        int(scan_index), chunk,
     )
     if status == _BAD_RANGE:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
@@ -1133,40 +1186,19 @@ def process_beams_compiled(
         what = "class_id" if status == _BAD_CLASS else "material_id"
         size = len(CLASS_NAMES) if status == _BAD_CLASS else mats.reflectivity.size
         raise IndexError(f"hits.{what}: a valid hit has a number outside the table of {size} entries")
-    material = hit_material[row, slot].astype(np.intp)
 
-    # --- Step 2 with numpy's transcendentals between compiled loops (hash_normal's order). ---
-    z = np.log(normal_u)
-    z *= -2.0
-    np.sqrt(z, out=z)
-    z *= _cosines(normal_angle)
+    # --- Step 2 and 3: numpy's SIMD log and arccos, then the compiled per-hit pass. ---
+    z = _normals(np.log(normal_u), normal_angle)
     theta = np.arccos(cos_theta[ground_hit])
-    albedo_exponent, rough_cos = _ground_tilt(ground_hit, material, z_index, z, theta, cos_theta,
+    power, peak, nearest_solid = _hit_power(
+        start, flat, range_m, cos_theta, t_hit, tau, passes, ground, z_index, z, theta,
+        hit_class, hit_material, np.ascontiguousarray(hits.wetness, dtype=np.float64), n_sub, _GROUND_CLASS, weights,
+        mats.reflectivity, mats.wet_darkening, mats.incidence_exponent, mats.specular, mats.specular_width_rad,
         mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
-    )
-    albedo = np.exp(albedo_exponent)
-    rough_pow = np.power(rough_cos, _ROUGH_EXPONENT)
-    # MinnaertBackscatter's |cos|^k (k not 0 or 1) and specular lobe, where a material has them.
-    incidence = _EMPTY
-    if pow_hits.size:
-        incidence = np.zeros(range_m.size)
-        incidence[pow_hits] = np.maximum(cos_theta[pow_hits], COS_FLOOR) ** mats.incidence_exponent[material[pow_hits]]
-    lobe = np.zeros(range_m.size)
-    if lobe_hits.size:
-        lobe_mat = material[lobe_hits]
-        ratio = np.arccos(cos_theta[lobe_hits]) / mats.specular_width_rad[lobe_mat]
-        lobe[lobe_hits] = mats.specular[lobe_mat] * np.exp(-np.square(ratio))
-    power, peak = _hit_power(row, slot, range_m, cos_theta, t_hit, tau, passes, ground, material, z_index, z, albedo,
-        rough_pow, incidence, lobe, hit_class, np.ascontiguousarray(hits.wetness, dtype=np.float64), weights,
-        _GROUND_CLASS, mats.reflectivity, mats.wet_darkening, mats.incidence_exponent, mats.roughness_m,
-        float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad),
-    )
-    hit_start, h_range, h_power, h_peak, h_class, h_material, h_object, nearest_solid = _lit_contributions(
-        start, range_m, power, peak, passes, row, slot, hit_class, hit_material,
-        np.ascontiguousarray(hits.object_id, dtype=np.int32),
+        float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad), chunk,
     )
 
-    # --- Pass 2: clutter slabs of rain and fog. ---
+    # --- Pass 2: clutter slabs of rain and fog (sequential: the rain stream's draws). ---
     separation = float(params.min_return_separation_m)
     rain = streams.rain
     rain_state = _u64(rain.state)
@@ -1186,30 +1218,33 @@ def process_beams_compiled(
         slab_range = _EMPTY
         slab_power = _EMPTY
 
-    # --- Pass 3: echoes and their draws (ring-major), signals, returns. ---
+    # --- Pass 3: echoes, their draws (ring-major), signals, returns. ---
+    # Room for one echo per contribution: beam b's echoes start at echo_base[b].
+    echo_base = np.zeros(n_beams + 1, np.int64)
+    np.cumsum(np.diff(start) + slab_count, out=echo_base[1:])
+    count, e_range, e_rho, e_peak, e_class, e_material, e_object = _echoes(
+        start, flat, range_m, power, peak, hit_class, hit_material, np.ascontiguousarray(hits.object_id, dtype=np.int32),
+        slab_start, slab_count, slab_range, slab_power, echo_base, separation, chunk,
+    )
     noise = streams.noise
     overlap = float(params.overlap_range_m)
-    (echo_start, e_beam, e_range, e_rho, e_peak, e_class, e_material, e_object, u_a, u_b, x,
-     noise_state) = _echoes(
-        hit_start, h_range, h_power, h_peak, h_class, h_material, h_object,
-        slab_start, slab_count, slab_range, slab_power, PRECIPITATION_CLASS, PRECIPITATION_MATERIAL,
-        n_columns, n_rings, separation, overlap, _u64(noise.state), _u64(noise.inc),
+    u_a, u_b, x, noise_state = _echo_draws(
+        count, echo_base, e_range, n_columns, n_rings, overlap, _u64(noise.state), _u64(noise.inc), chunk,
     )
     alpha = float(atm.alpha_per_m)
     extinction = np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range
-    clear, measured, n2, detected = _echo_signals(e_beam, e_range, e_rho, e_peak, np.log(u_a), u_b, x, np.expm1(-x), extinction, n_rings,
+    fields = _returns(
+        count, echo_base, e_range, e_rho, e_peak, np.log(u_a), u_b, x, np.expm1(-x), extinction,
+        e_class, e_material, e_object, n_columns, n_rings,
         float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, overlap, alpha,
         float(params.ambient_counts), float(params.detection_threshold_counts), bool(options.noise),
         float(params.min_range_m), float(params.range_m),
+        float(params.std_m), float(params.range_std_low_snr_m),
+        float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam, chunk,
     )
-    *fields, bright = _select_returns(
-        echo_start, e_beam, e_range, e_rho, clear, measured, n2, detected, e_class, e_material, e_object,
-        n_columns, n_rings, alpha, extinction, float(params.ambient_counts), float(params.signal_at_10pct_counts),
-        bool(options.noise), float(params.std_m), float(params.range_std_low_snr_m), float(params.range_m),
-        float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam,
-    )
-    if bright.size:  # IntensityByte's logarithmic scale, with numpy's log as the reference
-        fields[4].reshape(-1)[bright] = intensity_byte(fields[2].reshape(-1)[bright])
+    bright = fields[2] > 1.0
+    if bright.any():  # IntensityByte's logarithmic scale, with numpy's log as the reference
+        fields[4][bright] = intensity_byte(fields[2][bright])
     noise.state = int(noise_state)
     rain.state = int(rain_state)
     names = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id", "object_id", "return_flags")
