@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config import SensorConfig
@@ -241,18 +242,12 @@ class Scanner:
         Row ``(c * N_r + r) * S + j`` is sub-ray ``j`` of ring ``r`` of column ``c`` (counting
         only the given columns, in their order).
         """
-        R = T_world_sensor[:, :3, :3]
-        t = T_world_sensor[:, :3, 3]
         per_column = self.config.rings * self.sub_rays
         sub = self.pattern.sub_directions_sensor.reshape(self.config.columns, per_column, 3)
         lens = self.pattern.lens_origins_sensor
         if columns is not None:
             sub, lens = sub[columns], lens[columns]
-        # Row vectors times R^T: a batched matmul (einsum is ten times slower here).
-        directions = (sub @ R.transpose(0, 2, 1)).reshape(-1, 3)
-        lens_world = (R @ lens[:, :, None])[:, :, 0] + t  # (columns, 3)
-        origins = np.repeat(lens_world, per_column, axis=0)
-        return origins, directions
+        return _rays_world(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
 
     # -- the scan -----------------------------------------------------------------------------
 
@@ -336,6 +331,35 @@ class Scanner:
             hits, origins, directions, self.pattern.sub_ray_weights,
             self._beam_params, self._beam_options, self._streams, index,
         )
+
+
+@numba.njit(cache=True)
+def _rays_world(T_world_sensor, sub_directions_sensor, lens_origins_sensor):
+    """World origins and directions of every sub-ray: ``R d_j`` and ``R o + t`` per column, in
+    one compiled pass (a batched matmul and ``np.repeat`` cost three times as much).
+
+    T_world_sensor (C, 4, 4), sub_directions_sensor (C, P, 3), lens_origins_sensor (C, 3)
+    -> origins (C * P, 3), directions (C * P, 3).
+    """
+    columns, per_column, _ = sub_directions_sensor.shape
+    origins = np.empty((columns * per_column, 3))
+    directions = np.empty((columns * per_column, 3))
+    for c in range(columns):
+        T = T_world_sensor[c]
+        o = lens_origins_sensor[c]
+        ox = T[0, 0] * o[0] + T[0, 1] * o[1] + T[0, 2] * o[2] + T[0, 3]
+        oy = T[1, 0] * o[0] + T[1, 1] * o[1] + T[1, 2] * o[2] + T[1, 3]
+        oz = T[2, 0] * o[0] + T[2, 1] * o[1] + T[2, 2] * o[2] + T[2, 3]
+        for k in range(per_column):
+            row = c * per_column + k
+            d = sub_directions_sensor[c, k]
+            directions[row, 0] = T[0, 0] * d[0] + T[0, 1] * d[1] + T[0, 2] * d[2]
+            directions[row, 1] = T[1, 0] * d[0] + T[1, 1] * d[1] + T[1, 2] * d[2]
+            directions[row, 2] = T[2, 0] * d[0] + T[2, 1] * d[1] + T[2, 2] * d[2]
+            origins[row, 0] = ox
+            origins[row, 1] = oy
+            origins[row, 2] = oz
+    return origins, directions
 
 
 class Sweep:
