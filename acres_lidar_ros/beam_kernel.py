@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -331,7 +332,7 @@ def _reached_hits(
     hit_range_m, hit_valid, hit_class, hit_material, hit_cos, n_sub, origins, directions,
     transmission, micro_slope_rad, reflectivity_sd, roughness_m, incidence_exponent, specular, specular_width_rad,
     is_foliage, foliage_solid, ground_class, rings,
-    slope_seed_term, albedo_seed_term, rough_seed_term, scan_index, chunk,
+    slope_seed_term, albedo_seed_term, rough_seed_term, scan_index, cells, chunk,
 ):
     """Step 1 and the hash half of step 2, in chunks of ``chunk`` beams on all threads: no
     transcendental function here.
@@ -345,6 +346,9 @@ def _reached_hits(
     0.25 m or 0.1 m cell as the previous ground hit of its ring reuses that one) as the
     argument of the log, ``U(h)``, and the angle ``2 pi U(mix h)`` (``normal_u, normal_angle
     (U,)``). A normal is a function of its hash alone, so the chunking changes no value.
+
+    Row ``b * S + j`` is sub-ray ``j`` of the ``b``-th beam given, whose cell (its number in
+    the whole scan, ``c N_r + r``: the roughness hash and the ring) is ``cells[b]``.
 
     Each chunk writes into its own stretch of the lists (sized by its valid hits), and a last
     sequential pass closes the gaps. Returns ``status`` first (0, or the first bad input).
@@ -396,8 +400,9 @@ def _reached_hits(
         bad = 0
         for beam in range(c * chunk, min((c + 1) * chunk, n_beams)):
             start[beam] = n
-            ring = beam % rings
-            beam_key = scan_key | (_U64(beam) << _SHIFT_3)
+            cell = cells[beam]
+            ring = cell % rings
+            beam_key = scan_key | (_U64(cell) << _SHIFT_3)
             for j in range(n_sub):
                 row = beam * n_sub + j
                 t = 1.0
@@ -790,17 +795,35 @@ def _candidates(mode, first, last, strongest, second, cand_idx, cand_flag):
 
 
 
+@_jit
+def _sort_span(hit_range_m, hit_power, slab_range_m):
+    """The ``span`` of numpy's sort key ``cell * span + R``: the power of two above every lit
+    range (hits with ``P > 0`` and clutter slabs) plus 2 m; 0 when nothing is lit. The span of
+    a scan is the largest of its blocks' spans (and its slabs')."""
+    largest_m = -np.inf
+    for i in range(hit_range_m.shape[0]):
+        if hit_power[i] > 0.0:
+            largest_m = max(largest_m, hit_range_m[i])
+    for i in range(slab_range_m.shape[0]):
+        largest_m = max(largest_m, slab_range_m[i])
+    if not largest_m > -np.inf:
+        return 0.0
+    return 2.0 ** math.ceil(math.log2(largest_m + 2.0))
+
+
 @_jit(parallel=True)
 def _echoes(
     start, flat, hit_range_m, hit_power, hit_peak, hit_class, hit_material, hit_object,
-    slab_start, slab_count, slab_range_m, slab_power, echo_base, separation_m, chunk,
+    slab_start, slab_count, slab_range_m, slab_power, echo_base, separation_m, span, cells, chunk,
 ):
     """Step 5 for every beam, beams in chunks on all threads: the beam's contributions (its
     lit hits, ``P > 0``, then its kept clutter slabs) sorted by range, echo formation and the
     echo's sums. The echoes of beam ``b`` go to ``echo_base[b]`` on (room for one echo per
     contribution); returns ``count (n_beams,)`` and ``range_m, reflectance, peak (C,)``
     (``R_e``, ``rho_e``, ``g_e``), ``class, material, object (C,)`` of the largest
-    contribution; unused room holds ``R_e = 0``."""
+    contribution; unused room holds ``R_e = 0``. The sort key of a contribution is numpy's
+    ``cell * span + R`` with the scan's ``span`` (``_sort_span``; 0: nothing is lit) and the
+    beam's cell ``cells[b]``, so that the ties, and so the sums, are those of the whole scan."""
     n_beams = start.shape[0] - 1
     k_slots = hit_class.shape[1]
     total = echo_base[n_beams]
@@ -811,16 +834,8 @@ def _echoes(
     e_class = np.empty(total, np.uint8)
     e_material = np.empty(total, np.uint8)
     e_object = np.empty(total, np.int32)
-    # numpy's sort key beam * span + R, span a power of two above every lit range.
-    largest_m = -np.inf
-    for i in range(hit_range_m.shape[0]):
-        if hit_power[i] > 0.0:
-            largest_m = max(largest_m, hit_range_m[i])
-    for i in range(slab_range_m.shape[0]):
-        largest_m = max(largest_m, slab_range_m[i])
-    if not largest_m > -np.inf:
+    if not span > 0.0:
         return count, e_range, e_rho, e_peak, e_class, e_material, e_object
-    span = 2.0 ** math.ceil(math.log2(largest_m + 2.0))
     capacity = 1
     for beam in range(n_beams):
         capacity = max(capacity, echo_base[beam + 1] - echo_base[beam])
@@ -856,7 +871,7 @@ def _echoes(
             if n == 0:
                 continue
             # Stable sort by numpy's key (insertion: a beam has few contributions).
-            beam_offset = np.float64(beam) * span
+            beam_offset = np.float64(cells[beam]) * span
             for i in range(n):
                 key[i] = beam_offset + c_range[i]
                 j = i - 1
@@ -1095,6 +1110,56 @@ def _chunk_beams(n_beams: int) -> int:
     return max(_MIN_CHUNK_BEAMS, min(_CHUNK_BEAMS, -(-n_beams // 8)))
 
 
+@dataclass(frozen=True)
+class EchoBlock:
+    """The radiometry of a block of beams up to the noise draws (``prepare_echoes``).
+
+    Everything here depends on the block's own hits only; ``finish_echoes`` draws the noise over
+    the whole scan in ring-major order, detects and selects. The lists are ``_reached_hits``'
+    and ``_hit_power``'s (see there); the echoes are ``_echoes``' for the block's ``span``, or
+    None when the scan has clutter (the slabs need the rain stream, so the echoes are formed
+    in ``finish_echoes``).
+
+    Attributes
+    ----------
+    cells : (n,) int64
+        Cell ``c N_r + r`` of each beam of the block, in the order of its rows.
+    start, flat, range_m, power, peak : the reached hits of the block's beams
+    nearest_solid_m : (n,) float64
+        Nearest solid range of each beam, m (inf where none).
+    hit_class, hit_material, hit_object : (n * S, K)
+        The block's hit fields, which ``flat`` indexes.
+    span : float
+        The block's sort span (``_sort_span``, 0 when nothing is lit).
+    echoes : (count, echo_base, range_m, reflectance, peak, class, material, object) or None
+    """
+
+    cells: np.ndarray
+    start: np.ndarray
+    flat: np.ndarray
+    range_m: np.ndarray
+    power: np.ndarray
+    peak: np.ndarray
+    nearest_solid_m: np.ndarray
+    hit_class: np.ndarray
+    hit_material: np.ndarray
+    hit_object: np.ndarray
+    span: float
+    echoes: tuple | None
+
+
+def _check_numba() -> None:
+    if NUMBA_IMPORT_ERROR is not None:
+        raise ImportError(
+            "process_beams(backend='numba') needs numba (pip install numba), "
+            "or use backend='numpy'"
+        ) from NUMBA_IMPORT_ERROR
+
+
+def _has_clutter(params, atm) -> bool:
+    return bool(atm.has_clutter and float(params.min_return_separation_m) > 0.0)
+
+
 def process_beams_compiled(
     hits: Hits,
     origins: np.ndarray,
@@ -1106,7 +1171,8 @@ def process_beams_compiled(
     streams: NoiseStreams,
     scan_index: int,
 ) -> Returns:
-    """ProcessBeam for every beam of a scan in compiled passes (``backend="numba"``).
+    """ProcessBeam for every beam of a scan in compiled passes (``backend="numba"``):
+    ``prepare_echoes`` over every beam, then ``finish_echoes``.
 
     ``beam_model.process_beams`` checks the inputs and calls this; the parameters are its own.
 
@@ -1141,25 +1207,73 @@ def process_beams_compiled(
     IndexError
         For a class or material number outside the tables (as numpy's indexing would).
     """
-    if NUMBA_IMPORT_ERROR is not None:
-        raise ImportError(
-            "process_beams(backend='numba') needs numba (pip install numba), "
-            "or use backend='numpy'"
-        ) from NUMBA_IMPORT_ERROR
+    n_beams = params.rings * params.columns
+    block = prepare_echoes(
+        hits, origins, directions, weights, params, options, atm, int(streams.seed), scan_index,
+        np.arange(n_beams, dtype=np.int64),
+    )
+    return finish_echoes([block], params, options, atm, streams)
+
+
+def prepare_echoes(
+    hits: Hits,
+    origins: np.ndarray,
+    directions: np.ndarray,
+    weights: np.ndarray,
+    params,
+    options,
+    atm,
+    seed: int,
+    scan_index: int,
+    cells: np.ndarray,
+) -> EchoBlock:
+    """The radiometry of a block of beams that draws no random number: reached hits, ground
+    hashes, power and echo stretch, and (without clutter) the echoes. The ROS node runs it on
+    each column block as the block is traced; ``finish_echoes`` completes the scan.
+
+    Parameters
+    ----------
+    hits : Hits of shape (n * S, K)
+        Sub-ray ``j`` of the block's beam ``b`` is row ``b * S + j``.
+    origins, directions : (n * S, 3) float64
+        Sub-ray origins and unit directions in the world frame, m.
+    weights : (S,) float64
+    params, options, atm, scan_index : as ``process_beams_compiled``
+    seed : int
+        The run's seed (``NoiseStreams.seed``), which keys the ground hashes.
+    cells : (n,) int64
+        Cell ``c N_r + r`` of each beam of the block (the scan's beam numbers); the blocks of a
+        scan hold every cell once.
+
+    Returns
+    -------
+    EchoBlock
+
+    Raises
+    ------
+    ImportError, ValueError, IndexError
+        As ``process_beams_compiled``; ValueError also for rows that do not match ``cells``.
+    """
+    _check_numba()
+    cells = np.ascontiguousarray(cells, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    n_sub = int(weights.shape[0])
+    if n_sub < 1 or hits.shape[0] != cells.size * n_sub:
+        raise ValueError(f"hits have {hits.shape[0]} rows; expected cells * sub_rays = {cells.size} * {n_sub}")
     with _PARALLEL_LOCK:
-        return _process_beams_locked(hits, origins, directions, weights, params, options, atm, streams, scan_index)
+        return _prepare_locked(hits, origins, directions, weights, params, options, atm, int(seed), scan_index, cells)
 
 
-def _process_beams_locked(hits, origins, directions, weights, params, options, atm, streams, scan_index) -> Returns:
+def _prepare_locked(hits, origins, directions, weights, params, options, atm, seed, scan_index, cells) -> EchoBlock:
     mats = params.materials
-    seed = int(streams.seed)
-    n_rings, n_columns = params.rings, params.columns
-    n_beams = n_rings * n_columns
+    mats = params.materials
+    n_rings = params.rings
+    n_beams = cells.size
     n_sub = int(weights.shape[0])
     chunk = _chunk_beams(n_beams)
     hit_class = np.ascontiguousarray(hits.class_id, dtype=np.uint8)
     hit_material = np.ascontiguousarray(hits.material_id, dtype=np.uint8)
-    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    hit_object = np.ascontiguousarray(hits.object_id, dtype=np.int32)
 
     # --- Pass 1: reached hits and the hashes of the ground terms (no transcendentals). ---
     (status, start, flat, range_m, cos_theta, t_hit, tau, passes, ground, ground_hit, z_index,
@@ -1178,7 +1292,7 @@ def _process_beams_locked(hits, origins, directions, weights, params, options, a
         _u64(seed * PLACE_SEED_MUL),
         _u64((seed + 1) * PLACE_SEED_MUL),
         _u64(mix64(((seed + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)),
-        int(scan_index), chunk,
+        int(scan_index), cells, chunk,
     )
     if status == _BAD_RANGE:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
@@ -1197,12 +1311,86 @@ def _process_beams_locked(hits, origins, directions, weights, params, options, a
         mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
         float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad), chunk,
     )
+    block = EchoBlock(cells, start, flat, range_m, power, peak, nearest_solid, hit_class, hit_material, hit_object,
+                      float(_sort_span(range_m, power, _EMPTY)), None)
+    if _has_clutter(params, atm):
+        return block  # the slabs are contributions too: echoes in finish_echoes
+    # --- Step 5 without clutter: the block's echoes, sorted with the block's span. ---
+    return replace(block, echoes=_block_echoes(block, None, block.span, float(params.min_return_separation_m)))
 
-    # --- Pass 2: clutter slabs of rain and fog (sequential: the rain stream's draws). ---
+
+def _block_echoes(block: EchoBlock, slabs, span: float, separation: float) -> tuple:
+    """``_echoes`` of one block: ``(count, echo_base, range, reflectance, peak, class, material,
+    object)`` with ``echo_base (n + 1,)`` local to the block. ``slabs`` are ``_clutter``'s
+    ``(start, count, range, rho)`` of the whole scan, or None."""
+    n = block.cells.size
+    if slabs is None:
+        slab_start = slab_count = np.zeros(n, np.int64)
+        slab_range = slab_power = _EMPTY
+    else:
+        slab_start, slab_count = slabs[0][block.cells], slabs[1][block.cells]
+        slab_range, slab_power = slabs[2], slabs[3]
+    # Room for one echo per contribution: beam b's echoes start at echo_base[b].
+    echo_base = np.zeros(n + 1, np.int64)
+    np.cumsum(np.diff(block.start) + slab_count, out=echo_base[1:])
+    fields = _echoes(
+        block.start, block.flat, block.range_m, block.power, block.peak, block.hit_class, block.hit_material,
+        block.hit_object, slab_start, slab_count, slab_range, slab_power, echo_base, separation, span, block.cells,
+        _chunk_beams(n),
+    )
+    return (fields[0], echo_base) + tuple(fields[1:])
+
+
+def finish_echoes(blocks, params, options, atm, streams: NoiseStreams) -> Returns:
+    """Complete the radiometry of a scan from its blocks (``prepare_echoes``): the clutter slabs
+    (rain stream, ring-major), the echoes of blocks that need them (clutter, or a block whose
+    sort span is below the scan's), the noise draws in ring-major order, detection and the
+    returns. Gives the bits of one ``process_beams_compiled`` over the whole scan.
+
+    Parameters
+    ----------
+    blocks : sequence of EchoBlock
+        Their ``cells`` hold every cell of the scan once, in any order of blocks.
+    params, options, atm, streams : as ``process_beams_compiled``
+
+    Returns
+    -------
+    Returns of shape (columns * rings, R).
+
+    Raises
+    ------
+    ValueError
+        When the blocks' cells are not every cell once (nothing advances then).
+    """
+    _check_numba()
+    n_beams = params.rings * params.columns
+    seen = np.zeros(n_beams, np.int64)
+    for block in blocks:
+        if block.cells.size and (block.cells.min() < 0 or block.cells.max() >= n_beams):
+            raise ValueError(f"an EchoBlock has a cell outside 0 .. {n_beams - 1}")
+        np.add.at(seen, block.cells, 1)
+    if not (seen == 1).all():
+        raise ValueError(f"the blocks must hold each of the {n_beams} cells once; "
+                         f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated")
+    with _PARALLEL_LOCK:
+        return _finish_locked(list(blocks), params, options, atm, streams)
+
+
+def _finish_locked(blocks, params, options, atm, streams) -> Returns:
+    n_rings, n_columns = params.rings, params.columns
+    n_beams = n_rings * n_columns
+    chunk = _chunk_beams(n_beams)
     separation = float(params.min_return_separation_m)
     rain = streams.rain
     rain_state = _u64(rain.state)
-    if atm.has_clutter and separation > 0.0:
+
+    # --- Pass 2: clutter slabs of rain and fog (sequential: the rain stream's draws). ---
+    slabs = None
+    span = max([block.span for block in blocks] + [0.0])
+    if _has_clutter(params, atm):
+        nearest_solid = np.empty(n_beams)
+        for block in blocks:
+            nearest_solid[block.cells] = block.nearest_solid_m
         slab_start, slab_count, slab_range, slab_power, rain_state = _clutter(
             nearest_solid, n_columns, n_rings, float(params.min_range_m), separation,
             float(min(params.weather.clutter_max_range_m, params.range_m)),
@@ -1212,20 +1400,35 @@ def _process_beams_locked(hits, origins, directions, weights, params, options, a
             float(atm.alpha_per_m), float(params.ambient_counts), float(params.detection_threshold_counts),
             rain_state, _u64(rain.inc),
         )
-    else:
-        slab_start = np.zeros(n_beams, np.int64)
-        slab_count = np.zeros(n_beams, np.int64)
-        slab_range = _EMPTY
-        slab_power = _EMPTY
+        slabs = (slab_start, slab_count, slab_range, slab_power)
+        span = max(span, _sort_span(_EMPTY, _EMPTY, slab_range))
 
-    # --- Pass 3: echoes, their draws (ring-major), signals, returns. ---
-    # Room for one echo per contribution: beam b's echoes start at echo_base[b].
-    echo_base = np.zeros(n_beams + 1, np.int64)
-    np.cumsum(np.diff(start) + slab_count, out=echo_base[1:])
-    count, e_range, e_rho, e_peak, e_class, e_material, e_object = _echoes(
-        start, flat, range_m, power, peak, hit_class, hit_material, np.ascontiguousarray(hits.object_id, dtype=np.int32),
-        slab_start, slab_count, slab_range, slab_power, echo_base, separation, chunk,
-    )
+    # --- Step 5 where the prepared echoes do not hold: clutter, or a smaller sort span. ---
+    echoes = []
+    for block in blocks:
+        if block.echoes is None or (block.span != span and block.span > 0.0):
+            echoes.append(_block_echoes(block, slabs, span, separation))
+        else:
+            echoes.append(block.echoes)
+
+    # --- The scan's echo lists: the blocks' lists one after the other, echo_base by cell. ---
+    if len(blocks) == 1 and np.array_equal(blocks[0].cells, np.arange(n_beams)):
+        count, echo_base = echoes[0][0], echoes[0][1]
+        e_range, e_rho, e_peak, e_class, e_material, e_object = echoes[0][2:]
+    else:
+        count = np.zeros(n_beams, np.int64)
+        echo_base = np.zeros(n_beams + 1, np.int64)
+        offset = 0
+        for block, block_echoes in zip(blocks, echoes):
+            count[block.cells] = block_echoes[0]
+            echo_base[block.cells] = block_echoes[1][:-1] + offset
+            offset += int(block_echoes[1][-1])
+        echo_base[n_beams] = offset
+        e_range, e_rho, e_peak, e_class, e_material, e_object = (
+            np.concatenate([block_echoes[i] for block_echoes in echoes]) for i in range(2, 8)
+        )
+
+    # --- Pass 3: the echoes' draws (ring-major), signals, returns. ---
     noise = streams.noise
     overlap = float(params.overlap_range_m)
     u_a, u_b, x, noise_state = _echo_draws(
