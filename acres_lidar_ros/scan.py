@@ -273,11 +273,12 @@ class Scanner:
         """
         return self.start_sweep(stamp_ns, boxes, index).finish(poses, extrapolate=extrapolate)
 
-    def _finish(self, sweep: "Sweep", hits, origins: np.ndarray, directions: np.ndarray) -> Scan:
-        """Returns, self returns and points of a fully traced sweep."""
+    def _finish(self, sweep: "Sweep", hits, origins: np.ndarray, directions: np.ndarray, echo_blocks=None) -> Scan:
+        """Returns, self returns and points of a fully traced sweep: from its hits, or from the
+        radiometry its blocks had done as they were traced (``echo_blocks``, see ``Sweep``)."""
         config, options = self.config, self.options
         t2 = time.perf_counter()
-        returns = self._returns(hits, origins, directions, sweep.index)
+        returns = self._returns(hits, origins, directions, sweep.index, echo_blocks)
         if self._self_table is not None:
             from acres_lidar_ros.self_returns import apply_self_returns
 
@@ -292,7 +293,7 @@ class Scanner:
         self.timings_ms = {
             "rays_ms": sweep.rays_s * 1e3,
             "trace_ms": sweep.trace_s * 1e3,
-            "returns_ms": (t3 - t2) * 1e3,
+            "returns_ms": (t3 - t2 + sweep.prepare_s) * 1e3,
             "points_ms": (t4 - t3) * 1e3,
         }
         return Scan(
@@ -312,8 +313,14 @@ class Scanner:
             },
         )
 
-    def _returns(self, hits, origins: np.ndarray, directions: np.ndarray, index: int):
+    def _returns(self, hits, origins: np.ndarray, directions: np.ndarray, index: int, echo_blocks=None):
         config, options = self.config, self.options
+        if echo_blocks is not None:  # prepared by the sweep with this scanner's current model
+            from acres_lidar_ros.beam_kernel import finish_echoes
+            from acres_lidar_ros.beam_model import scan_atmosphere
+
+            params, beam_options = self._beam_params, self._beam_options
+            return finish_echoes(echo_blocks, params, beam_options, scan_atmosphere(params, beam_options), self._streams)
         if not options.radiometry:
             return nearest_hit_returns(
                 hits,
@@ -367,9 +374,14 @@ class Sweep:
 
     The ROS 2 node starts a sweep when the scan is due and calls ``trace_covered`` whenever
     odometry arrives, so when the sweep ends only the columns that fired after the last pose are
-    left; ``finish`` traces those and forms the returns. The radiometry runs in ``finish`` over
-    all beams at once, because its noise stream runs over the beams in ring-major order. The
-    result is the same scan as one ``Scanner.scan`` with the same poses.
+    left; ``finish`` traces those and forms the returns. With radiometry, the part of it that
+    draws nothing (reached hits, power, echoes: ``beam_kernel.prepare_echoes``) runs on each
+    block as it is traced; ``finish`` runs the rest over all beams at once
+    (``beam_kernel.finish_echoes``: clutter, noise, detection, returns), because the noise and
+    rain streams run over the beams in ring-major order. If the scanner's model changed since
+    the first block (``set_options``, ``set_runtime_config``) or a block was refused,
+    ``finish`` forms the returns from the hits as one scan does. Either way the result is the
+    same scan as one ``Scanner.scan`` with the same poses.
     """
 
     def __init__(self, scanner: Scanner, stamp_ns: int, boxes: tuple, index: int) -> None:
@@ -382,8 +394,12 @@ class Sweep:
         self.traced = np.zeros(scanner.config.columns, dtype=bool)
         self.T_world_sensor = np.empty((scanner.config.columns, 4, 4))
         self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []
+        # EchoBlocks of the traced blocks, None when the returns come from the hits in finish.
+        self._echo_blocks: list | None = [] if scanner.options.radiometry else None
+        self._prepared_with: tuple | None = None  # the scanner's (params, options) they used
         self.rays_s = 0.0
         self.trace_s = 0.0
+        self.prepare_s = 0.0
 
     @property
     def done(self) -> bool:
@@ -404,6 +420,9 @@ class Sweep:
         if columns.size:
             self._trace(poses, columns, extrapolate)
         scanner = self.scanner
+        if self._echo_blocks is not None and scanner.options.radiometry and _same(self._model(), self._prepared_with):
+            echo_blocks, self._echo_blocks, self._blocks = self._echo_blocks, None, []
+            return scanner._finish(self, None, None, None, echo_blocks=echo_blocks)
         if len(self._blocks) == 1:
             _, origins, directions, hits = self._blocks[0]
         else:
@@ -440,6 +459,51 @@ class Sweep:
         self.trace_s += t2 - t1
         self.traced[columns] = True
         self._blocks.append((columns, origins, directions, hits))
+        if self._echo_blocks is not None:
+            self._prepare(columns, origins, directions, hits)
+            self.prepare_s += time.perf_counter() - t2
+
+    def _model(self) -> tuple:
+        """The scanner's beam-model ``(params, options)`` objects, built if it has none."""
+        from acres_lidar_ros.beam_model import BeamModelOptions, BeamModelParams
+
+        scanner = self.scanner
+        if scanner._beam_params is None:
+            scanner._beam_params = BeamModelParams.from_config(scanner.config)
+            scanner._beam_options = BeamModelOptions.from_scan_options(scanner.options)
+        return scanner._beam_params, scanner._beam_options
+
+    def _prepare(self, columns: np.ndarray, origins: np.ndarray, directions: np.ndarray, hits) -> None:
+        """The radiometry of a traced block that draws nothing; on a change of model or a
+        refused block, leave the returns to ``finish``'s path from the hits (which raises the
+        refusal there, as one scan does)."""
+        from acres_lidar_ros.beam_kernel import NUMBA_IMPORT_ERROR, prepare_echoes
+        from acres_lidar_ros.beam_model import scan_atmosphere
+
+        scanner = self.scanner
+        model = self._model() if scanner.options.radiometry and NUMBA_IMPORT_ERROR is None else None
+        if self._prepared_with is None:
+            self._prepared_with = model
+        if model is None or not _same(model, self._prepared_with):
+            self._echo_blocks = None
+            return
+        params, options = model
+        rings = scanner.config.rings
+        cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
+        try:
+            block = prepare_echoes(
+                hits, origins, directions, scanner.pattern.sub_ray_weights, params, options,
+                scan_atmosphere(params, options), scanner._streams.seed, self.index, cells,
+            )
+        except (ValueError, IndexError):
+            self._echo_blocks = None
+            return
+        self._echo_blocks.append(block)
+
+
+def _same(model: tuple | None, other: tuple | None) -> bool:
+    """Whether two ``(params, options)`` pairs are the very same objects."""
+    return model is not None and other is not None and all(a is b for a, b in zip(model, other))
 
 
 def _concatenate_hits(blocks: list, rows: np.ndarray):

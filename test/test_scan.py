@@ -134,31 +134,79 @@ def test_same_seed_scene_and_poses_give_bit_identical_scans(polaris, plane_trace
     assert not np.array_equal(c.returns.range_m, scans[0][0].returns.range_m, equal_nan=True)
 
 
-def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(polaris):
-    """The node traces columns as their poses arrive; the scan must not depend on that."""
+RETURNS_FIELDS = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id",
+                  "object_id", "return_flags")
+
+
+@pytest.fixture(scope="module")
+def farm_tour():
     from acres_lidar_ros.scene import build_default_farm, default_tour
     from acres_lidar_ros.trace import Tracer
 
     scene = build_default_farm()
-    tracer = Tracer(scene)
-    times, positions, quaternions = default_tour(scene)
+    return Tracer(scene), default_tour(scene)
+
+
+def _assert_same_returns(got, expected):
+    for name in RETURNS_FIELDS:
+        a, b = getattr(got, name), getattr(expected, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+
+
+@pytest.mark.parametrize("sensor", ["polaris", "default"])  # 1 and 7 sub-rays
+@pytest.mark.parametrize("weather", [{}, {"rain_mm_per_h": 5.0, "visibility_m": 500.0}], ids=["clear", "rain"])
+def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour, sensor, weather):
+    """The node traces columns, and runs the radiometry that draws nothing, as their poses
+    arrive; the scan must be bit for bit the one-shot ``process_beams`` over the whole scan."""
+    from acres_lidar_ros.beam_model import BeamModelOptions, BeamModelParams, process_beams
+    from acres_lidar_ros.noise import NoiseStreams
+
+    config = load_sensor_config(sensor)
+    tracer, (times, positions, quaternions) = farm_tour
     stamp_s = times[0] + 3.0
+    stamp_ns = int(round(stamp_s * 1e9))
     window = (times > stamp_s - 0.15) & (times <= stamp_s + 0.05)
     t, p, q = times[window], positions[window], quaternions[window]
-    full = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5)).scan(
-        PoseHistory.from_arrays(t, p, q), stamp_ns=int(round(stamp_s * 1e9)))
-    scanner = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5))
-    sweep = scanner.start_sweep(int(round(stamp_s * 1e9)))
+    options = ScanOptions(seed=5, noise=True, self_returns=False, **weather)
+    full = Scanner(config, tracer=tracer, options=options).scan(PoseHistory.from_arrays(t, p, q), stamp_ns=stamp_ns)
+    scanner = Scanner(config, tracer=tracer, options=options)
+    sweep = scanner.start_sweep(stamp_ns)
     history = PoseHistory()
     traced = 0
     for i in range(len(t)):  # odometry arrives sample by sample
         history.append(t[i], p[i], q[i])
         traced += sweep.trace_covered(history)
-    assert 0 < traced == polaris.columns and sweep.done
+    assert 0 < traced == config.columns and sweep.done
+    assert len(sweep._echo_blocks) == len(sweep._blocks) > 2  # prepared block by block
     chunked = sweep.finish(history)
-    for name in ("range_m", "valid", "intensity", "class_id", "object_id", "return_flags"):
-        assert np.array_equal(getattr(chunked.returns, name), getattr(full.returns, name), equal_nan=True), name
     np.testing.assert_array_equal(chunked.T_world_sensor, full.T_world_sensor)
+
+    # The reference: the whole scan's hits through one process_beams.
+    origins, directions = scanner.rays_world(full.T_world_sensor)
+    hits = tracer.trace(origins, directions, max_range_m=config.range_m, max_hits=config.max_hits_per_sub_ray,
+                        continue_step_m=config.continue_step_m, pond_threshold_m=config.pond_threshold_m)
+    streams = NoiseStreams(5)
+    one_shot = process_beams(hits, origins, directions, scanner.pattern.sub_ray_weights,
+                             BeamModelParams.from_config(config), BeamModelOptions.from_scan_options(options),
+                             streams, sweep.index)
+    _assert_same_returns(chunked.returns, one_shot)
+    _assert_same_returns(full.returns, one_shot)
+    assert (scanner._streams.noise.state, scanner._streams.rain.state) == (streams.noise.state, streams.rain.state)
+
+
+def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(polaris, farm_tour):
+    """A block prepared with the old options is not used: the scan is the one the new options give."""
+    tracer, (times, positions, quaternions) = farm_tour
+    stamp_s = times[0] + 3.0
+    stamp_ns = int(round(stamp_s * 1e9))
+    poses = PoseHistory.from_arrays(times, positions, quaternions)
+    scanner = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5))
+    sweep = scanner.start_sweep(stamp_ns)
+    sweep._trace(poses, np.arange(100), extrapolate=False)
+    scanner.set_options(noise=False)
+    changed = sweep.finish(poses)
+    expected = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5, noise=False)).scan(poses, stamp_ns)
+    _assert_same_returns(changed.returns, expected.returns)
 
 
 def test_planar_pattern_sees_a_wall_at_its_level(polaris):
