@@ -414,3 +414,62 @@ def test_intensity_byte_and_signal_counts_match_physics():
         want = float(signal_counts(0.3, r, 0.8, 100.0, 60.0, ov, alpha))
         got = beam_kernel._signal_counts(0.3, r, 0.8, 100.0, 60.0, ov, alpha)
         assert got == pytest.approx(want, rel=4e-16 * MAX_ULPS["range_m"])
+
+
+# ---------------------------------------------------------------------------------------------
+# prepare_echoes per block of beams + finish_echoes = one process_beams
+# ---------------------------------------------------------------------------------------------
+
+
+def _prepared_blocks(inputs, options, seed, scan_index, column_blocks, near_block=None):
+    from acres_lidar_ros.beam_model import scan_atmosphere
+
+    hits, origins, directions, weights, params = inputs
+    rings, n_sub = params.rings, weights.size
+    atm = scan_atmosphere(params, options)
+    blocks = []
+    for columns in column_blocks:
+        cells = (np.sort(columns)[:, None] * rings + np.arange(rings)).reshape(-1)
+        rows = (cells[:, None] * n_sub + np.arange(n_sub)).reshape(-1)
+        block_hits = Hits(**{name: getattr(hits, name)[rows] for name in Hits.__dataclass_fields__})
+        blocks.append(beam_kernel.prepare_echoes(
+            block_hits, origins[rows], directions[rows], weights, params, options, atm, seed, scan_index, cells))
+    return blocks, atm
+
+
+@pytest.mark.parametrize("sensor", sorted(SENSORS))
+@pytest.mark.parametrize("weather", [{}, RAIN, {"visibility_m": 300.0}], ids=["clear", "rain", "fog"])
+def test_blocks_prepared_in_any_split_and_order_finish_to_the_one_shot_bits(scans, sensor, weather):
+    hits, origins, directions, weights, params = scans[sensor, False]
+    # One block with only near ranges: its own sort span is smaller than the scan's.
+    near = np.arange(params.columns) % 5 == 1
+    rows = np.repeat(np.repeat(near, params.rings), weights.size)
+    range_m = hits.range_m.copy()
+    range_m[rows] *= 0.01
+    inputs = (replace(hits, range_m=range_m), origins, directions, weights, params)
+    options = BeamModelOptions(noise=True, **weather)
+    reference_streams = NoiseStreams(9)
+    reference = _run(inputs, "numba", options, reference_streams, scan_index=6)
+    order = np.random.default_rng(3).permutation(params.columns)
+    column_blocks = [np.flatnonzero(near)] + np.array_split(order[~near[order]], 4)[::-1]
+    blocks, atm = _prepared_blocks(inputs, options, 9, 6, column_blocks)
+    assert blocks[0].span < max(block.span for block in blocks)
+    streams = NoiseStreams(9)
+    got = beam_kernel.finish_echoes(blocks, params, options, atm, streams)
+    for name in EXACT_FIELDS + FLOAT_FIELDS:
+        a, b = getattr(got, name), getattr(reference, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+    assert (streams.noise.state, streams.rain.state) == (reference_streams.noise.state, reference_streams.rain.state)
+
+
+def test_finish_refuses_blocks_that_miss_or_repeat_a_cell_and_draws_nothing(scans):
+    inputs = scans["polaris_1_sub_ray", False]
+    params = inputs[4]
+    options = BeamModelOptions()
+    columns = np.arange(params.columns)
+    for column_blocks in ([columns[:-1]], [columns, columns[:1]]):
+        blocks, atm = _prepared_blocks(inputs, options, 1, 0, column_blocks)
+        streams = NoiseStreams(1)
+        with pytest.raises(ValueError, match="each of the"):
+            beam_kernel.finish_echoes(blocks, params, options, atm, streams)
+        assert streams.noise.state == NoiseStreams(1).noise.state
