@@ -22,6 +22,14 @@ can run on all cores (``PARALLEL_PASSES``) and any chunking gives the same bits:
    numpy takes ``log U_a``, ``expm1`` of the overlap and the extinction ``exp``; ``_returns``
    forms signal and detection, the returns, range noise and brightness.
 
+Blocks: steps 1, 2 and (without clutter) 4 depend on each beam's own hits and draw nothing, so
+``prepare_echoes`` runs them on any block of beams (the ``Sweep`` runs it on each column block
+as it is traced) and ``finish_echoes`` runs the rest over the whole scan: the clutter (rain
+stream, ring-major; with clutter the echoes wait for the slabs), the echoes of a block whose
+sort span is below the scan's (the key ``cell * span + R`` must be the whole scan's), the
+draws, detection and returns. ``process_beams_compiled`` is one block of every beam, finished:
+any split gives the same bits.
+
 Agreement with the reference: the discrete fields are equal; range and reflectivity may differ
 by a few ulps, because the compiled passes take ``cos``, ``exp`` (albedo, slabs), ``acos``
 (specular lobes) and ``x ** k`` from the C library where numpy uses its SIMD loops, form
