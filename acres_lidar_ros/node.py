@@ -14,6 +14,7 @@ Topics: subscribes ``/odom`` (nav_msgs/Odometry) or reads TF ``odom -> base_foot
 from __future__ import annotations
 
 import array
+import signal
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -201,12 +202,20 @@ class LidarNode(Node):
     # -- logging ------------------------------------------------------------------------------
 
     def _log(self, events: list[Event]) -> None:
+        # One call site per severity: rclpy's logger keys its state by the caller's line and
+        # raises "Logger severity cannot be changed between calls" if one line logs two severities.
         logger = self.get_logger()
         for e in events:
             if e.level == "debug":
                 logger.debug(e.message)
-            elif self._throttle.allow(e.kind):
-                {"info": logger.info, "warn": logger.warning, "error": logger.error}[e.level](e.message)
+            elif not self._throttle.allow(e.kind):
+                continue
+            elif e.level == "info":
+                logger.info(e.message)
+            elif e.level == "warn":
+                logger.warning(e.message)
+            else:
+                logger.error(e.message)
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -220,14 +229,17 @@ class LidarNode(Node):
         self._pretrace()
 
     def _pretrace(self) -> None:
-        """Trace the columns of waiting sweeps that the new pose covers, in a worker."""
-        for job in self.scheduler.jobs():
-            if job.state == "waiting_pose":
-                try:
-                    poses = self.tracker.snapshot(job.sweep_end_ns)
-                except PoseError:
-                    return
-                self._workers.submit(self.sweeps.pretrace, job, poses)
+        """Trace, in a worker, the columns of the running and waiting sweeps the new pose covers."""
+        targets = [(job.sweep_end_ns, job.index) for job in self.scheduler.jobs() if job.state == "waiting_pose"]
+        upcoming = self.scheduler.upcoming()
+        if upcoming is not None:
+            targets.append(upcoming)
+        for sweep_end_ns, index in targets:
+            try:
+                poses = self.tracker.snapshot(sweep_end_ns)
+            except PoseError:
+                return
+            self._workers.submit(self.sweeps.pretrace_upcoming, sweep_end_ns, index, poses)
 
     def _on_tf_pose(self) -> None:
         try:
@@ -294,7 +306,10 @@ class LidarNode(Node):
         if any(e.kind == "clock_jump_back" for e in result.events):
             self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
         self._log(result.events)
-        self.sweeps.discard(keep=[job.index for job in self.scheduler.jobs()])  # dropped or failed sweeps
+        open_ends = [job.sweep_end_ns for job in self.scheduler.jobs()]
+        upcoming = self.scheduler.upcoming()
+        if open_ends or upcoming is not None:  # forget sweeps of dropped or failed scans
+            self.sweeps.discard(min(open_ends) if open_ends else upcoming[0])
         for job in result.start:
             self._start(job)
         self._publish(result)
@@ -368,6 +383,14 @@ class LidarNode(Node):
         return SetParametersResult(successful=True, reason="")
 
 
+def _ignore_further_sigint() -> None:
+    """Clean-up runs once: Ctrl-C under ``ros2 launch`` sends SIGINT twice (the terminal's to the
+    process group, then launch's own), and a second KeyboardInterrupt inside ``destroy_node``
+    would end the process with a traceback and exit code -2."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
     node = None
@@ -381,6 +404,7 @@ def main(args: list[str] | None = None) -> None:
         rclpy.logging.get_logger("lidar_node").fatal(f"cannot start: {exc}")
         code = 1
     finally:
+        _ignore_further_sigint()
         if node is not None:
             node.close()
             node.destroy_node()

@@ -83,11 +83,21 @@ class FakeClock:
 
 
 class FakeLogger:
-    def __init__(self, lines):
-        self.lines = lines
+    """Records lines. Like rclpy's ``RcutilsLogger``, which keys its state by the calling line,
+    it refuses a line that logs at two severities."""
+
+    def __init__(self, lines, sites):
+        self.lines, self.sites = lines, sites
 
     def __getattr__(self, level):
-        return lambda message, **_: self.lines.append((level, message))
+        def log(message, **_):
+            caller = sys._getframe(1)
+            site = (caller.f_code.co_filename, caller.f_lineno)
+            if self.sites.setdefault(site, level) != level:
+                raise ValueError("Logger severity cannot be changed between calls.")
+            self.lines.append((level, message))
+
+        return log
 
 
 class FakePublisher:
@@ -118,7 +128,7 @@ class FakeNode:
         self.params, self.descriptors = {}, {}
         self.publishers, self.subscriptions, self.timers, self.set_callbacks = {}, {}, [], []
         self.clock = FakeClock()
-        self.log_lines = []
+        self.log_lines, self.log_sites = [], {}
 
     def declare_parameter(self, name, value, descriptor):
         assert name not in self.params, f"{name} declared twice"
@@ -144,7 +154,7 @@ class FakeNode:
         return self.clock
 
     def get_logger(self):
-        return FakeLogger(self.log_lines)
+        return FakeLogger(self.log_lines, self.log_sites)
 
     def add_on_set_parameters_callback(self, callback):
         self.set_callbacks.append(callback)
@@ -427,6 +437,15 @@ def test_node_publishes_diagnostics(lidar_node):
     assert status.level == TYPES["diagnostic_msgs/msg/DiagnosticStatus"].OK
 
 
+def test_node_logs_events_of_every_severity_without_tripping_rclpy(lidar_node, node_module):
+    node = lidar_node()
+    Event = node_module.Event
+    node._log([Event("info", "a", "one"), Event("warn", "b", "two"), Event("error", "c", "three"),
+               Event("debug", "d", "four"), Event("warn", "e", "five")])
+    assert node.log_lines[-5:] == [("info", "one"), ("warning", "two"), ("error", "three"), ("debug", "four"),
+                                   ("warning", "five")]
+
+
 def test_node_start_up_error_names_the_key(lidar_node):
     from acres_lidar_ros.errors import ConfigError
 
@@ -447,8 +466,11 @@ def test_real_rclpy_node_refuses_an_out_of_range_parameter():
     try:
         node = LidarNode()
         try:
+            # rclpy checks the descriptor's floating_point_range before the node's on-set callback,
+            # so the reason is rclpy's: "Parameter visibility_m out of range Min: 10.0, Max: inf, value: 5.0".
             result = node.set_parameters([Parameter("visibility_m", Parameter.Type.DOUBLE, 5.0)])[0]
-            assert not result.successful and "visibility_m = 5.0 is out of range" in result.reason
+            assert not result.successful
+            assert "visibility_m" in result.reason and "out of range" in result.reason and "10.0" in result.reason
             result = node.set_parameters([Parameter("rain_mm_per_h", Parameter.Type.DOUBLE, 3.0)])[0]
             assert result.successful
             result = node.set_parameters([Parameter("lidar.columns", Parameter.Type.INTEGER, 900)])[0]
