@@ -125,6 +125,8 @@ def _wire(node: Any, drive: TourDrive) -> None:
 
 
 def main(args: list[str] | None = None) -> None:
+    import signal
+
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
@@ -138,6 +140,8 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        # Ctrl-C under ros2 launch sends SIGINT twice; the second must not interrupt the clean-up.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
