@@ -206,7 +206,8 @@ def test_launch_smoke_publishes_lidar_points():
         node.destroy_node()
     finally:
         rclpy.try_shutdown()
-        os.killpg(process.pid, signal.SIGINT)
+        if process.poll() is None:  # launch may have exited already (then its output says why)
+            os.killpg(process.pid, signal.SIGINT)
         try:
             output = process.communicate(timeout=30)[0].decode(errors="replace")
         except subprocess.TimeoutExpired:
