@@ -195,6 +195,14 @@ class ScanScheduler:
         with self._lock:
             return list(self._jobs)
 
+    def upcoming(self) -> tuple[int, int] | None:
+        """The next due time (ns) and the index its job will get if it is not dropped; None
+        before the first poll or after ``stop``. Lets the node trace a sweep while it runs."""
+        with self._lock:
+            if self._next_due_ns is None or self._stopped:
+                return None
+            return self._next_due_ns, self._next_index
+
     def next_wakeup_ns(self) -> int | None:
         """The next ROS time at which ``poll`` has something to do, if nothing else happens
         (a due time, a pose timeout, a release); None before the first poll."""
@@ -595,55 +603,74 @@ class PoseTracker:
 
 
 class SweepTracer:
-    """Traces each open scan's columns while its sweep is still running (``scan.Sweep``).
+    """Traces each scan's columns while its sweep is still running (``scan.Sweep``).
 
-    The node calls ``pretrace`` whenever odometry arrives (columns whose firing time the poses
-    now cover are traced at once) and ``finish`` when the scheduler starts the job, so after the
-    stamp only the last columns and the radiometry remain. Scans are traced one at a time (the
-    scanner keeps its noise streams in scan order); the scan equals one ``Scanner.scan``.
+    A scan's sweep runs for the period before its due time, but the scheduler opens its job only
+    at the due time (the stamp). So the node calls ``pretrace_upcoming`` with the scheduler's
+    next due time and index (``ScanScheduler.upcoming``) whenever odometry arrives, which traces
+    the columns whose firing time the poses already cover, and ``finish`` when the scheduler
+    starts the job: after the stamp only the last columns and the noise/detection pass remain.
+    Sweeps are keyed by their stamp; one whose predicted index or boxes turn out different (a
+    dropped scan shifted the numbering, new markers) is traced again, so the scan always equals
+    one ``Scanner.scan``. Scans are traced one at a time (the scanner keeps its noise streams in
+    scan order).
     """
 
     def __init__(self, scanner: Any) -> None:
         self.scanner = scanner
         self.lock = threading.Lock()
-        self._sweeps: dict[int, Any] = {}
-        self._finished: list[int] = []  # recent finished job indices: a late pretrace skips them
+        self._sweeps: dict[int, Any] = {}  # sweep end (stamp) ns -> Sweep
+        self._finished: list[int] = []  # recent finished sweep ends: a late pretrace skips them
 
-    def _sweep(self, job: ScanJob, boxes: Sequence = ()) -> Any:
-        sweep = self._sweeps.get(job.index)
-        if sweep is None:
-            sweep = self.scanner.start_sweep(job.sweep_end_ns, boxes=boxes, index=job.index)
-            self._sweeps[job.index] = sweep
-        return sweep
+    def pretrace_upcoming(self, sweep_end_ns: int, index: int, poses: PoseHistory, boxes: Sequence = ()) -> int:
+        """Trace the covered columns of the sweep ending at ``sweep_end_ns`` (scan ``index``)."""
+        with self.lock:
+            if sweep_end_ns in self._finished:
+                return 0
+            sweep = self._sweeps.get(sweep_end_ns)
+            if sweep is None or sweep.index != index:
+                sweep = self.scanner.start_sweep(sweep_end_ns, boxes=boxes, index=index)
+                self._sweeps[sweep_end_ns] = sweep
+            return sweep.trace_covered(poses)
 
     def pretrace(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> int:
-        """Trace the columns of ``job`` that ``poses`` cover; return how many were traced."""
-        with self.lock:
-            if job.index in self._finished or job.state not in ("waiting_pose", "tracing"):
-                return 0
-            return self._sweep(job, boxes).trace_covered(poses)
+        """``pretrace_upcoming`` for an open job that still waits for its pose."""
+        if job.state not in ("waiting_pose", "tracing"):
+            return 0
+        return self.pretrace_upcoming(job.sweep_end_ns, job.index, poses, boxes)
 
     def finish(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> Any:
         """The whole scan of ``job`` (its remaining columns, extrapolated when the job says so)."""
         with self.lock:
-            sweep = self._sweep(job, boxes)
-            del self._sweeps[job.index]
-            self._finished = self._finished[-7:] + [job.index]
+            sweep = self._sweeps.pop(job.sweep_end_ns, None)
+            if sweep is None or sweep.index != job.index or not _same_boxes(sweep.boxes, tuple(boxes)):
+                sweep = self.scanner.start_sweep(job.sweep_end_ns, boxes=boxes, index=job.index)
+            self._finished = self._finished[-7:] + [job.sweep_end_ns]
             return sweep.finish(poses, extrapolate=job.extrapolated)
 
-    def discard(self, keep: Iterable[int]) -> None:
-        """Forget the sweeps of jobs that are no longer open (dropped, failed, abandoned)."""
-        keep = set(keep)
+    def discard(self, keep_after_ns: int) -> None:
+        """Forget sweeps ending before ``keep_after_ns`` (their jobs were dropped or failed)."""
         with self.lock:
-            for index in [i for i in self._sweeps if i not in keep]:
-                del self._sweeps[index]
-            self._finished = [i for i in self._finished if i in keep]
+            for end_ns in [t for t in self._sweeps if t < keep_after_ns]:
+                del self._sweeps[end_ns]
 
     def replace_scanner(self, scanner: Any) -> None:
         with self.lock:
             self.scanner = scanner
             self._sweeps.clear()
             self._finished.clear()
+
+
+def _same_boxes(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    return all(
+        x.object_id == y.object_id
+        and np.array_equal(x.centre_m, y.centre_m)
+        and np.array_equal(x.quaternion_xyzw, y.quaternion_xyzw)
+        and np.array_equal(x.half_extents_m, y.half_extents_m)
+        for x, y in zip(a, b)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -779,8 +806,8 @@ def simulate_schedule(
     odometry: Sequence[OdometrySample],
     n_scans: int,
     *,
-    pretrace: Callable[[PoseHistory, ScanJob], Any] | None = None,
-    discard: Callable[[list[int]], None] | None = None,
+    pretrace: Callable[[PoseHistory, int, int], Any] | None = None,
+    discard: Callable[[int], None] | None = None,
     period_s: float,
     delay_s: float,
     ts_first_point: bool = False,
@@ -792,8 +819,9 @@ def simulate_schedule(
     speed of the wall clock (``start_ns`` at the call), for ``n_scans`` due times.
 
     ``odometry`` messages are fed to a ``PoseTracker`` at their arrival times; with ``pretrace``,
-    every arrival also hands each waiting scan to ``pretrace(poses, job)`` in the pool (the
-    columns the poses now cover); each scan whose sweep the poses cover is finished by
+    every arrival also hands each waiting scan and the upcoming one to ``pretrace(poses,
+    sweep_end_ns, index)`` in the pool (the columns the poses now cover); each scan whose sweep
+    the poses cover is finished by
     ``trace(poses, job)`` in a pool of ``workers`` threads;
     results are published at release or, when late, at once. Not a test: it takes
     ``n_scans * period_s`` of wall time.
@@ -854,17 +882,22 @@ def simulate_schedule(
                 if result.kind != "accepted":
                     events[result.kind] = events.get(result.kind, 0) + 1
                 arrived = True
-            if arrived and pretrace is not None:
-                for job in scheduler.jobs():
-                    if job.state == "waiting_pose" and tracker.newest_ns is not None:
-                        pool.submit(pretrace, tracker.snapshot(job.sweep_end_ns), job)
+            if arrived and pretrace is not None and tracker.newest_ns is not None:
+                targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs() if job.state == "waiting_pose"]
+                upcoming = scheduler.upcoming()
+                if upcoming is not None:
+                    targets.append(upcoming)
+                for sweep_end_ns, index in targets:
+                    pool.submit(pretrace, tracker.snapshot(sweep_end_ns), sweep_end_ns, index)
             if scheduler.counts["due"] >= n_scans:
                 scheduler.stop()
             polled = scheduler.poll(tracker.newest_ns)
             if any(e.kind == "clock_jump_back" for e in polled.events):
                 tracker.clear()
             if discard is not None:
-                discard([job.index for job in scheduler.jobs()])
+                open_ends = [job.sweep_end_ns for job in scheduler.jobs()]
+                upcoming = scheduler.upcoming()
+                discard(min(open_ends) if open_ends else (upcoming[0] if upcoming else clock()))
             record(polled)
             for job in polled.start:
                 try:
@@ -934,8 +967,8 @@ def run_schedule_benchmark(
     scanner.scan(tour, start_ns + period_ns, index=0)  # warm-up, not counted
     sweeps = SweepTracer(scanner)
 
-    def pretrace(poses: PoseHistory, job: ScanJob) -> int:
-        return sweeps.pretrace(job, poses)
+    def pretrace(poses: PoseHistory, sweep_end_ns: int, index: int) -> int:
+        return sweeps.pretrace_upcoming(sweep_end_ns, index, poses)
 
     def trace(poses: PoseHistory, job: ScanJob) -> Any:
         scan = sweeps.finish(job, poses)

@@ -281,6 +281,9 @@ class StandInScanner:
         scanner = self
 
         class Sweep:
+            def __init__(self):
+                self.index, self.boxes = index, tuple(boxes)
+
             def trace_covered(self, poses):
                 scanner.pretraced.append((poses.end_s, stamp_ns, index))
                 return 0
@@ -482,3 +485,17 @@ def test_real_rclpy_node_refuses_an_out_of_range_parameter():
             node.destroy_node()
     finally:
         rclpy.try_shutdown()
+
+
+def test_node_traces_the_running_sweep_as_odometry_arrives(lidar_node):
+    node = lidar_node()
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_001 * MS
+    _run_until(node, lambda: node.scheduler.upcoming() is not None, timeout_s=1.0)
+    assert node.scheduler.upcoming() == (1_100 * MS, 0)  # the sweep 1000..1100 ms is running
+    on_odom(odometry(1_000 * MS, 0.0))
+    on_odom(odometry(1_020 * MS, 1.0))
+    scanner = StandInScanner.instances[-1]
+    _run_until(node, lambda: len(scanner.pretraced) >= 2, timeout_s=2.0)
+    assert (1.02, 1_100 * MS, 0) in scanner.pretraced
+    assert scanner.calls == []  # nothing finished before the sweep's end

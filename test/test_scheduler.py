@@ -633,6 +633,14 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     reference = Scanner(config, tracer=tracer, options=options).scan(history, 10**9, index=0)
     assert np.array_equal(scan.returns.range_m, reference.returns.range_m, equal_nan=True)
     assert sweeps.pretrace(job, history) == 0  # a finished job traces nothing more
-    sweeps.pretrace(ScanJob(index=1, sweep_end_ns=2 * 10**9, stamp_ns=0, release_ns=0, opened_ns=0), history)
-    sweeps.discard(keep=[])
+    # A sweep started for a predicted index that the job did not get is traced again.
+    later = ScanJob(index=2, sweep_end_ns=11 * 10**8, stamp_ns=11 * 10**8, release_ns=0, opened_ns=0)
+    assert sweeps.pretrace_upcoming(later.sweep_end_ns, 1, history) > 0
+    again = sweeps.finish(later, history)
+    fresh = Scanner(config, tracer=tracer, options=options)
+    fresh.scan(history, 10**9, index=0)
+    assert np.array_equal(again.returns.range_m, fresh.scan(history, later.sweep_end_ns, index=2).returns.range_m,
+                          equal_nan=True)
+    sweeps.pretrace_upcoming(2 * 10**9, 3, history)
+    sweeps.discard(keep_after_ns=3 * 10**9)
     assert sweeps._sweeps == {}
