@@ -101,7 +101,8 @@ def _jit(function=None, *, inline: bool = False, parallel: bool = False):
         return lambda f: _jit(f, inline=inline, parallel=parallel)
     if numba is None:
         return function
-    return numba.njit(cache=True, parallel=parallel and PARALLEL_PASSES, inline="always" if inline else "never")(function)
+    return numba.njit(cache=True, nogil=True, parallel=parallel and PARALLEL_PASSES,
+                      inline="always" if inline else "never")(function)
 
 
 

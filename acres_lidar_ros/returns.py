@@ -115,7 +115,7 @@ def nearest_hit_returns(
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _nearest_in_window(range_m, valid, class_id, material_id, object_id, sub_rays, min_range_m, max_range_m,
                        reflectivity_by_material):
     """Per beam, its nearest hit within the window and that hit's fields, in one pass.

@@ -340,7 +340,7 @@ class Scanner:
         )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _rays_world(T_world_sensor, sub_directions_sensor, lens_origins_sensor):
     """World origins and directions of every sub-ray: ``R d_j`` and ``R o + t`` per column, in
     one compiled pass (a batched matmul and ``np.repeat`` cost three times as much).

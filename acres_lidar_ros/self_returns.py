@@ -350,7 +350,7 @@ def apply_self_returns(
     return SelfReturnResult(new, points_out, body, blocked)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _merge_body(range_m, valid, reflectivity, signal, intensity, class_id, material_id, object_id, return_flags,
                 replaced_cells, body_cells, body_range_m, body_reflectivity, body_intensity):
     """Copies of the nine ``Returns`` fields with the replaced cells emptied and the body cells
@@ -381,7 +381,7 @@ def _merge_body(range_m, valid, reflectivity, signal, intensity, class_id, mater
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _classify(u, p_self, p_self_or_block, cells, n):
     """The spec's three-way rule for the candidate cells, in one pass: indices (into ``cells``)
     of body cells and of replaced (body or blocked) cells, and (n,) body and blocked masks."""

@@ -128,7 +128,7 @@ def _slabs4(p, inv, e0, e1, e2, e3, e4):
 # --- casts of a round -------------------------------------------------------------------------
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, walk):
     """Start a round: the rays of its first cast, and the crop walks of cached sub-rays.
 
@@ -170,7 +170,7 @@ def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, wal
     return m, w
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def first_cast_results(fresh, m, t_hit, prim_ids, normals, ol, d, state, params, rays, recast, done, nd):
     """Take the first cast (triangles and crop boxes) of the sub-rays ``fresh[:m]``.
 
@@ -202,7 +202,7 @@ def first_cast_results(fresh, m, t_hit, prim_ids, normals, ol, d, state, params,
     return r, nd
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def triangle_cast_results(recast, r, t_hit, prim_ids, normals, d, state, params, walk, w):
     """Take the triangles-only cast of the sub-rays ``recast[:r]`` and list them in ``walk``
     after its first ``w``. Returns the new length of ``walk``."""
@@ -221,7 +221,7 @@ def triangle_cast_results(recast, r, t_hit, prim_ids, normals, d, state, params,
 # --- crop walk --------------------------------------------------------------------------------
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def crop_walk(walk, w, start_walk, t_hit, prim_ids, ol, d, state, tables, params, rays, done, nd):
     """Walk one crop patch of each sub-ray ``walk[:w]``.
 
@@ -323,7 +323,7 @@ def crop_walk(walk, w, start_walk, t_hit, prim_ids, ol, d, state, tables, params
 # --- recording the hits -----------------------------------------------------------------------
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def finish(done, nd, ol, d, state, tables, params, out, next_rows):
     """Record the round's hit of each sub-ray ``done[:nd]``, decide whether and where it goes on.
 
