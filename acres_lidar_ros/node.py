@@ -230,7 +230,10 @@ class LidarNode(Node):
 
     def _pretrace(self) -> None:
         """Trace, in a worker, the columns of the running and waiting sweeps the new pose covers."""
-        targets = [(job.sweep_end_ns, job.index) for job in self.scheduler.jobs() if job.state == "waiting_pose"]
+        newest_ns = self.tracker.newest_ns
+        # A job whose sweep the poses now cover is about to start: its finish does the rest.
+        targets = [(job.sweep_end_ns, job.index) for job in self.scheduler.jobs()
+                   if job.state == "waiting_pose" and newest_ns is not None and newest_ns < job.sweep_end_ns]
         upcoming = self.scheduler.upcoming()
         if upcoming is not None:
             targets.append(upcoming)

@@ -883,7 +883,9 @@ def simulate_schedule(
                     events[result.kind] = events.get(result.kind, 0) + 1
                 arrived = True
             if arrived and pretrace is not None and tracker.newest_ns is not None:
-                targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs() if job.state == "waiting_pose"]
+                # A job whose sweep the poses now cover is about to start: its finish does the rest.
+                targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs()
+                           if job.state == "waiting_pose" and tracker.newest_ns < job.sweep_end_ns]
                 upcoming = scheduler.upcoming()
                 if upcoming is not None:
                     targets.append(upcoming)
