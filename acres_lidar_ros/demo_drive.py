@@ -139,6 +139,9 @@ def main(args: list[str] | None = None) -> None:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:  # rclpy's RCLError "context is not valid": SIGINT raced the executor
+        if rclpy.ok():
+            raise
     finally:
         # Ctrl-C under ros2 launch sends SIGINT twice; the second must not interrupt the clean-up.
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -406,6 +406,9 @@ def main(args: list[str] | None = None) -> None:
     except (AcresLidarError, ParameterException) as exc:
         rclpy.logging.get_logger("lidar_node").fatal(f"cannot start: {exc}")
         code = 1
+    except RuntimeError:  # rclpy's RCLError "the given context is not valid": SIGINT shut the
+        if rclpy.ok():    # context down while the executor was building its wait set
+            raise
     finally:
         _ignore_further_sigint()
         if node is not None:

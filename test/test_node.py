@@ -191,7 +191,7 @@ def _fake_ros_modules():
                              DurabilityPolicy=policy("VOLATILE", "TRANSIENT_LOCAL"),
                              HistoryPolicy=policy("KEEP_LAST", "KEEP_ALL")),
         "rclpy.time": _module("rclpy.time", Time=FakeTime),
-        "rclpy.exceptions": _module("rclpy.exceptions", ParameterException=Exception,
+        "rclpy.exceptions": _module("rclpy.exceptions", ParameterException=type("ParameterException", (Exception,), {}),
                                     ParameterUninitializedException=ParameterUninitializedException),
         "rclpy.executors": _module("rclpy.executors", ExternalShutdownException=type("E", (Exception,), {})),
         "tf2_ros": _module("tf2_ros", Buffer=FakeBuffer, TransformException=TransformException,
@@ -447,6 +447,30 @@ def test_node_logs_events_of_every_severity_without_tripping_rclpy(lidar_node, n
                Event("debug", "d", "four"), Event("warn", "e", "five")])
     assert node.log_lines[-5:] == [("info", "one"), ("warning", "two"), ("error", "three"), ("debug", "four"),
                                    ("warning", "five")]
+
+
+@pytest.mark.parametrize("context_ok", [False, True], ids=["after-sigint", "context-alive"])
+def test_node_main_treats_rclpy_context_error_after_sigint_as_shutdown(lidar_node, node_module, monkeypatch,
+                                                                        context_ok):
+    """SIGINT can shut rclpy's context down while the executor builds its wait set; rclpy then raises
+    RCLError (a RuntimeError) "the given context is not valid" from spin instead of
+    ExternalShutdownException. That is a clean shutdown; the same error with a live context is not."""
+    lidar_node()  # the fixture's stand-ins (scanner, scene) for the node main() makes
+
+    def spin(node):
+        raise RuntimeError("failed to initialize wait set: the given context is not valid")
+
+    fake = node_module.rclpy
+    for name, value in (("init", lambda args=None: None), ("spin", spin), ("ok", lambda: context_ok),
+                        ("try_shutdown", lambda: None)):
+        monkeypatch.setattr(fake, name, value, raising=False)
+    monkeypatch.setattr(node_module, "_ignore_further_sigint", lambda: None)
+    monkeypatch.setattr(node_module.LidarNode, "destroy_node", lambda self: None, raising=False)
+    if context_ok:
+        with pytest.raises(RuntimeError, match="context is not valid"):
+            node_module.main([])
+    else:
+        node_module.main([])
 
 
 def test_node_start_up_error_names_the_key(lidar_node):
