@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -180,34 +182,49 @@ def record_drive(
     mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
     started = time.perf_counter()
-    next_sample = 0
+    written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
+
+    def write_poses_up_to(bag, until_ns: int) -> None:
+        i = written["samples"]
+        while i < len(sample_ns) and sample_ns[i] <= until_ns:
+            bag.write_clock(int(sample_ns[i]))
+            bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
+            i += 1
+        written["samples"] = i
+
+    def write_scan(bag, scan: Scan, release_ns: int) -> None:
+        # Messages in time order: the odometry up to the cloud's release, then the cloud.
+        write_poses_up_to(bag, release_ns)
+        bag.write_cloud(scan.stamp_ns, organised_cloud(scan, point_type), log_time_ns=release_ns)
+        write_scan_outputs(scan, out_dir, files, config)
+        summary.scans += 1
+        summary.points += int(scan.returns.valid.sum())
+        summary.sim_seconds = scan.stamp_s - t_start
+        if progress is not None:
+            progress(summary.scans, n_scans)
+
     try:
-        with BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag:
+        # One writer thread writes scan k while scan k + 1 is traced; at most two scans wait.
+        # Leaving the block (also on Ctrl-C) waits for the writes already handed over, then
+        # closes the bag.
+        with BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag, \
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer:
             bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)
+            pending: deque = deque()
             for stamp_ns in stamps_ns:
                 release_ns = stamp_ns + int(round(config.delay_s * 1e9))
-                while next_sample < len(sample_ns) and sample_ns[next_sample] <= release_ns:
-                    i = next_sample
-                    bag.write_clock(int(sample_ns[i]))
-                    bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
-                    next_sample += 1
                 boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
                 scan = scanner.scan(trajectory, stamp_ns, boxes=boxes)
-                bag.write_cloud(stamp_ns, organised_cloud(scan, point_type), log_time_ns=release_ns)
-                write_scan_outputs(scan, out_dir, files, config)
-                summary.scans += 1
-                summary.points += int(scan.returns.valid.sum())
-                summary.sim_seconds = (stamp_ns * 1e-9) - t_start
-                if progress is not None:
-                    progress(summary.scans, n_scans)
-            while next_sample < len(sample_ns):
-                i = next_sample
-                bag.write_clock(int(sample_ns[i]))
-                bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
-                next_sample += 1
+                pending.append(writer.submit(write_scan, bag, scan, release_ns))
+                while len(pending) > 2 or (pending and pending[0].done()):
+                    pending.popleft().result()  # a writer error stops the drive here
+            while pending:
+                pending.popleft().result()
+            write_poses_up_to(bag, int(sample_ns[-1]))
     finally:
         summary.seconds = time.perf_counter() - started
-        write_tum(out_dir / "trajectory_gt.tum", sample_times[:next_sample], positions[:next_sample],
-                  quaternions[:next_sample])
-        write_json(out_dir / "episode.json", episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy, material_table=config.materials))
+        n = written["samples"]
+        write_tum(out_dir / "trajectory_gt.tum", sample_times[:n], positions[:n], quaternions[:n])
+        write_json(out_dir / "episode.json", episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy,
+                                                          material_table=config.materials))
     return summary
