@@ -7,6 +7,7 @@ holds the first pose. Quaternions are ``(x, y, z, w)`` as in ROS and TUM files.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -142,28 +143,10 @@ class PoseHistory:
     def _slerp_matrices(self, t: np.ndarray) -> np.ndarray:
         """Slerp between the samples around each time, as rotation matrices (n, 3, 3).
 
-        ``q(lambda) = q_a exp(lambda log(q_a^-1 q_b))``: scipy gives each segment's rotation
-        vector (only the few segments the times fall in), and the per-time rotation about that
-        fixed axis is Rodrigues' formula in numpy. This is scipy's ``Slerp`` (a test compares
-        them) at a sixth of its cost for a sweep's 1800 columns.
+        One compiled pass (``_slerp``): scipy's ``Slerp`` (a test compares them) cost 1.2 ms for
+        a sweep's 1800 columns, a fifth of the bare cast of its rays.
         """
-        times = self._times_s
-        segment = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
-        first, last = int(segment.min()), int(segment.max()) + 1
-        rotations = Rotation.from_quat(self._quaternions_xyzw[first : last + 1])
-        R_start = rotations.as_matrix()[:-1]
-        rotvec = (rotations[:-1].inv() * rotations[1:]).as_rotvec()  # (segments, 3)
-        angle = np.linalg.norm(rotvec, axis=1)
-        axis = np.divide(rotvec, angle[:, None], out=np.zeros_like(rotvec), where=angle[:, None] > 0)
-        K = np.zeros((len(axis), 3, 3))
-        K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
-        K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = axis[:, 2], -axis[:, 1], axis[:, 0]
-        k = segment - first
-        lam = (t - times[segment]) / (times[segment + 1] - times[segment])
-        phi = (lam * angle[k])[:, None, None]
-        Kk = K[k]
-        R_rel = np.eye(3) + np.sin(phi) * Kk + (1.0 - np.cos(phi)) * (Kk @ Kk)
-        return R_start[k] @ R_rel
+        return _slerp(self._times_s, self._quaternions_xyzw, np.ascontiguousarray(t, dtype=np.float64))
 
     def transforms(self, times_s: np.ndarray, extrapolate: bool = False) -> np.ndarray:
         """``T_world_base`` at ``times_s``: (n, 4, 4) float64."""
@@ -181,3 +164,47 @@ def pose_matrix(position_m: np.ndarray, roll_pitch_yaw_rad: np.ndarray) -> np.nd
     T[:3, :3] = Rotation.from_euler("xyz", roll_pitch_yaw_rad).as_matrix()
     T[:3, 3] = position_m
     return T
+
+
+@numba.njit(cache=True, nogil=True)
+def _slerp(times_s, quaternions_xyzw, t):
+    """Rotation matrices (n, 3, 3) at the times ``t`` (inside the history), by slerp between
+    the two samples around each: ``q = (sin((1 - l) W) q_a + sin(l W) q_b) / sin W`` along the
+    shorter arc, ``cos W = |q_a . q_b|`` (linear and normalised where W is below 1e-9 rad)."""
+    n = t.size
+    last = times_s.size - 2
+    out = np.empty((n, 3, 3))
+    for i in range(n):
+        k = np.searchsorted(times_s, t[i], side="right") - 1
+        k = min(max(k, 0), last)
+        lam = (t[i] - times_s[k]) / (times_s[k + 1] - times_s[k])
+        a = quaternions_xyzw[k]
+        b = quaternions_xyzw[k + 1]
+        dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+        sign = 1.0
+        if dot < 0.0:
+            dot, sign = -dot, -1.0
+        if dot > 1.0:
+            dot = 1.0
+        omega = np.arccos(dot)
+        if omega < 1e-9:
+            wa, wb = 1.0 - lam, lam * sign
+        else:
+            wa = np.sin((1.0 - lam) * omega) / np.sin(omega)
+            wb = np.sin(lam * omega) / np.sin(omega) * sign
+        x = wa * a[0] + wb * b[0]
+        y = wa * a[1] + wb * b[1]
+        z = wa * a[2] + wb * b[2]
+        w = wa * a[3] + wb * b[3]
+        norm = np.sqrt(x * x + y * y + z * z + w * w)
+        x, y, z, w = x / norm, y / norm, z / norm, w / norm
+        out[i, 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+        out[i, 0, 1] = 2.0 * (x * y - z * w)
+        out[i, 0, 2] = 2.0 * (x * z + y * w)
+        out[i, 1, 0] = 2.0 * (x * y + z * w)
+        out[i, 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+        out[i, 1, 2] = 2.0 * (y * z - x * w)
+        out[i, 2, 0] = 2.0 * (x * z - y * w)
+        out[i, 2, 1] = 2.0 * (y * z + x * w)
+        out[i, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    return out

@@ -287,7 +287,7 @@ class Scanner:
                 std_m=config.std_m, noise_on=options.noise,
             ).returns
         t3 = time.perf_counter()
-        points = returns.range_m[..., None] * self._beam_directions[:, None, :] + self._lens_origins[:, None, :]
+        points = _points_sensor(returns.range_m, self._beam_directions, self._lens_origins)
         t4 = time.perf_counter()
         weather_on = options.weather_on(config)
         self.timings_ms = {
@@ -338,6 +338,19 @@ class Scanner:
             hits, origins, directions, self.pattern.sub_ray_weights,
             self._beam_params, self._beam_options, self._streams, index,
         )
+
+
+@numba.njit(cache=True, nogil=True)
+def _points_sensor(range_m, directions, lens_origins):
+    """``p = R d + o`` for every return slot: (n, R, 3); NaN where the range is NaN."""
+    n, slots = range_m.shape
+    out = np.empty((n, slots, 3))
+    for i in range(n):
+        for j in range(slots):
+            r = range_m[i, j]
+            for k in range(3):
+                out[i, j, k] = r * directions[i, k] + lens_origins[i, k]
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

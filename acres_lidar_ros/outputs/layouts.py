@@ -10,6 +10,7 @@ PointCloud2 ``PointField`` lists, PCD headers and PLY headers are derived from t
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError
@@ -84,19 +85,10 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     n_beams = scan.columns * scan.rings
     returns = scan.returns
     slots = returns.valid.shape[1]
-    if slots == 1:  # one return per beam (the Polaris): no selection needed
-        has_return = returns.valid[:, 0]
-        points_sensor = scan.points_sensor[:, 0]
-        intensity = returns.intensity[:, 0]
-    else:
-        flat = np.arange(n_beams) * slots + returns.primary_index()
-        has_return = returns.valid.reshape(-1)[flat]
-        points_sensor = scan.points_sensor.reshape(-1, 3)[flat]
-        intensity = returns.intensity.reshape(-1)[flat]
+    primary = np.zeros(n_beams, np.int64) if slots == 1 else returns.primary_index()
     # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
-    xyzi = np.empty((n_beams, 4), dtype="<f4")
-    xyzi[:, :3] = points_sensor  # NaN where the slot has no return (the Scan contract)
-    xyzi[:, 3] = np.where(has_return, intensity, 0)
+    xyzi = _primary_xyzi(np.asarray(scan.points_sensor, dtype=np.float64), returns.valid,
+                         returns.intensity, primary)
     if dtype == XYZI:
         return xyzi.view(XYZI).reshape(scan.columns, scan.rings)
     cloud = np.empty(n_beams, dtype=dtype)
@@ -142,3 +134,24 @@ def all_returns(scan: Scan) -> np.ndarray:
     points["return_flags"] = returns.return_flags[beam, slot]
     points["time_offset_s"] = np.asarray(scan.time_offset_s)[column]
     return points
+
+
+@numba.njit(cache=True, nogil=True)
+def _primary_xyzi(points_sensor, valid, intensity, primary):
+    """(n, 4) float32 x, y, z, intensity of each beam's primary return; NaN x, y, z and 0
+    intensity for a beam without a return."""
+    n = primary.size
+    out = np.empty((n, 4), np.float32)
+    for i in range(n):
+        j = primary[i]
+        if valid[i, j]:
+            out[i, 0] = points_sensor[i, j, 0]
+            out[i, 1] = points_sensor[i, j, 1]
+            out[i, 2] = points_sensor[i, j, 2]
+            out[i, 3] = intensity[i, j]
+        else:
+            out[i, 0] = np.nan
+            out[i, 1] = np.nan
+            out[i, 2] = np.nan
+            out[i, 3] = 0.0
+    return out
