@@ -280,12 +280,9 @@ class Scanner:
         t2 = time.perf_counter()
         returns = self._returns(hits, origins, directions, sweep.index, echo_blocks)
         if self._self_table is not None:
-            from acres_lidar_ros.self_returns import apply_self_returns
+            from acres_lidar_ros.self_returns import merge_self_returns
 
-            returns = apply_self_returns(
-                self._self_table, returns, scan_index=sweep.index, seed=options.seed,
-                std_m=config.std_m, noise_on=options.noise,
-            ).returns
+            returns = merge_self_returns(self._self_table, returns, sweep.self_decision())
         t3 = time.perf_counter()
         points = _points_sensor(returns.range_m, self._beam_directions, self._lens_origins)
         t4 = time.perf_counter()
@@ -410,6 +407,7 @@ class Sweep:
         # EchoBlocks of the traced blocks, None when the returns come from the hits in finish.
         self._echo_blocks: list | None = [] if scanner.options.radiometry else None
         self._prepared_with: tuple | None = None  # the scanner's (params, options) they used
+        self._self_decision = None  # (key, SelfDecision) once decided
         self.rays_s = 0.0
         self.trace_s = 0.0
         self.prepare_s = 0.0
@@ -417,6 +415,19 @@ class Sweep:
     @property
     def done(self) -> bool:
         return bool(self.traced.all())
+
+    def self_decision(self):
+        """The body's part of this scan (``self_returns.decide_self_returns``), decided once,
+        while the sweep runs; decided again if the seed, noise or range noise changed since."""
+        scanner = self.scanner
+        key = (self.index, scanner.options.seed, scanner.options.noise, scanner.config.std_m)
+        if self._self_decision is None or self._self_decision[0] != key:
+            from acres_lidar_ros.self_returns import decide_self_returns
+
+            decision = decide_self_returns(scanner._self_table, self.index, scanner.options.seed,
+                                           scanner.config.std_m, scanner.options.noise)
+            self._self_decision = (key, decision)
+        return self._self_decision[1]
 
     def trace_covered(self, poses: PoseHistory) -> int:
         """Trace the untraced columns that fire at or before the newest pose; return how many."""
@@ -450,6 +461,8 @@ class Sweep:
 
     def _trace(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool) -> None:
         scanner, config = self.scanner, self.scanner.config
+        if scanner._self_table is not None and self._self_decision is None:
+            self.self_decision()  # the body's part needs no poses: decide it before the stamp
         t0 = time.perf_counter()
         T_world_base = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate)
         T_world_sensor = T_world_base @ scanner.pattern.T_base_sensor

@@ -243,6 +243,58 @@ def self_return_hash(scan_index: int, seed: int, cells: int | np.ndarray) -> np.
     return mix64(np.uint64(scan_key) ^ cell)
 
 
+class SelfDecision(NamedTuple):
+    """The body's part of one scan, decided before its returns exist (``decide_self_returns``).
+
+    Attributes
+    ----------
+    body_cells, replaced_cells : (k,) int64
+        Cells with a body return; cells with a body return or blocked.
+    body_range_m : (n_cells,) float64
+        Body range of the body cells (0 elsewhere).
+    body, blocked : (n_cells,) bool
+    """
+
+    body_cells: np.ndarray
+    replaced_cells: np.ndarray
+    body_range_m: np.ndarray
+    body: np.ndarray
+    blocked: np.ndarray
+
+
+def decide_self_returns(table: "SelfReturnTable", scan_index: int, seed: int, std_m: float,
+                        noise_on: bool = True) -> SelfDecision:
+    """The spec's three-way rule for every cell of scan ``scan_index``: it depends only on the
+    table, the scan number and the seed, so the node decides it while the sweep still runs."""
+    n = table.cells
+    # Only the cells the body can reach are hashed (the others keep the scene's returns).
+    cand = table.candidate_cells
+    h = self_return_hash(scan_index, seed, cand)
+    body_k, replaced_k, body, blocked = _classify(uniform_from_hash(h), *table.candidate_thresholds, cand, n)
+    body_cells = cand[body_k].astype(np.int64)
+    replaced_cells = cand[replaced_k].astype(np.int64)
+    # Only body cells need their normal; the others' would go unused.
+    z = hash_normal(mix64(h[body_k])) if noise_on else np.zeros(body_cells.size)
+    body_range_m = np.zeros(n)
+    body_range_m[body_cells] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body_cells] + float(std_m) * z)
+    return SelfDecision(body_cells, replaced_cells, body_range_m, body, blocked)
+
+
+def merge_self_returns(table: "SelfReturnTable", returns: Returns, decision: SelfDecision) -> Returns:
+    """The scan's returns with the decided body returns and blocked beams put in."""
+    if returns.range_m.shape[0] != table.cells:
+        raise ConfigError(
+            f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells "
+            f"({table.columns} x {table.rings}); the scan has {returns.range_m.shape[0]}"
+        )
+    return Returns(*_merge_body(
+        returns.range_m, returns.valid, returns.reflectivity, returns.signal, returns.intensity,
+        returns.class_id, returns.material_id, returns.object_id, returns.return_flags,
+        decision.replaced_cells, decision.body_cells,
+        decision.body_range_m, table.body_reflectivity, table.intensity_byte,
+    ))
+
+
 class SelfReturnResult(NamedTuple):
     """What ``apply_self_returns`` gives back.
 
@@ -312,29 +364,11 @@ def apply_self_returns(
     returns have reflectivity ``I / 100`` (the inverse of the intensity byte), signal 0 (the
     table has no signal plane), object id ``SELF_OBJECT_ID``.
     """
-    n, r_slots = returns.range_m.shape
-    if n != table.cells:
-        raise ConfigError(
-            f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells "
-            f"({table.columns} x {table.rings}); the scan has {n}"
-        )
-    # Only the cells the body can reach are hashed (the others keep the scene's returns).
-    cand = table.candidate_cells
-    h = self_return_hash(scan_index, seed, cand)
-    body_k, replaced_k, body, blocked = _classify(uniform_from_hash(h), *table.candidate_thresholds, cand, n)
-    body_cells = cand[body_k]
-    replaced_cells = cand[replaced_k]
-    z = hash_normal(mix64(h[body_k])) if noise_on else np.zeros(body_cells.size)
-    # only body cells need their normal; the others' would go unused
-    body_range_m = np.zeros(n)
-    body_range_m[body_cells] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body_cells] + float(std_m) * z)
-
-    new = Returns(*_merge_body(
-        returns.range_m, returns.valid, returns.reflectivity, returns.signal, returns.intensity,
-        returns.class_id, returns.material_id, returns.object_id, returns.return_flags,
-        replaced_cells.astype(np.int64), body_cells.astype(np.int64),
-        body_range_m, table.body_reflectivity, table.intensity_byte,
-    ))
+    n = returns.range_m.shape[0]
+    decision = decide_self_returns(table, scan_index, seed, std_m, noise_on)
+    new = merge_self_returns(table, returns, decision)  # refuses a table of another size
+    body_cells, replaced_cells, body_range_m = decision.body_cells, decision.replaced_cells, decision.body_range_m
+    body, blocked = decision.body, decision.blocked
 
     points_out = None
     if points_sensor is not None:

@@ -270,3 +270,26 @@ def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(po
     # About the spec's share of body points in a Polaris scan (~15,900 of ~34,500).
     body_points = int((returns.valid & (returns.class_id == 12)).sum())
     assert 14500 < body_points < 17500
+
+
+def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour):
+    """The body's part is decided while the sweep runs; the scan is the one-shot scan."""
+    from acres_lidar_ros.self_returns import apply_self_returns
+
+    tracer, (times, positions, quaternions) = farm_tour
+    stamp_ns = int(round((times[0] + 2.0) * 1e9))
+    poses = PoseHistory.from_arrays(times, positions, quaternions)
+    with_body = ScanOptions(seed=3)
+    sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body)
+    sweep = sweep_scanner.start_sweep(stamp_ns)
+    early = PoseHistory.from_arrays(times[times <= stamp_ns * 1e-9 - 0.05], positions[times <= stamp_ns * 1e-9 - 0.05],
+                                    quaternions[times <= stamp_ns * 1e-9 - 0.05])
+    assert 0 < sweep.trace_covered(early) < polaris.columns
+    assert sweep._self_decision is not None  # decided with the first block, before the stamp
+    chunked = sweep.finish(poses)
+    without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False)).scan(poses, stamp_ns)
+    reference = apply_self_returns(sweep_scanner._self_table, without.returns, scan_index=0, seed=3,
+                                   std_m=polaris.std_m, noise_on=True).returns
+    _assert_same_returns(chunked.returns, reference)
+    one_shot = Scanner(polaris, tracer=tracer, options=with_body).scan(poses, stamp_ns)
+    _assert_same_returns(chunked.returns, one_shot.returns)
