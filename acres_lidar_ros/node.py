@@ -226,6 +226,7 @@ class LidarNode(Node):
         if not result.kind == "accepted":
             self._log([Event(result.level, result.kind, result.message)])
             return
+        self._on_poll()  # a scan this pose completes starts now, ahead of the pretraces
         self._pretrace()
 
     def _pretrace(self) -> None:

@@ -429,13 +429,15 @@ class Sweep:
             self._self_decision = (key, decision)
         return self._self_decision[1]
 
-    def trace_covered(self, poses: PoseHistory) -> int:
-        """Trace the untraced columns that fire at or before the newest pose; return how many."""
+    def trace_covered(self, poses: PoseHistory, min_columns: int = 1) -> int:
+        """Trace the untraced columns that fire at or before the newest pose, if there are at
+        least ``min_columns`` of them (a tiny block costs more than it saves); return how many."""
         if not len(poses):
             return 0
         columns = np.flatnonzero(~self.traced & (self.firing_time_s <= poses.end_s))
-        if columns.size:
-            self._trace(poses, columns, extrapolate=False)
+        if columns.size < max(min_columns, 1):
+            return 0
+        self._trace(poses, columns, extrapolate=False)
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:

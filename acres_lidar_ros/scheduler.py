@@ -631,7 +631,9 @@ class SweepTracer:
             if sweep is None or sweep.index != index:
                 sweep = self.scanner.start_sweep(sweep_end_ns, boxes=boxes, index=index)
                 self._sweeps[sweep_end_ns] = sweep
-            return sweep.trace_covered(poses)
+            # Blocks of at least a twentieth of a sweep: the pose at the stamp covers only the
+            # first column of the next sweep, and tracing it would hold up the finishing scan.
+            return sweep.trace_covered(poses, min_columns=max(1, self.scanner.config.columns // 20))
 
     def pretrace(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> int:
         """``pretrace_upcoming`` for an open job that still waits for its pose."""
@@ -882,15 +884,6 @@ def simulate_schedule(
                 if result.kind != "accepted":
                     events[result.kind] = events.get(result.kind, 0) + 1
                 arrived = True
-            if arrived and pretrace is not None and tracker.newest_ns is not None:
-                # A job whose sweep the poses now cover is about to start: its finish does the rest.
-                targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs()
-                           if job.state == "waiting_pose" and tracker.newest_ns < job.sweep_end_ns]
-                upcoming = scheduler.upcoming()
-                if upcoming is not None:
-                    targets.append(upcoming)
-                for sweep_end_ns, index in targets:
-                    pool.submit(pretrace, tracker.snapshot(sweep_end_ns), sweep_end_ns, index)
             if scheduler.counts["due"] >= n_scans:
                 scheduler.stop()
             polled = scheduler.poll(tracker.newest_ns)
@@ -909,6 +902,16 @@ def simulate_schedule(
                     continue
                 future = pool.submit(run, job, poses)
                 future.add_done_callback(lambda f, job=job: finished(job, f))
+            # After the poll: a finish just started goes to the pool first.
+            if arrived and pretrace is not None and tracker.newest_ns is not None:
+                # A job whose sweep the poses now cover is about to start: its finish does the rest.
+                targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs()
+                           if job.state == "waiting_pose" and tracker.newest_ns < job.sweep_end_ns]
+                upcoming = scheduler.upcoming()
+                if upcoming is not None:
+                    targets.append(upcoming)
+                for sweep_end_ns, index in targets:
+                    pool.submit(pretrace, tracker.snapshot(sweep_end_ns), sweep_end_ns, index)
             if scheduler.counts["due"] >= n_scans and scheduler.in_work == 0:
                 break
             wakeups = [t for t in (scheduler.next_wakeup_ns(), heap[0][0] if heap else None) if t is not None]

@@ -284,7 +284,7 @@ class StandInScanner:
             def __init__(self):
                 self.index, self.boxes = index, tuple(boxes)
 
-            def trace_covered(self, poses):
+            def trace_covered(self, poses, min_columns=1):
                 scanner.pretraced.append((poses.end_s, stamp_ns, index))
                 return 0
 
