@@ -69,6 +69,7 @@ from acres_lidar_ros.noise import (
     mix64,
 )
 from acres_lidar_ros.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR, intensity_byte
+from acres_lidar_ros.beam_model import sort_span_m
 from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.weather import MAX_DROPS_PER_SLAB, _POISSON_SATURATED_MEAN
 
@@ -1321,7 +1322,7 @@ def _prepare_locked(hits, origins, directions, weights, params, options, atm, se
         float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad), chunk,
     )
     block = EchoBlock(cells, start, flat, range_m, power, peak, nearest_solid, hit_class, hit_material, hit_object,
-                      float(_sort_span(range_m, power, _EMPTY)), None)
+                      max(float(_sort_span(range_m, power, _EMPTY)), sort_span_m(float(params.range_m))), None)
     if _has_clutter(params, atm):
         return block  # the slabs are contributions too: echoes in finish_echoes
     # --- Step 5 without clutter: the block's echoes, sorted with the block's span. ---
@@ -1395,7 +1396,7 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
 
     # --- Pass 2: clutter slabs of rain and fog (sequential: the rain stream's draws). ---
     slabs = None
-    span = max([block.span for block in blocks] + [0.0])
+    span = max([block.span for block in blocks] + [sort_span_m(float(params.range_m))])
     if _has_clutter(params, atm):
         nearest_solid = np.empty(n_beams)
         for block in blocks:

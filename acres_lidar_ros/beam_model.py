@@ -124,6 +124,12 @@ _MATERIAL_FIELDS = (
 )
 
 
+
+def sort_span_m(largest_range_m: float) -> float:
+    """The ``span`` of the echo sort key ``beam * span + R``: the power of two above
+    ``largest_range_m + 2`` m (both backends use it, so their ties agree)."""
+    return 2.0 ** math.ceil(math.log2(largest_range_m + 2.0))
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True)
     a.setflags(write=False)
@@ -642,7 +648,9 @@ def process_beams(
     cls, mat_out, obj = cls[lit], mat_out[lit], obj[lit]
     # beam * span + R with span a power of two above every range: exact beam part, and rounding
     # of the sum is monotone, so the stable sort is by beam then range (ties keep input order).
-    span = 2.0 ** math.ceil(math.log2(float(range_m.max()) + 2.0))
+    # The span covers the sensor's maximum range (a scan's blocks then share one span) and any
+    # range beyond it (roughness can push a hit past it).
+    span = sort_span_m(max(float(range_m.max()), float(params.range_m)))
     sort_key = beam * span + range_m
     if sort_key.size > 1 and not np.all(sort_key[1:] >= sort_key[:-1]):  # often sorted already
         order = np.argsort(sort_key, kind="stable")
