@@ -135,3 +135,29 @@ def test_ctrl_c_leaves_a_readable_bag(tmp_path, monkeypatch):
     assert len((out / "lidar.jsonl").read_text().splitlines()) == 2
     assert json.loads((out / "episode.json").read_text())
     assert read_tum(out / "trajectory_gt.tum")[0].size > 0
+
+
+def test_record_puts_other_vehicles_from_box_tracks_in_the_scans(tmp_path, capsys):
+    from acres_lidar_ros.scene import build_default_farm, default_tour
+
+    times, positions, quaternions = default_tour(build_default_farm())
+    x, y, z, w = quaternions[0]
+    heading = np.array([1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 0.0])
+    heading /= np.linalg.norm(heading)
+    centre = positions[0] + 12.0 * heading + [0.0, 0.0, 1.0]
+    tracks = tmp_path / "boxes.json"
+    sample = {"centre_m": centre.tolist(), "quaternion_xyzw": [0, 0, 0, 1], "half_extents_m": [2.0, 1.0, 1.0]}
+    tracks.write_text(json.dumps({"tracks": [{"object_id": 101, "samples": [
+        {"t_s": float(times[0]), **sample}, {"t_s": float(times[0]) + 5.0, **sample}]}]}))
+    out = tmp_path / "boxes_run"
+    code, _, _ = run(capsys, "record", "--duration", "0.2", "--out", str(out), "--files", "ply", "--boxes", str(tracks),
+                     "--no-progress")
+    assert code == 0
+    for ply in sorted((out / "lidar").glob("scan_*.ply")):
+        points = read_ply(ply)
+        far_vehicle = (points["class"] == 12) & (np.linalg.norm(np.c_[points["x"], points["y"], points["z"]], axis=1) > 5)
+        assert far_vehicle.sum() > 50  # the box, not the body (which is within 1.7 m)
+    bad = tmp_path / "bad_boxes.json"
+    bad.write_text(json.dumps({"tracks": [{"object_id": 1, "samples": [{**sample, "t_s": 1.0, "half_extents_m": [0, 1, 1]}]}]}))
+    code, _, err = run(capsys, "record", "--out", str(tmp_path / "o2"), "--boxes", str(bad), "--no-progress")
+    assert code == 2 and "half_extents_m" in err and not (tmp_path / "o2").exists()
