@@ -982,7 +982,7 @@ def _echo_draws(count, echo_base, e_range, columns, rings, overlap_range_m, nois
 
 @_jit(parallel=True)
 def _returns(
-    count, echo_base, range_m, reflectance, peak, log_u_a, u_b, x, expm1_minus_x, extinction,
+    count, echo_base, range_m, reflectance, peak, log_u_a, u_b, cos_b, x, expm1_minus_x, extinction,
     e_class, e_material, e_object, columns, rings,
     s10, ring_r10, overlap_range_m, alpha, ambient, threshold, noise_on, min_range_m, max_range_m,
     std_m, range_std_low_snr_m, signal_limit, mode, slots, chunk,
@@ -1035,7 +1035,7 @@ def _returns(
             for q in range(count[beam]):
                 e = base + q
                 radius = math.sqrt(-2.0 * log_u_a[e])
-                cosine = math.cos(_TWO_PI * u_b[e])
+                cosine = cos_b[e]  # cos(2 pi U_b), numpy's vectorised cos (bit-equal to libm's)
                 r = range_m[e]
                 xe = x[e]
                 f = -expm1_minus_x[e] / xe if xe > 0.0 else 1.0
@@ -1446,8 +1446,10 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
     )
     alpha = float(atm.alpha_per_m)
     extinction = np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range
+    with np.errstate(invalid="ignore"):  # echoes outside the range window carry no draws (NaN)
+        cos_b = np.cos(_TWO_PI * u_b)
     fields = _returns(
-        count, echo_base, e_range, e_rho, e_peak, np.log(u_a), u_b, x, np.expm1(-x), extinction,
+        count, echo_base, e_range, e_rho, e_peak, np.log(u_a), u_b, cos_b, x, np.expm1(-x), extinction,
         e_class, e_material, e_object, n_columns, n_rings,
         float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, overlap, alpha,
         float(params.ambient_counts), float(params.detection_threshold_counts), bool(options.noise),
