@@ -1446,7 +1446,7 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
     )
     alpha = float(atm.alpha_per_m)
     extinction = np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range
-    with np.errstate(invalid="ignore"):  # echoes outside the range window carry no draws (NaN)
+    with np.errstate(invalid="ignore", over="ignore"):  # unused entries hold no draw (any bits)
         cos_b = np.cos(_TWO_PI * u_b)
     fields = _returns(
         count, echo_base, e_range, e_rho, e_peak, np.log(u_a), u_b, cos_b, x, np.expm1(-x), extinction,
