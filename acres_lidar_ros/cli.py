@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--pose", nargs=6, type=float, metavar=("X", "Y", "Z", "ROLL", "PITCH", "YAW"),
                       help="base_footprint in the world: metres and degrees (default: the tour's start)")
     scan.add_argument("--out", type=Path, help="new run directory (default runs/scan_<UTC time>)")
-    scan.add_argument("--format", choices=("pcd", "ply", "both"), default="both", help="point files (default both)")
+    scan.add_argument("--format", choices=("pcd", "ply", "both"),
+                      help="point files (default: the sensors file's lidar.output; pcd for the Polaris)")
 
     record = sub.add_parser("record", help="drive a trajectory and record a rosbag2 and files", epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--out", type=Path, help="new run directory (default runs/record_<UTC time>)")
     record.add_argument("--point-type", choices=("XYZI", "XYZIRT"), default="XYZI",
                         help="rslidar_sdk point layout of /lidar/points (default XYZI, the vehicle's)")
-    record.add_argument("--files", choices=("pcd", "ply", "both", "none"), default="pcd",
-                        help="point files per scan (default pcd)")
+    record.add_argument("--files", choices=("pcd", "ply", "both", "none"),
+                        help="point files per scan (default: the sensors file's lidar.output; pcd for the Polaris)")
     record.add_argument("--boxes", type=Path, metavar="FILE", help="other vehicles: a box-tracks JSON file")
     record.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -161,7 +162,7 @@ def cmd_scan(args) -> int:
     else:
         T_world_base = _tour(scene).transforms([_tour(scene).start_s])[0]
     out = _run_dir(args.out, "scan")
-    scan = single_scan(scanner, T_world_base, out, files=args.format, run=vars_for_json(args))
+    scan = single_scan(scanner, T_world_base, out, files=args.format or config.output, run=vars_for_json(args))
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     return 0
 
@@ -198,7 +199,8 @@ def cmd_record(args) -> int:
     out = _run_dir(args.out, "record")
     try:
         summary = record_drive(scanner, trajectory, out, duration_s=args.duration, point_type=args.point_type,
-                               files=args.files, boxes_at=boxes_at, run=vars_for_json(args), progress=progress)
+                               files=args.files or config.output, boxes_at=boxes_at, run=vars_for_json(args),
+                               progress=progress)
     finally:
         if bar is not None:
             bar.close()

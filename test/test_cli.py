@@ -161,3 +161,12 @@ def test_record_puts_other_vehicles_from_box_tracks_in_the_scans(tmp_path, capsy
     bad.write_text(json.dumps({"tracks": [{"object_id": 1, "samples": [{**sample, "t_s": 1.0, "half_extents_m": [0, 1, 1]}]}]}))
     code, _, err = run(capsys, "record", "--out", str(tmp_path / "o2"), "--boxes", str(bad), "--no-progress")
     assert code == 2 and "half_extents_m" in err and not (tmp_path / "o2").exists()
+
+
+def test_files_default_to_the_sensors_output_key(tmp_path, capsys):
+    out = tmp_path / "polaris_default"
+    assert run(capsys, "scan", "--out", str(out))[0] == 0  # the Polaris overlay says output = pcd
+    assert {p.suffix for p in (out / "lidar").iterdir()} == {".pcd", ".png"}
+    out = tmp_path / "generic_default"
+    assert run(capsys, "scan", "--sensor", "default", "--out", str(out))[0] == 0  # generic: ply
+    assert {p.suffix for p in (out / "lidar").iterdir()} == {".ply", ".png"}
