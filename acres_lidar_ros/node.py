@@ -137,6 +137,8 @@ class LidarNode(Node):
         self.config: SensorConfig = config.with_overrides(startup_overrides(values, config))
         self.scanner = Scanner(self.config, self._load_scene(option_values(values).get("seed", 0)),
                                ScanOptions(**option_values(values)))
+        self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
+        self.get_logger().info(f"kernels ready in {self.scanner.warm_up():.1f} s")
         self.sweeps = SweepTracer(self.scanner)  # one scan traced at a time, columns as poses arrive
         self._mount_from_tf = False
         self._mount_warned = False

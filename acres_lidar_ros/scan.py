@@ -192,6 +192,19 @@ class Scanner:
         if "self_returns" in changes:
             self._self_table = self._load_self_table()
 
+    def warm_up(self) -> float:
+        """Trace one throw-away scan with a copy of this scanner (same tracer, own streams), so
+        numba's kernels are compiled (or loaded from its cache) before the first real scan;
+        this scanner's noise streams and scan numbers are untouched. Returns the seconds it took."""
+        started = time.perf_counter()
+        spare = Scanner(self.config, options=self.options, tracer=self.tracer)
+        at_rest = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
+        sweep = spare.start_sweep(int(round(self.config.period_s * 1e9)), index=0)
+        half = np.flatnonzero(sweep.firing_time_s <= np.median(sweep.firing_time_s))
+        sweep._trace(at_rest, half, extrapolate=False)  # the block path the node takes, too
+        sweep.finish(at_rest)
+        return time.perf_counter() - started
+
     def set_runtime_config(self, overrides: dict) -> None:
         """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
         from acres_lidar_ros.schema import LIDAR_PARAM

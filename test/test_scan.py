@@ -293,3 +293,13 @@ def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour)
     _assert_same_returns(chunked.returns, reference)
     one_shot = Scanner(polaris, tracer=tracer, options=with_body).scan(poses, stamp_ns)
     _assert_same_returns(chunked.returns, one_shot.returns)
+
+
+def test_warm_up_leaves_the_scanners_streams_and_numbers_alone(polaris, plane_tracer):
+    poses = at_rest([0.0, 0.0, 0.0])
+    warmed = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=4, self_returns=False))
+    assert warmed.warm_up() > 0
+    fresh = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=4, self_returns=False))
+    a, b = warmed.scan(poses, stamp_ns=10**9), fresh.scan(poses, stamp_ns=10**9)
+    assert a.index == b.index == 0
+    _assert_same_returns(a.returns, b.returns)
