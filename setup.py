@@ -33,7 +33,7 @@ setup(
         "console_scripts": [
             "acres-lidar = acres_lidar_ros.cli:main",
             "lidar_node = acres_lidar_ros.node:main",
-            "demo_drive = acres_lidar_ros.demo_drive:main",
+            "demo_drive = acres_lidar_ros.node_demo_drive:main",
         ],
     },
 )

@@ -120,7 +120,7 @@ def test_launch_description_declares_its_arguments_and_starts_the_nodes(descript
 
 def test_launch_executables_are_console_scripts_and_files_are_installed():
     setup = (ROOT / "setup.py").read_text()
-    for script in ("lidar_node = acres_lidar_ros.node:main", "demo_drive = acres_lidar_ros.demo_drive:main"):
+    for script in ("lidar_node = acres_lidar_ros.node:main", "demo_drive = acres_lidar_ros.node_demo_drive:main"):
         assert script in setup
     for pattern in ('glob("config/*")', 'glob("launch/*.py")', 'glob("urdf/*")'):
         assert pattern in setup

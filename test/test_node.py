@@ -24,7 +24,7 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.demo_drive import TourDrive
+from acres_lidar_ros.node_demo_drive import TourDrive
 from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
