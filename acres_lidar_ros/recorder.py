@@ -22,7 +22,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config import SensorConfig
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.outputs.files import atomic_write, scan_file_stem
+from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.poses import PoseHistory
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 

@@ -157,7 +157,6 @@ class Scanner:
         self.tracer = tracer if tracer is not None else Tracer(scene)
         self._beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
         self._lens_origins = np.repeat(self.pattern.lens_origins_sensor, config.rings, axis=0)
-        self._beam_ring = np.tile(np.arange(config.rings), config.columns)
         self._self_table = self._load_self_table()
         self._streams = self._new_streams()
         self._beam_params = None  # built on the first radiometric scan

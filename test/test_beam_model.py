@@ -15,7 +15,6 @@ from acres_lidar_ros.beam_model import (
     RETURN_MODES,
     BeamModelOptions,
     BeamModelParams,
-    MaterialParams,
     process_beams,
     ring_major_cells,
 )

@@ -39,7 +39,7 @@ def expected_plane_ranges(config, base_xyz, yaw_deg=0.0):
     d = (cos e cos a, cos e sin a, sin e), a = alpha_c + delta_r, o = l (cos alpha_c, sin alpha_c, 0);
     world = Rz(yaw) (M x + t_mount) + base; the plane is hit at R = -o_w.z / d_w.z for d_w.z < 0.
     """
-    columns, rings = config.columns, config.rings
+    columns = config.columns
     alpha_c = -2 * np.pi * np.arange(columns) / columns  # cw layout
     a = alpha_c[:, None] + config.azimuth_offsets_rad[None, :]
     e = np.broadcast_to(config.elevations_rad[None, :], a.shape)

@@ -7,7 +7,7 @@ World frame: x east, y north, z up, metres. ``Scene`` is immutable; build one wi
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
