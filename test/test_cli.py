@@ -170,3 +170,26 @@ def test_files_default_to_the_sensors_output_key(tmp_path, capsys):
     out = tmp_path / "generic_default"
     assert run(capsys, "scan", "--sensor", "default", "--out", str(out))[0] == 0  # generic: ply
     assert {p.suffix for p in (out / "lidar").iterdir()} == {".ply", ".png"}
+
+
+def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
+    code, out, _ = run(capsys, "bench", "--sensor", "default", "--scans", "2", "--json")
+    assert code == 0
+    figures = json.loads(out)
+    stages = ("rays_ms", "trace_ms", "returns_ms", "points_ms", "packing_ms")
+    for key in stages:
+        assert figures[f"{key}_median"] >= 0
+    assert figures["rays_per_scan"] == 180 * 8 * 7 and figures["scans"] == 2
+    assert figures["ratio"] == pytest.approx(figures["scan_ms_median"] / figures["bare_cast_ms_median"])
+    assert figures["scan_ms_median"] >= figures["trace_ms_median"] > 0 and figures["peak_memory_mb"] > 0
+
+
+def test_self_table_command_writes_the_shipped_table(tmp_path, capsys, repo_root):
+    out = tmp_path / "self.f32"
+    code, stdout, _ = run(capsys, "self-table", "--urdf", str(repo_root / "urdf" / "polaris.urdf"),
+                          "--sensor", "polaris", "--out", str(out))
+    assert code == 0 and "cells with a body return" in stdout
+    assert out.read_bytes() == (repo_root / "config" / "polaris_lidar_self.f32").read_bytes()
+    code, _, err = run(capsys, "self-table", "--urdf", str(repo_root / "urdf" / "polaris.urdf"),
+                       "--sensor", "polaris", "--out", str(out))
+    assert code == 2 and "exists" in err  # never overwritten without --force
