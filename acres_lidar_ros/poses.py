@@ -16,6 +16,25 @@ from acres_lidar_ros.errors import PoseError
 UNIT_QUATERNION_TOLERANCE = 1e-3
 
 
+def first_bad_pose(
+    times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, tolerance: float
+) -> tuple[str, int] | None:
+    """The first rule a sequence of poses breaks, and the row: ``("not_finite", i)``,
+    ``("not_increasing", i)`` (time ``i`` is not after time ``i - 1``) or ``("not_unit", i)``
+    (quaternion norm not within ``tolerance`` of 1); None when all rows are good. The callers
+    (``check_poses``, the TUM reader) phrase the message for their own rows."""
+    finite = np.isfinite(times_s) & np.isfinite(positions_m).all(axis=1) & np.isfinite(quaternions_xyzw).all(axis=1)
+    if not finite.all():
+        return "not_finite", int(np.argmin(finite))
+    steps = np.diff(times_s)
+    if (steps <= 0).any():
+        return "not_increasing", int(np.argmax(steps <= 0)) + 1
+    unit = np.abs(np.linalg.norm(quaternions_xyzw, axis=1) - 1.0) <= tolerance
+    if not unit.all():
+        return "not_unit", int(np.argmin(unit))
+    return None
+
+
 def check_poses(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, where: str) -> None:
     """Raise ``PoseError`` naming ``where`` and the first bad sample for NaN, a non-unit quaternion
     or non-increasing times."""
@@ -28,28 +47,25 @@ def check_poses(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: 
             f"{where}: expected {n} positions (n, 3) and quaternions (n, 4), got {positions_m.shape} and "
             f"{quaternions_xyzw.shape}"
         )
-    finite = np.isfinite(times_s) & np.isfinite(positions_m).all(axis=1) & np.isfinite(quaternions_xyzw).all(axis=1)
-    if not finite.all():
-        i = int(np.argmin(finite))
+    bad = first_bad_pose(times_s, positions_m, quaternions_xyzw, UNIT_QUATERNION_TOLERANCE)
+    if bad is None:
+        return
+    kind, i = bad
+    t = float(times_s[i])
+    if kind == "not_finite":
         raise PoseError(
-            f"{where}: sample {i} (t = {float(times_s[i])!r}) is not finite: position {positions_m[i].tolist()}, "
+            f"{where}: sample {i} (t = {t!r}) is not finite: position {positions_m[i].tolist()}, "
             f"quaternion {quaternions_xyzw[i].tolist()}; expected finite numbers"
         )
-    norm = np.linalg.norm(quaternions_xyzw, axis=1)
-    unit = np.abs(norm - 1.0) <= UNIT_QUATERNION_TOLERANCE
-    if not unit.all():
-        i = int(np.argmin(unit))
+    if kind == "not_increasing":
         raise PoseError(
-            f"{where}: sample {i} (t = {float(times_s[i])!r}) has a quaternion of norm {norm[i]:.6g} "
-            f"{quaternions_xyzw[i].tolist()}; expected a unit quaternion (x, y, z, w), norm within "
-            f"{UNIT_QUATERNION_TOLERANCE} of 1"
+            f"{where}: time {t!r} at sample {i} is not after {float(times_s[i - 1])!r}; expected increasing times"
         )
-    steps = np.diff(times_s)
-    if (steps <= 0).any():
-        i = int(np.argmax(steps <= 0)) + 1
-        raise PoseError(
-            f"{where}: time {float(times_s[i])!r} at sample {i} is not after {float(times_s[i - 1])!r}; expected increasing times"
-        )
+    raise PoseError(
+        f"{where}: sample {i} (t = {t!r}) has a quaternion of norm {np.linalg.norm(quaternions_xyzw[i]):.6g} "
+        f"{quaternions_xyzw[i].tolist()}; expected a unit quaternion (x, y, z, w), norm within "
+        f"{UNIT_QUATERNION_TOLERANCE} of 1"
+    )
 
 
 class PoseHistory:

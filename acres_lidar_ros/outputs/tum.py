@@ -16,33 +16,29 @@ import numpy as np
 
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import atomic_write
+from acres_lidar_ros.poses import first_bad_pose
 
 QUATERNION_NORM_TOLERANCE = 1e-4  # TUM files of other tools often carry 6 decimals
 
 
 def _validate(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, line_numbers: np.ndarray, where: str) -> None:
-    """Raise ``PoseError`` at the first bad row (named by ``line_numbers``)."""
-    rows = np.column_stack([times_s, positions_m, quaternions_xyzw])
-    bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
-    if bad.size:
-        i = bad[0]
-        raise PoseError(f"{where} line {line_numbers[i]}: values {rows[i].tolist()} are not all finite")
-    if len(times_s) > 1:
-        bad = np.flatnonzero(np.diff(times_s) <= 0)
-        if bad.size:
-            i = bad[0] + 1
-            raise PoseError(
-                f"{where} line {line_numbers[i]}: time {float(times_s[i])!r} s does not increase "
-                f"(previous {float(times_s[i - 1])!r} s); times must be strictly increasing"
-            )
-    norms = np.linalg.norm(quaternions_xyzw, axis=1)
-    bad = np.flatnonzero(np.abs(norms - 1.0) > QUATERNION_NORM_TOLERANCE)
-    if bad.size:
-        i = bad[0]
+    """Raise ``PoseError`` at the first bad row (named by ``line_numbers``), by the pose history's rules."""
+    bad = first_bad_pose(times_s, positions_m, quaternions_xyzw, QUATERNION_NORM_TOLERANCE)
+    if bad is None:
+        return
+    kind, i = bad
+    if kind == "not_finite":
+        values = np.concatenate([[times_s[i]], positions_m[i], quaternions_xyzw[i]]).tolist()
+        raise PoseError(f"{where} line {line_numbers[i]}: values {values} are not all finite")
+    if kind == "not_increasing":
         raise PoseError(
-            f"{where} line {line_numbers[i]}: quaternion {quaternions_xyzw[i].tolist()} has norm "
-            f"{norms[i]:.9g}; allowed 1 +- {QUATERNION_NORM_TOLERANCE}"
+            f"{where} line {line_numbers[i]}: time {float(times_s[i])!r} s does not increase "
+            f"(previous {float(times_s[i - 1])!r} s); times must be strictly increasing"
         )
+    raise PoseError(
+        f"{where} line {line_numbers[i]}: quaternion {quaternions_xyzw[i].tolist()} has norm "
+        f"{np.linalg.norm(quaternions_xyzw[i]):.9g}; allowed 1 +- {QUATERNION_NORM_TOLERANCE}"
+    )
 
 
 def encode_tum(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray) -> bytes:
