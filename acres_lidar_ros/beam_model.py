@@ -51,10 +51,11 @@ clutter slabs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from acres_lidar_ros.config import MaterialTable
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.hits import NO_OBJECT, Hits
 from acres_lidar_ros.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
@@ -111,24 +112,14 @@ PRECIPITATION_CLASS = CLASS_ID["precipitation"]
 PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
 MAX_SIGNAL_COUNTS = 65535
 
-_MATERIAL_FIELDS = (
-    "reflectivity",
-    "specular",
-    "specular_width_rad",
-    "transmission",
-    "wet_darkening",
-    "incidence_exponent",
-    "micro_slope_rad",
-    "reflectivity_sd",
-    "roughness_m",
-)
-
+_MATERIAL_FIELDS = tuple(f.name for f in fields(MaterialTable) if f.name != "names")
 
 
 def sort_span_m(largest_range_m: float) -> float:
     """The ``span`` of the echo sort key ``beam * span + R``: the power of two above
     ``largest_range_m + 2`` m (both backends use it, so their ties agree)."""
     return 2.0 ** math.ceil(math.log2(largest_range_m + 2.0))
+
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True)
@@ -137,23 +128,14 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class MaterialParams:
-    """The LiDAR properties of each material, (M,) float64 arrays indexed by material number.
+class MaterialParams(MaterialTable):
+    """The sensor's ``MaterialTable`` checked for the model: (M,) finite, read-only float64
+    arrays indexed by material number, each in the range the equations need.
 
     ``reflectivity`` (rho), ``specular`` (s), ``specular_width_rad`` (theta_s), ``transmission``
     (tau), ``wet_darkening`` (a_w), ``incidence_exponent`` (k), ``micro_slope_rad`` (sigma_t),
     ``reflectivity_sd`` (s_rho), ``roughness_m`` (sigma_h).
     """
-
-    reflectivity: np.ndarray
-    specular: np.ndarray
-    specular_width_rad: np.ndarray
-    transmission: np.ndarray
-    wet_darkening: np.ndarray
-    incidence_exponent: np.ndarray
-    micro_slope_rad: np.ndarray
-    reflectivity_sd: np.ndarray
-    roughness_m: np.ndarray
 
     def __post_init__(self) -> None:
         n = len(MATERIAL_NAMES)
@@ -185,7 +167,8 @@ class MaterialParams:
     @classmethod
     def from_table(cls, table: object) -> "MaterialParams":
         """From any object with the nine (M,) array attributes (``SensorConfig.material_table()``)."""
-        return cls(**{name: np.asarray(getattr(table, name), dtype=np.float64) for name in _MATERIAL_FIELDS})
+        return cls(names=tuple(getattr(table, "names", MATERIAL_NAMES)),
+                   **{name: np.asarray(getattr(table, name), dtype=np.float64) for name in _MATERIAL_FIELDS})
 
 
 @dataclass(frozen=True)
