@@ -64,7 +64,8 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
     write_json(out_dir / "config.json", {"sensors": config.effective, "options": asdict(options), "run": run})
 
 
-def write_scan_outputs(scan: Scan, out_dir: Path, files: str, config: SensorConfig) -> dict:
+def write_scan_outputs(scan: Scan, out_dir: Path, files: str, config: SensorConfig,
+                       cloud_xyzi: np.ndarray | None = None) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
     from acres_lidar_ros.outputs.records import append_jsonl, scan_row
@@ -74,7 +75,8 @@ def write_scan_outputs(scan: Scan, out_dir: Path, files: str, config: SensorConf
         row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
-    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s)
+    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s,
+                            cloud_xyzi=cloud_xyzi)
 
 
 def body_twist(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,8 +197,9 @@ def record_drive(
     def write_scan(bag, scan: Scan, release_ns: int) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
-        bag.write_cloud(scan.stamp_ns, organised_cloud(scan, point_type), log_time_ns=release_ns)
-        write_scan_outputs(scan, out_dir, files, config)
+        cloud = organised_cloud(scan, point_type)  # made once, for the bag and the PCD
+        bag.write_cloud(scan.stamp_ns, cloud, log_time_ns=release_ns)
+        write_scan_outputs(scan, out_dir, files, config, cloud if point_type == "XYZI" else None)
         summary.scans += 1
         summary.points += int(scan.returns.valid.sum())
         summary.sim_seconds = scan.stamp_s - t_start

@@ -59,9 +59,12 @@ def encode_pcd(cloud: np.ndarray) -> bytes:
     return header.encode("ascii") + body.tobytes()
 
 
-def write_pcd(path: str | os.PathLike[str], scan: Scan) -> Path:
-    """Write the scan's organised ``XYZI`` cloud to a new binary PCD file (atomic, no overwrite)."""
-    return atomic_write(path, encode_pcd(organised_cloud(scan, "XYZI")))
+def write_pcd(path: str | os.PathLike[str], scan: Scan, cloud: np.ndarray | None = None) -> Path:
+    """Write the scan's organised ``XYZI`` cloud to a new binary PCD file (atomic, no overwrite).
+
+    ``cloud`` is that cloud when the caller has already made it (``organised_cloud(scan, "XYZI")``).
+    """
+    return atomic_write(path, encode_pcd(organised_cloud(scan, "XYZI") if cloud is None else cloud))
 
 
 def read_pcd(path: str | os.PathLike[str]) -> np.ndarray:
