@@ -16,11 +16,16 @@ can run on all cores (``PARALLEL_PASSES``) and any chunking gives the same bits:
 3. **Clutter** (``_clutter``, rain and fog with clutter on; beams in ring-major sequence,
    sequential): the slabs of each beam, the rain drops from the rain stream and the skip rule.
 4. **Echoes** (``_echoes``): sort by range, echo formation, into room for one echo per
-   contribution. ``_echo_draws`` gives each echo its two outputs of the noise stream in the
-   stream's ring-major order: a chunk of ring-major positions jumps the stream to its first
-   draw (O'Neill's jump-ahead), so every echo gets the number the sequential stream gives it.
-   numpy takes ``log U_a``, ``expm1`` of the overlap and the extinction ``exp``; ``_returns``
-   forms signal and detection, the returns, range noise and brightness.
+   contribution; ``_echo_signals`` forms what step 6 needs that draws nothing (clear signal,
+   signal after extinction, the shot-noise scale and the range sigma; numpy takes ``expm1`` of
+   the overlap and the extinction ``exp``).
+5. **Draws and returns**: each echo takes the pair ``n1, n2`` of the noise stream at its place
+   in the stream's order (echoes in range order, beams ring-major; ``_draw_base``).
+   ``NoiseDraws`` holds those pairs formed ahead from the stream's state (``_noise_uniforms``,
+   numpy's ``log`` and ``cos``, ``_normal_pairs``): they depend on the position in the stream
+   alone, so the ``Sweep`` forms them before the stamp (``prefetch_noise_draws``) and only the
+   look-up is left after it. ``_returns`` forms detection, the returns, range noise and
+   brightness.
 
 Blocks: steps 1, 2 and (without clutter) 4 depend on each beam's own hits and draw nothing, so
 ``prepare_echoes`` runs them on any block of beams (the ``Sweep`` runs it on each column block
@@ -945,56 +950,118 @@ def _echoes(
     return count, e_range, e_rho, e_peak, e_class, e_material, e_object
 
 
-@_jit(parallel=True)
-def _echo_draws(count, echo_base, e_range, columns, rings, overlap_range_m, noise_state, noise_inc, chunk):
-    """The draws of step 6: two outputs of the noise stream per echo, echoes in range order,
-    beams in ring-major sequence. The ring-major positions are cut into chunks; each chunk jumps
-    the stream to its first draw (O'Neill's jump-ahead), so every echo gets the very number the
-    sequential stream gives it, whatever the threads. Returns ``u_a, u_b (C,)``, ``x = (R_e /
-    R_ov)^2 (C,)`` (``u_a = 1/2, x = 1`` in unused room) and the stream's new state."""
+@_jit
+def _noise_uniforms(state, inc, n):
+    """The next ``n`` pairs of outputs of the noise stream from ``state``, as the uniforms
+    ``U_a, U_b (n,)`` (``(x + 0.5) / 2^32``)."""
+    u_a = np.empty(n)
+    u_b = np.empty(n)
+    for i in range(n):
+        out_a, state = _pcg32_next(state, inc)
+        out_b, state = _pcg32_next(state, inc)
+        u_a[i] = _uniform_u32(out_a)
+        u_b[i] = _uniform_u32(out_b)
+    return u_a, u_b
+
+
+@_jit
+def _normal_pairs(log_u_a, u_b, cos_b):
+    """Box-Muller ``n1 = r cos(2 pi U_b)``, ``n2 = r sin(2 pi U_b)`` with ``r = sqrt(-2 ln U_a)``
+    (``ln U_a`` and the cosine from numpy; the sine is ``sqrt(1 - cos^2)`` with the sign of
+    ``U_b < 1/2``), as ``noise.normal_pairs_from_u32``."""
+    n = log_u_a.shape[0]
+    n1 = np.empty(n)
+    n2 = np.empty(n)
+    for i in range(n):
+        radius = math.sqrt(-2.0 * log_u_a[i])
+        cosine = cos_b[i]
+        sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
+        if not u_b[i] < 0.5:
+            sine = -sine
+        n1[i] = radius * cosine
+        n2[i] = radius * sine
+    return n1, n2
+
+
+@_jit
+def _draw_base(count, columns, rings):
+    """The noise stream's pair index of each beam's first echo: echoes in range order, beams in
+    ring-major sequence. Returns ``(n_beams,)`` int64 and the scan's number of echoes."""
     n_beams = columns * rings
-    total = e_range.shape[0]
-    u_a = np.full(total, 0.5)
-    u_b = np.empty(total)
-    x = np.ones(total)
-    before = np.zeros(n_beams + 1, np.int64)  # echoes before each ring-major position
+    base = np.empty(n_beams, np.int64)
+    total = 0
     for position in range(n_beams):
         ring = position // columns
         beam = (position - ring * columns) * rings + ring
-        before[position + 1] = before[position] + count[beam]
+        base[beam] = total
+        total += count[beam]
+    return base, total
+
+
+@_jit
+def _overlap_x(count, echo_base, e_range, overlap_range_m):
+    """``x = (R_e / R_ov)^2`` of each echo (1 in unused room)."""
+    x = np.ones(e_range.shape[0])
     safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
-    n_chunks = (n_beams + chunk - 1) // chunk
-    for ch in numba.prange(n_chunks):
-        first = ch * chunk
-        state = _pcg32_advance(noise_state, noise_inc, 2 * before[first])
-        for position in range(first, min(first + chunk, n_beams)):
-            ring = position // columns
-            beam = (position - ring * columns) * rings + ring
-            for e in range(echo_base[beam], echo_base[beam] + count[beam]):
-                out_a, state = _pcg32_next(state, noise_inc)
-                out_b, state = _pcg32_next(state, noise_inc)
-                u_a[e] = _uniform_u32(out_a)
-                u_b[e] = _uniform_u32(out_b)
-                ratio = abs(e_range[e]) / safe_ov
-                x[e] = ratio * ratio
-    return u_a, u_b, x, _pcg32_advance(noise_state, noise_inc, 2 * before[n_beams])
+    for beam in range(count.shape[0]):
+        for e in range(echo_base[beam], echo_base[beam] + count[beam]):
+            ratio = abs(e_range[e]) / safe_ov
+            x[e] = ratio * ratio
+    return x
+
+
+@_jit
+def _echo_signals(
+    count, echo_base, cells, rings, range_m, reflectance, peak, x, expm1_minus_x, extinction,
+    s10, ring_r10, overlap_range_m, alpha, ambient, std_m, range_std_low_snr_m,
+):
+    """The part of step 6 that draws nothing, for each echo of a block: the clear signal ``S_c``
+    (range equation with the overlap term and the ring's R10), the signal after two-way
+    extinction ``S``, the shot-noise scale ``sqrt(S + B)`` and the range noise sigma of the SNR
+    model. ``expm1_minus_x`` is ``expm1(-x)`` and ``extinction`` ``exp(-2 alpha R_e)`` (used when
+    ``alpha > 0``), both from numpy. Returns four ``(C,)`` arrays (unused room: any value)."""
+    total_echoes = range_m.shape[0]
+    clear = np.empty(total_echoes)
+    signal = np.empty(total_echoes)
+    spread = np.empty(total_echoes)
+    sigma = np.empty(total_echoes)
+    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
+    total_spec = s10 + ambient
+    snr_spec = s10 / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
+    for beam in range(count.shape[0]):
+        r10 = ring_r10[cells[beam] % rings]
+        for e in range(echo_base[beam], echo_base[beam] + count[beam]):
+            r = range_m[e]
+            xe = x[e]
+            f = -expm1_minus_x[e] / xe if xe > 0.0 else 1.0
+            geometry = f / (safe_ov * safe_ov)
+            if not overlap_range_m > 0.0:
+                near = max(abs(r), 1e-3)
+                geometry = 1.0 / (near * near)
+            c = s10 * (reflectance[e] / 0.1) * (r10 * r10) * geometry * peak[e]
+            s = c * extinction[e] if alpha > 0.0 else c
+            clear[e] = c
+            signal[e] = s
+            spread[e] = math.sqrt(max(s + ambient, 0.0))
+            total = s + ambient
+            snr = s / math.sqrt(total) if total > 0.0 else 0.0
+            low = range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR)
+            sigma[e] = math.sqrt(std_m * std_m + low * low)
+    return clear, signal, spread, sigma
 
 
 @_jit(parallel=True)
 def _returns(
-    count, echo_base, range_m, reflectance, peak, log_u_a, u_b, cos_b, x, expm1_minus_x, extinction,
-    e_class, e_material, e_object, columns, rings,
-    s10, ring_r10, overlap_range_m, alpha, ambient, threshold, noise_on, min_range_m, max_range_m,
-    std_m, range_std_low_snr_m, signal_limit, mode, slots, chunk,
+    count, echo_base, draw_base, n1, n2, range_m, reflectance, clear, signal, spread, sigma,
+    e_class, e_material, e_object, threshold, noise_on, min_range_m, max_range_m, signal_limit, mode, slots, chunk,
 ):
-    """Steps 6 and 7 for every beam, beams in chunks on all threads: ``n1, n2`` from the echo's
-    uniforms (``ln U_a`` from numpy), the clear signal ``S_c``, the measured signal ``S'`` and
-    detection; the returns among the detected echoes, with the range noise and the brightness of
-    the chosen ones. ``expm1_minus_x`` is ``expm1(-x)`` and ``extinction`` ``exp(-2 alpha R_e)``
-    (used when ``alpha > 0``), both from numpy. Returns the nine (n_beams, slots) fields of
+    """Steps 6 and 7 for every beam, beams in chunks on all threads: the measured signal ``S' =
+    S + sqrt(S + B) n1`` and detection; the returns among the detected echoes, with the range
+    noise ``sigma n2`` and the brightness of the chosen ones. Echo ``q`` of a beam takes the
+    noise pair ``draw_base[beam] + q`` (``n1, n2``). Returns the nine (n_beams, slots) fields of
     ``Returns``; the intensity byte of a reflectivity above 1 is left 0 (it needs numpy's
     logarithm)."""
-    n_beams = columns * rings
+    n_beams = count.shape[0]
     out_range = np.empty((n_beams, slots))
     out_valid = np.empty((n_beams, slots), np.bool_)
     out_reflectivity = np.empty((n_beams, slots))
@@ -1007,15 +1074,11 @@ def _returns(
     most = 1
     for beam in range(n_beams):
         most = max(most, count[beam])
-    safe_ov = overlap_range_m if overlap_range_m > 0.0 else 1.0
-    total_spec = s10 + ambient
-    snr_spec = s10 / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
     n_chunks = (n_beams + chunk - 1) // chunk
     for ch in numba.prange(n_chunks):
         found = np.empty(most, np.int64)
-        clear = np.empty(most)
         measured = np.empty(most)
-        n2 = np.empty(most)
+        noise2 = np.empty(most)
         cand_idx = np.empty(3, np.int64)
         cand_flag = np.empty(3, np.uint8)
         for beam in range(ch * chunk, min((ch + 1) * chunk, n_beams)):
@@ -1029,31 +1092,17 @@ def _returns(
                 out_material[beam, slot] = 0
                 out_object[beam, slot] = NO_OBJECT
                 out_flags[beam, slot] = 0
-            r10 = ring_r10[beam % rings]
             base = echo_base[beam]
+            pair = draw_base[beam]
             n_detected = 0
             for q in range(count[beam]):
                 e = base + q
-                radius = math.sqrt(-2.0 * log_u_a[e])
-                cosine = cos_b[e]  # cos(2 pi U_b), numpy's vectorised cos (bit-equal to libm's)
                 r = range_m[e]
-                xe = x[e]
-                f = -expm1_minus_x[e] / xe if xe > 0.0 else 1.0
-                geometry = f / (safe_ov * safe_ov)
-                if not overlap_range_m > 0.0:
-                    near = max(abs(r), 1e-3)
-                    geometry = 1.0 / (near * near)
-                c = s10 * (reflectance[e] / 0.1) * (r10 * r10) * geometry * peak[e]
-                signal = c * extinction[e] if alpha > 0.0 else c
-                m = signal + math.sqrt(max(signal + ambient, 0.0)) * (radius * cosine) if noise_on else signal
+                m = signal[e] + spread[e] * n1[pair + q] if noise_on else signal[e]
                 if m >= threshold and r >= min_range_m and r <= max_range_m:
-                    sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
-                    if not u_b[e] < 0.5:
-                        sine = -sine
                     found[n_detected] = e
-                    clear[n_detected] = c
                     measured[n_detected] = m
-                    n2[n_detected] = radius * sine
+                    noise2[n_detected] = n2[pair + q]
                     n_detected += 1
             if n_detected == 0:
                 continue
@@ -1070,14 +1119,9 @@ def _returns(
             for slot in range(min(m, slots)):
                 i = cand_idx[slot]
                 e = found[i]
-                c = clear[i]
-                signal = c * extinction[e] if alpha > 0.0 else c
+                c = clear[e]
                 if noise_on:
-                    total = signal + ambient
-                    snr = signal / math.sqrt(total) if total > 0.0 else 0.0
-                    low = range_std_low_snr_m * snr_spec / max(snr, SNR_FLOOR)
-                    sigma_r = math.sqrt(std_m * std_m + low * low)
-                    range_meas = min(max(range_m[e] + sigma_r * n2[i], 0.0), max_range_m)
+                    range_meas = min(max(range_m[e] + sigma[e] * noise2[i], 0.0), max_range_m)
                 else:
                     range_meas = min(max(range_m[e], 0.0), max_range_m)
                 s_meas = measured[i]
@@ -1326,12 +1370,13 @@ def _prepare_locked(hits, origins, directions, weights, params, options, atm, se
     if _has_clutter(params, atm):
         return block  # the slabs are contributions too: echoes in finish_echoes
     # --- Step 5 without clutter: the block's echoes, sorted with the block's span. ---
-    return replace(block, echoes=_block_echoes(block, None, block.span, float(params.min_return_separation_m)))
+    return replace(block, echoes=_block_echoes(block, None, block.span, params, atm))
 
 
-def _block_echoes(block: EchoBlock, slabs, span: float, separation: float) -> tuple:
-    """``_echoes`` of one block: ``(count, echo_base, range, reflectance, peak, class, material,
-    object)`` with ``echo_base (n + 1,)`` local to the block. ``slabs`` are ``_clutter``'s
+def _block_echoes(block: EchoBlock, slabs, span: float, params, atm) -> tuple:
+    """``_echoes`` of one block and their signals: ``(count, echo_base, range, reflectance,
+    peak, class, material, object, clear, signal, spread, sigma)`` with ``echo_base (n + 1,)``
+    local to the block (``_echo_signals`` for the last four). ``slabs`` are ``_clutter``'s
     ``(start, count, range, rho)`` of the whole scan, or None."""
     n = block.cells.size
     if slabs is None:
@@ -1345,10 +1390,83 @@ def _block_echoes(block: EchoBlock, slabs, span: float, separation: float) -> tu
     np.cumsum(np.diff(block.start) + slab_count, out=echo_base[1:])
     fields = _echoes(
         block.start, block.flat, block.range_m, block.power, block.peak, block.hit_class, block.hit_material,
-        block.hit_object, slab_start, slab_count, slab_range, slab_power, echo_base, separation, span, block.cells,
-        _chunk_beams(n),
+        block.hit_object, slab_start, slab_count, slab_range, slab_power, echo_base,
+        float(params.min_return_separation_m), span, block.cells, _chunk_beams(n),
     )
-    return (fields[0], echo_base) + tuple(fields[1:])
+    count, e_range, e_rho, e_peak = fields[0], fields[1], fields[2], fields[3]
+    overlap = float(params.overlap_range_m)
+    alpha = float(atm.alpha_per_m)
+    x = _overlap_x(count, echo_base, e_range, overlap)
+    signals = _echo_signals(
+        count, echo_base, block.cells, params.rings, e_range, e_rho, e_peak, x, np.expm1(-x),
+        np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range,
+        float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, overlap, alpha,
+        float(params.ambient_counts), float(params.std_m), float(params.range_std_low_snr_m),
+    )
+    return (count, echo_base) + tuple(fields[1:]) + signals
+
+
+class NoiseDraws:
+    """The noise pairs ``n1, n2`` of a noise stream from one state on, computed ahead.
+
+    Pair ``i`` is what the stream's outputs ``2i`` and ``2i + 1`` from ``state`` give
+    (``noise.normal_pairs_from_u32``). The pairs are a function of the stream's position alone,
+    so they can be formed before the scan that uses them is traced: the ``Sweep`` does that on
+    its first block (``prefetch_noise_draws``) and ``finish_echoes`` then only looks them up.
+    """
+
+    def __init__(self, state: int, inc: int) -> None:
+        self.state = int(state)
+        self.inc = int(inc)
+        self.n1 = _EMPTY
+        self.n2 = _EMPTY
+        self.used_last = 0  # pairs the last scan used: the size of the next prefetch
+
+    def matches(self, generator) -> bool:
+        return self.state == int(generator.state) and self.inc == int(generator.inc)
+
+    def extend(self, n: int) -> None:
+        """Hold at least ``n`` pairs."""
+        have = self.n1.shape[0]
+        if n <= have:
+            return
+        start = _u64(_pcg32_advance(_u64(self.state), _u64(self.inc), 2 * have))
+        u_a, u_b = _noise_uniforms(start, _u64(self.inc), n - have)
+        with np.errstate(invalid="ignore", over="ignore"):
+            n1, n2 = _normal_pairs(np.log(u_a), u_b, np.cos(_TWO_PI * u_b))
+        self.n1 = np.concatenate([self.n1, n1]) if have else n1
+        self.n2 = np.concatenate([self.n2, n2]) if have else n2
+
+    def advanced(self, pairs: int) -> "NoiseDraws":
+        """The draws from ``pairs`` pairs further on (the kept pairs carry over)."""
+        later = NoiseDraws(int(_pcg32_advance(_u64(self.state), _u64(self.inc), 2 * pairs)), self.inc)
+        later.n1, later.n2 = self.n1[pairs:], self.n2[pairs:]
+        later.used_last = pairs
+        return later
+
+
+def _noise_draws(streams: NoiseStreams) -> NoiseDraws:
+    """The streams' ``NoiseDraws`` from the noise stream's current state (a new one when the
+    state moved on without them, e.g. after ``process_beams`` of the numpy backend)."""
+    draws = streams.noise_draws
+    if not isinstance(draws, NoiseDraws) or not draws.matches(streams.noise):
+        used_last = draws.used_last if isinstance(draws, NoiseDraws) else 0
+        draws = NoiseDraws(streams.noise.state, streams.noise.inc)
+        draws.used_last = used_last
+        streams.noise_draws = draws
+    return draws
+
+
+def prefetch_noise_draws(streams: NoiseStreams, n_beams: int) -> int:
+    """Form the noise pairs the next scan will probably use (the last scan's count plus a
+    quarter, or one per beam when there was none), so that its ``finish_echoes`` only looks
+    them up. Changes no number: the pairs are the stream's own. Returns the pairs held."""
+    _check_numba()
+    with _PARALLEL_LOCK:
+        draws = _noise_draws(streams)
+        want = draws.used_last + draws.used_last // 4 + 1024 if draws.used_last else int(n_beams)
+        draws.extend(want)
+        return int(draws.n1.shape[0])
 
 
 def finish_echoes(blocks, params, options, atm, streams: NoiseStreams) -> Returns:
@@ -1417,14 +1535,14 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
     echoes = []
     for block in blocks:
         if block.echoes is None or (block.span != span and block.span > 0.0):
-            echoes.append(_block_echoes(block, slabs, span, separation))
+            echoes.append(_block_echoes(block, slabs, span, params, atm))
         else:
             echoes.append(block.echoes)
 
     # --- The scan's echo lists: the blocks' lists one after the other, echo_base by cell. ---
     if len(blocks) == 1 and np.array_equal(blocks[0].cells, np.arange(n_beams)):
         count, echo_base = echoes[0][0], echoes[0][1]
-        e_range, e_rho, e_peak, e_class, e_material, e_object = echoes[0][2:]
+        lists = echoes[0][2:]
     else:
         count = np.zeros(n_beams, np.int64)
         echo_base = np.zeros(n_beams + 1, np.int64)
@@ -1434,33 +1552,25 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
             echo_base[block.cells] = block_echoes[1][:-1] + offset
             offset += int(block_echoes[1][-1])
         echo_base[n_beams] = offset
-        e_range, e_rho, e_peak, e_class, e_material, e_object = (
-            np.concatenate([block_echoes[i] for block_echoes in echoes]) for i in range(2, 8)
-        )
+        lists = tuple(np.concatenate([block_echoes[i] for block_echoes in echoes]) for i in range(2, 12))
+    e_range, e_rho, _, e_class, e_material, e_object, clear, signal, spread, sigma = lists
 
-    # --- Pass 3: the echoes' draws (ring-major), signals, returns. ---
+    # --- Pass 3: the echoes' draws (ring-major, looked up), detection, returns. ---
     noise = streams.noise
-    overlap = float(params.overlap_range_m)
-    u_a, u_b, x, noise_state = _echo_draws(
-        count, echo_base, e_range, n_columns, n_rings, overlap, _u64(noise.state), _u64(noise.inc), chunk,
-    )
-    alpha = float(atm.alpha_per_m)
-    extinction = np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range
-    with np.errstate(invalid="ignore", over="ignore"):  # unused entries hold no draw (any bits)
-        cos_b = np.cos(_TWO_PI * u_b)
+    draw_base, total = _draw_base(count, n_columns, n_rings)
+    draws = _noise_draws(streams)
+    draws.extend(int(total))
     fields = _returns(
-        count, echo_base, e_range, e_rho, e_peak, np.log(u_a), u_b, cos_b, x, np.expm1(-x), extinction,
-        e_class, e_material, e_object, n_columns, n_rings,
-        float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, overlap, alpha,
-        float(params.ambient_counts), float(params.detection_threshold_counts), bool(options.noise),
+        count, echo_base, draw_base, draws.n1, draws.n2, e_range, e_rho, clear, signal, spread, sigma,
+        e_class, e_material, e_object, float(params.detection_threshold_counts), bool(options.noise),
         float(params.min_range_m), float(params.range_m),
-        float(params.std_m), float(params.range_std_low_snr_m),
         float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam, chunk,
     )
     bright = fields[2] > 1.0
     if bright.any():  # IntensityByte's logarithmic scale, with numpy's log as the reference
         fields[4][bright] = intensity_byte(fields[2][bright])
-    noise.state = int(noise_state)
+    streams.noise_draws = draws.advanced(int(total))
+    noise.state = streams.noise_draws.state
     rain.state = int(rain_state)
     names = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id", "object_id", "return_flags")
     return Returns(**dict(zip(names, fields)))

@@ -404,12 +404,16 @@ class NoiseStreams:
         LiDAR noise: state ``seed + 2018``, sequence 3 (n1 and n2 of each echo).
     rain : Pcg32
         Rain drops: state ``seed + 4036``, sequence 5 (drop counts and energies of clutter slabs).
+    noise_draws : object or None
+        The compiled backend's noise pairs formed ahead from ``noise``'s current state
+        (``beam_kernel.NoiseDraws``); it checks the state before using them.
     """
 
     def __init__(self, seed: int) -> None:
         self.seed = int(seed)
         self.noise = Pcg32((self.seed + NOISE_STATE_OFFSET) & MASK64, NOISE_SEQUENCE)
         self.rain = Pcg32((self.seed + RAIN_STATE_OFFSET) & MASK64, RAIN_SEQUENCE)
+        self.noise_draws = None
 
     def copy(self) -> "NoiseStreams":
         """Independent streams in the same states (the same seed)."""
@@ -417,4 +421,5 @@ class NoiseStreams:
         other.seed = self.seed
         other.noise = self.noise.copy()
         other.rain = self.rain.copy()
+        other.noise_draws = None
         return other

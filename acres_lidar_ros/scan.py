@@ -517,7 +517,7 @@ class Sweep:
         """The radiometry of a traced block that draws nothing; on a change of model or a
         refused block, leave the returns to ``finish``'s path from the hits (which raises the
         refusal there, as one scan does)."""
-        from acres_lidar_ros.beam_kernel import NUMBA_IMPORT_ERROR, prepare_echoes
+        from acres_lidar_ros.beam_kernel import NUMBA_IMPORT_ERROR, prefetch_noise_draws, prepare_echoes
         from acres_lidar_ros.beam_model import scan_atmosphere
 
         scanner = self.scanner
@@ -539,6 +539,10 @@ class Sweep:
             self._echo_blocks = None
             return
         self._echo_blocks.append(block)
+        if len(self._echo_blocks) == 1 and not self.done:
+            # The noise pairs depend on the stream's position alone: form them now, before the
+            # stamp, so that finish only looks them up (no number changes).
+            prefetch_noise_draws(scanner._streams, rings * scanner.config.columns)
 
 
 def _same(model: tuple | None, other: tuple | None) -> bool:
