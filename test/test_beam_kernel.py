@@ -474,3 +474,51 @@ def test_finish_refuses_blocks_that_miss_or_repeat_a_cell_and_draws_nothing(scan
         with pytest.raises(ValueError, match="each of the"):
             beam_kernel.finish_echoes(blocks, params, options, atm, streams)
         assert streams.noise.state == NoiseStreams(1).noise.state
+
+
+def test_noise_draws_are_the_streams_own_pairs_however_they_are_formed():
+    # The pairs formed ahead must be exactly Pcg32.next_normal_pairs of the same stream, when
+    # formed in one go, extended, and carried over to a later position.
+    from acres_lidar_ros.beam_kernel import NoiseDraws
+
+    stream = NoiseStreams(5).noise
+    whole = NoiseDraws(stream.state, stream.inc)
+    whole.extend(900)
+    n1, n2 = stream.copy().next_normal_pairs(900)
+    np.testing.assert_array_equal(whole.n1, n1)
+    np.testing.assert_array_equal(whole.n2, n2)
+    grown = NoiseDraws(stream.state, stream.inc)
+    grown.extend(250)
+    grown.extend(900)
+    np.testing.assert_array_equal(grown.n1, n1)
+    later = grown.advanced(400)
+    later.extend(1000)  # 500 carried over, 500 new
+    after = stream.copy()
+    after.next_u32_array(800)
+    m1, m2 = after.next_normal_pairs(1000)
+    np.testing.assert_array_equal(later.n1, m1)
+    np.testing.assert_array_equal(later.n2, m2)
+    check = stream.copy()
+    check.next_u32_array(800)
+    assert later.state == check.state
+
+
+def test_prefetched_noise_draws_change_no_number(scans):
+    # finish_echoes with pairs formed ahead (and more than it needs) gives the very returns and
+    # stream state of one without them.
+    from acres_lidar_ros.beam_kernel import prefetch_noise_draws
+
+    inputs = scans["polaris_1_sub_ray", False]
+    options = BeamModelOptions(noise=True, weather=False, foliage_solid=False)
+    plain, ahead = NoiseStreams(3), NoiseStreams(3)
+    first = _run(inputs, "numba", options, plain, scan_index=0)
+    held = prefetch_noise_draws(ahead, 240 * 32)
+    assert held == 240 * 32
+    second = _run(inputs, "numba", options, ahead, scan_index=0)
+    assert_same_returns(first, second)
+    np.testing.assert_array_equal(first.range_m, second.range_m)
+    assert plain.noise.state == ahead.noise.state
+    # The next prefetch sizes itself from the pairs the scan used and keeps the rest.
+    used = ahead.noise_draws.used_last
+    assert 0 < used < 240 * 32
+    assert prefetch_noise_draws(ahead, 240 * 32) == used + used // 4 + 1024
