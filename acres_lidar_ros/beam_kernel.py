@@ -987,14 +987,12 @@ def _normal_pairs(log_u_a, u_b, cos_b):
 def _draw_base(count, columns, rings):
     """The noise stream's pair index of each beam's first echo: echoes in range order, beams in
     ring-major sequence. Returns ``(n_beams,)`` int64 and the scan's number of echoes."""
-    n_beams = columns * rings
-    base = np.empty(n_beams, np.int64)
+    base = np.empty(columns * rings, np.int64)
     total = 0
-    for position in range(n_beams):
-        ring = position // columns
-        beam = (position - ring * columns) * rings + ring
-        base[beam] = total
-        total += count[beam]
+    for ring in range(rings):
+        for beam in range(ring, columns * rings, rings):
+            base[beam] = total
+            total += count[beam]
     return base, total
 
 
@@ -1492,11 +1490,10 @@ def finish_echoes(blocks, params, options, atm, streams: NoiseStreams) -> Return
     """
     _check_numba()
     n_beams = params.rings * params.columns
-    seen = np.zeros(n_beams, np.int64)
     for block in blocks:
         if block.cells.size and (block.cells.min() < 0 or block.cells.max() >= n_beams):
             raise ValueError(f"an EchoBlock has a cell outside 0 .. {n_beams - 1}")
-        np.add.at(seen, block.cells, 1)
+    seen = np.bincount(np.concatenate([block.cells for block in blocks]), minlength=n_beams) if blocks else np.zeros(n_beams, np.int64)
     if not (seen == 1).all():
         raise ValueError(f"the blocks must hold each of the {n_beams} cells once; "
                          f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated")
