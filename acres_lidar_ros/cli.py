@@ -171,6 +171,7 @@ def cmd_record(args) -> int:
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.poses import PoseHistory
     from acres_lidar_ros.recorder import record_drive
+    from acres_lidar_ros.scan import freeze_startup_objects
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
@@ -197,6 +198,7 @@ def cmd_record(args) -> int:
             bar.update(done - bar.n)
 
     out = _run_dir(args.out, "record")
+    freeze_startup_objects()  # scene and modules loaded: full collections stay short
     try:
         summary = record_drive(scanner, trajectory, out, duration_s=args.duration, point_type=args.point_type,
                                files=args.files or config.output, boxes_at=boxes_at, run=vars_for_json(args),
@@ -210,13 +212,16 @@ def cmd_record(args) -> int:
 
 def cmd_bench(args) -> int:
     from acres_lidar_ros.bench import bench_scans, peak_memory_mb
+    from acres_lidar_ros.scan import freeze_startup_objects
 
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
     started = time.perf_counter()
     config, scene, scanner = _load(args, {"sub_rays": args.sub_rays} if args.sub_rays else None)
     build_s = time.perf_counter() - started
-    result = bench_scans(scanner, _tour(scene), n_scans=args.scans)
+    tour = _tour(scene)
+    freeze_startup_objects()  # as the node and record do
+    result = bench_scans(scanner, tour, n_scans=args.scans)
     result.update(sensor=args.sensor, sub_rays=scanner.sub_rays, scene_triangles=scene.triangle_count,
                   scene_build_s=build_s, peak_memory_mb=peak_memory_mb())
     if args.schedule:

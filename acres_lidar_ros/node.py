@@ -51,7 +51,7 @@ from acres_lidar_ros.ros_params import (
     split_changes,
     startup_overrides,
 )
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
 from acres_lidar_ros.schema import LIDAR_PARAM
 from acres_lidar_ros.scheduler import (
     Event,
@@ -139,6 +139,7 @@ class LidarNode(Node):
                                ScanOptions(**option_values(values)))
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
         self.get_logger().info(f"kernels ready in {self.scanner.warm_up():.1f} s")
+        freeze_startup_objects()  # no full garbage collection walks the start-up objects mid-scan
         self.sweeps = SweepTracer(self.scanner)  # one scan traced at a time, columns as poses arrive
         self._mount_from_tf = False
         self._mount_warned = False

@@ -5,6 +5,7 @@ Cells are organised as the real driver lays them out: cell = column x rings + ri
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -347,6 +348,21 @@ class Scanner:
             hits, origins, directions, self.pattern.sub_ray_weights,
             self._beam_params, self._beam_options, self._streams, index,
         )
+
+
+def freeze_startup_objects() -> int:
+    """Put every object alive now out of the garbage collector's reach (``gc.freeze``).
+
+    After start-up a process holds about 120,000 container objects (numba, Open3D, scipy, the
+    scene); a full collection walks them all and held the GIL for about 60 ms on the 2-core
+    development machine, which stalled a scan in work by as much. Frozen, they are never
+    walked again; objects made later are collected as usual. Call it once the scene is loaded
+    and the kernels are warm (the node, ``record`` and the schedule benchmark do). Returns the
+    number of objects frozen.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 @numba.njit(cache=True, nogil=True)
