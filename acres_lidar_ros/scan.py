@@ -555,9 +555,10 @@ class Sweep:
             self._echo_blocks = None
             return
         self._echo_blocks.append(block)
-        if len(self._echo_blocks) == 1 and not self.done:
+        if not self.done:
             # The noise pairs depend on the stream's position alone: form them now, before the
-            # stamp, so that finish only looks them up (no number changes).
+            # stamp, so that finish only looks them up (no number changes). Every block checks,
+            # because the previous scan may finish (and move the stream on) during this sweep.
             prefetch_noise_draws(scanner._streams, rings * scanner.config.columns)
 
 
