@@ -26,6 +26,7 @@ import copy
 import heapq
 import math
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -43,6 +44,12 @@ NS_PER_S = 1_000_000_000
 
 Clock = Callable[[], int]
 
+
+GIL_SWITCH_INTERVAL_S = 0.001
+"""The GIL switch interval the node runs with (``sys.setswitchinterval``; Python's default is
+5 ms). A timer or callback waiting for the GIL while a worker runs Python code waits up to one
+interval, which showed as publications up to 5 ms past their release time; with 1 ms they sit
+at it. ``simulate_schedule`` runs with it too."""
 
 @dataclass(frozen=True)
 class Event:
@@ -650,11 +657,20 @@ class SweepTracer:
             self._finished = self._finished[-7:] + [job.sweep_end_ns]
             return sweep.finish(poses, extrapolate=job.extrapolated)
 
-    def discard(self, keep_after_ns: int) -> None:
-        """Forget sweeps ending before ``keep_after_ns`` (their jobs were dropped or failed)."""
-        with self.lock:
+    def discard(self, keep_after_ns: int) -> bool:
+        """Forget sweeps ending before ``keep_after_ns`` (their jobs were dropped or failed).
+
+        Housekeeping only, called from the poll that also publishes: it never waits for a trace
+        in work (which holds the lock for tens of ms and would hold up a release); it returns
+        False and the next poll does it."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
             for end_ns in [t for t in self._sweeps if t < keep_after_ns]:
                 del self._sweeps[end_ns]
+        finally:
+            self.lock.release()
+        return True
 
     def replace_scanner(self, scanner: Any) -> None:
         with self.lock:
@@ -825,7 +841,8 @@ def simulate_schedule(
     sweep_end_ns, index)`` in the pool (the columns the poses now cover); each scan whose sweep
     the poses cover is finished by
     ``trace(poses, job)`` in a pool of ``workers`` threads;
-    results are published at release or, when late, at once. Not a test: it takes
+    results are published at release or, when late, at once. Runs with the node's GIL switch
+    interval (``GIL_SWITCH_INTERVAL_S``, restored after). Not a test: it takes
     ``n_scans * period_s`` of wall time.
 
     Returns
@@ -835,6 +852,17 @@ def simulate_schedule(
         ``publish_minus_stamp_ms`` (``on_time``, ``late``, ``all``: n, min, median, p95, max),
         ``trace_wall_ms`` (the same statistics), ``events`` (kind -> number), ``wall_s``.
     """
+    switch_interval_s = sys.getswitchinterval()
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    try:
+        return _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts_first_point,
+                         pose_timeout_s, workers, start_ns)
+    finally:
+        sys.setswitchinterval(switch_interval_s)
+
+
+def _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts_first_point, pose_timeout_s,
+              workers, start_ns) -> dict[str, Any]:
     t0 = time.perf_counter_ns()
 
     def clock() -> int:

@@ -642,5 +642,10 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     assert np.array_equal(again.returns.range_m, fresh.scan(history, later.sweep_end_ns, index=2).returns.range_m,
                           equal_nan=True)
     sweeps.pretrace_upcoming(2 * 10**9, 3, history)
-    sweeps.discard(keep_after_ns=3 * 10**9)
+    # A trace in work holds the lock: discard does not wait for it (the poll that calls it also
+    # publishes) and forgets nothing; once the lock is free it does.
+    with sweeps.lock:
+        assert sweeps.discard(keep_after_ns=3 * 10**9) is False
+    assert 2 * 10**9 in sweeps._sweeps
+    assert sweeps.discard(keep_after_ns=3 * 10**9) is True
     assert sweeps._sweeps == {}
