@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,6 +55,7 @@ from acres_lidar_ros.ros_params import (
 from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
 from acres_lidar_ros.schema import LIDAR_PARAM
 from acres_lidar_ros.scheduler import (
+    GIL_SWITCH_INTERVAL_S,
     Event,
     LogThrottle,
     PollResult,
@@ -399,6 +401,7 @@ def _ignore_further_sigint() -> None:
 
 
 def main(args: list[str] | None = None) -> None:
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # release timers get the GIL within 1 ms
     rclpy.init(args=args)
     node = None
     code = 0

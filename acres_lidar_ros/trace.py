@@ -49,6 +49,7 @@ EXIT_STEP_M = 1e-3  # restart distance behind the surface a ray leaves (proxy ex
 # meets that patch's face before the coplanar face of its neighbour; the cells themselves are
 # intersected analytically at full size.
 CROP_BOX_SHRINK_M = 1e-3
+CAST_PIECE_RAYS = 8192  # most rays per cast_rays call (see Tracer._cast_rays)
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
 _MAX_CROP_ROUNDS = 256  # bound of the patch-to-patch crop walk per round
 
@@ -151,9 +152,28 @@ class Tracer:
         return buf
 
     # --- casts ----------------------------------------------------------------------------
-    def _cast_rays(self, rc, rays: np.ndarray) -> dict:
-        """One ``cast_rays`` of ready float32 rays ``(m, 6)`` (C-contiguous; shared, not copied)."""
-        return rc.cast_rays(o3d.core.Tensor.from_numpy(rays), nthreads=self._nthreads)
+    def _cast_rays(self, rc, rays: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``cast_rays`` of ready float32 rays ``(m, 6)`` (C-contiguous; shared, not copied):
+        ``t_hit (m,)``, ``primitive_ids (m,)`` and ``primitive_normals (m, 3)``.
+
+        Open3D holds the GIL for a whole ``cast_rays``, so the rays go in pieces of at most
+        ``CAST_PIECE_RAYS``: between pieces the node's timers and callbacks get the GIL
+        (a whole Polaris scan in one call held it for about 7 ms). Each ray's hit does not
+        depend on the others, so the pieces change no bit."""
+        m = len(rays)
+        if m <= CAST_PIECE_RAYS:
+            result = rc.cast_rays(o3d.core.Tensor.from_numpy(rays), nthreads=self._nthreads)
+            return result["t_hit"].numpy(), result["primitive_ids"].numpy(), result["primitive_normals"].numpy()
+        t_hit = np.empty(m, np.float32)
+        ids = np.empty(m, np.uint32)
+        normals = np.empty((m, 3), np.float32)
+        for first in range(0, m, CAST_PIECE_RAYS):
+            piece = slice(first, min(first + CAST_PIECE_RAYS, m))
+            result = rc.cast_rays(o3d.core.Tensor.from_numpy(rays[piece]), nthreads=self._nthreads)
+            t_hit[piece] = result["t_hit"].numpy()
+            ids[piece] = result["primitive_ids"].numpy()
+            normals[piece] = result["primitive_normals"].numpy()
+        return t_hit, ids, normals
 
     def _cast(self, rc, origins_local: np.ndarray, directions: np.ndarray, start=None) -> dict:
         """One ``cast_rays`` from ``origins_local + start directions`` (float32 rays)."""
@@ -252,17 +272,13 @@ class Tracer:
             m, w = kernel.round_rays(rows, n_rows, round_index == 0, ol, d, state, params, rays, fresh, walk)
             nd = 0
             if m:
-                res = self._cast_rays(self._rc, rays[:m])
+                t_hit, ids, normals = self._cast_rays(self._rc, rays[:m])
                 r, nd = kernel.first_cast_results(
-                    fresh, m, res["t_hit"].numpy(), res["primitive_ids"].numpy(), res["primitive_normals"].numpy(),
-                    ol, d, state, params, rays, listed, done, nd,
+                    fresh, m, t_hit, ids, normals, ol, d, state, params, rays, listed, done, nd,
                 )
                 if r:
-                    res = self._cast_rays(self._main_rc, rays[:r])
-                    w = kernel.triangle_cast_results(
-                        listed, r, res["t_hit"].numpy(), res["primitive_ids"].numpy(),
-                        res["primitive_normals"].numpy(), d, state, params, walk, w,
-                    )
+                    t_hit, ids, normals = self._cast_rays(self._main_rc, rays[:r])
+                    w = kernel.triangle_cast_results(listed, r, t_hit, ids, normals, d, state, params, walk, w)
             if w:
                 no_hit = np.zeros(0, np.float32)
                 w, nd = kernel.crop_walk(walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params,
@@ -270,9 +286,8 @@ class Tracer:
                 for _ in range(_MAX_CROP_ROUNDS - 1):
                     if not w:
                         break
-                    res = self._cast_rays(self._crop_rc, rays[:w])
-                    w, nd = kernel.crop_walk(walk, w, False, res["t_hit"].numpy(), res["primitive_ids"].numpy(), ol,
-                                             d, state, tables, params, rays, done, nd)
+                    t_hit, ids, _ = self._cast_rays(self._crop_rc, rays[:w])
+                    w, nd = kernel.crop_walk(walk, w, False, t_hit, ids, ol, d, state, tables, params, rays, done, nd)
                 done[nd : nd + w] = walk[:w]  # the walk's bound: no crop hit
                 nd += w
             n_rows = kernel.finish(done, nd, ol, d, state, tables, params, out, next_rows)
