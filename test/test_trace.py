@@ -383,6 +383,23 @@ def test_trace_is_deterministic():
     assert a.valid.any() and (a.class_id == CLASS_ID["corn"]).any()
 
 
+def test_casting_in_pieces_changes_no_hit(monkeypatch):
+    # The tracer casts at most CAST_PIECE_RAYS rays per call (the GIL is free between calls);
+    # pieces of 97 rays must give the very hits of one call per cast.
+    import acres_lidar_ros.trace as trace_module
+
+    scene = crop_scene(0.3)
+    rng = np.random.default_rng(8)
+    origin = np.tile([0.0, -6.0, GROUND_Z_M + 2.0], (3000, 1))
+    d = unit(rng.normal(size=(3000, 3)))
+    whole = Tracer(scene).trace(origin, d, 50.0, 4, 0.25, 0.003)
+    monkeypatch.setattr(trace_module, "CAST_PIECE_RAYS", 97)
+    pieces = Tracer(scene).trace(origin, d, 50.0, 4, 0.25, 0.003)
+    for field in whole.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(pieces, field), getattr(whole, field), err_msg=field)
+    assert whole.valid.sum() > 1000 and (whole.class_id == CLASS_ID["corn"]).any()
+
+
 def test_cast_bare_is_one_first_hit_cast():
     tracer = Tracer(flat_builder().build())
     d = unit([[0.0, 0.0, -1.0], [0.0, 0.0, 1.0]])
