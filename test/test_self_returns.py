@@ -169,6 +169,25 @@ def test_the_seed_and_the_scan_change_the_decisions_and_the_inputs_stay_unchange
     np.testing.assert_array_equal(scene.range_m, before)
 
 
+def test_merging_in_place_gives_the_copy_and_changes_only_its_input():
+    # The scanner merges into the fresh returns of its scan (copy=False); the result must equal
+    # the copying merge, which leaves its input alone.
+    from acres_lidar_ros.self_returns import decide_self_returns, merge_self_returns
+
+    n = 400
+    table = table_of(np.full(n, 0.4), np.full(n, 1.5), np.full(n, 30), np.full(n, 0.3), 100, 4)
+    decision = decide_self_returns(table, scan_index=3, seed=7, std_m=0.01)
+    scene = scene_returns(n)
+    copied = merge_self_returns(table, scene, decision)
+    np.testing.assert_array_equal(scene.range_m, scene_returns(n).range_m)  # input untouched
+    own = scene_returns(n)
+    merged = merge_self_returns(table, own, decision, copy=False)
+    assert merged.range_m is own.range_m  # the same arrays, changed
+    for name in Returns.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(merged, name), getattr(copied, name), err_msg=name)
+    assert decision.body_cells.size > 50 and decision.replaced_cells.size > decision.body_cells.size
+
+
 def test_points_of_body_returns_are_range_times_direction_plus_lens():
     columns, rings = 2, 2
     table = table_of([1, 0, 0, 0], [0.5, 0, 0, 0], [10, 0, 0, 0], [0, 1, 0, 0], columns, rings)
