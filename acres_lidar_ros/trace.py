@@ -49,7 +49,7 @@ EXIT_STEP_M = 1e-3  # restart distance behind the surface a ray leaves (proxy ex
 # meets that patch's face before the coplanar face of its neighbour; the cells themselves are
 # intersected analytically at full size.
 CROP_BOX_SHRINK_M = 1e-3
-CAST_PIECE_RAYS = 8192  # most rays per cast_rays call (see Tracer._cast_rays)
+CAST_PIECE_RAYS = 16384  # most rays per cast_rays call (see Tracer._cast_rays)
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
 _MAX_CROP_ROUNDS = 256  # bound of the patch-to-patch crop walk per round
 
@@ -157,9 +157,11 @@ class Tracer:
         ``t_hit (m,)``, ``primitive_ids (m,)`` and ``primitive_normals (m, 3)``.
 
         Open3D holds the GIL for a whole ``cast_rays``, so the rays go in pieces of at most
-        ``CAST_PIECE_RAYS``: between pieces the node's timers and callbacks get the GIL
-        (a whole Polaris scan in one call held it for about 7 ms). Each ray's hit does not
-        depend on the others, so the pieces change no bit."""
+        ``CAST_PIECE_RAYS``: between pieces the node's timers and callbacks get the GIL (a whole
+        Polaris scan in one call held it for 6-7 ms; a piece holds it for under 2 ms, and the
+        node's pretrace blocks of 360 columns fit in one). Pieces of 16384 rays cost about 5 %
+        over one call, of 8192 about 11 %. Each ray's hit does not depend on the others, so the
+        pieces change no bit."""
         m = len(rays)
         if m <= CAST_PIECE_RAYS:
             result = rc.cast_rays(o3d.core.Tensor.from_numpy(rays), nthreads=self._nthreads)
