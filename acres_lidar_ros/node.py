@@ -248,7 +248,8 @@ class LidarNode(Node):
                 poses = self.tracker.snapshot(sweep_end_ns)
             except PoseError:
                 return
-            self._workers.submit(self.sweeps.pretrace_upcoming, sweep_end_ns, index, poses)
+            if self.sweeps.request_pretrace(sweep_end_ns, index, poses):  # merged with older requests
+                self._workers.submit(self.sweeps.drain_pretraces)
 
     def _on_tf_pose(self) -> None:
         try:

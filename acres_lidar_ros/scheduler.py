@@ -621,6 +621,12 @@ class SweepTracer:
     dropped scan shifted the numbering, new markers) is traced again, so the scan always equals
     one ``Scanner.scan``. Scans are traced one at a time (the scanner keeps its noise streams in
     scan order).
+
+    Pretraces are requested, not run, per odometry message (``request_pretrace``): requests for
+    one sweep are merged (the newest poses cover the most columns) and one worker at a time
+    drains them (``drain_pretraces``). So a slow moment never queues a pile of pretraces in
+    front of a finish in the worker pool, and a finish waiting for the lock goes before the
+    next pretrace.
     """
 
     def __init__(self, scanner: Any) -> None:
@@ -628,6 +634,40 @@ class SweepTracer:
         self.lock = threading.Lock()
         self._sweeps: dict[int, Any] = {}  # sweep end (stamp) ns -> Sweep
         self._finished: list[int] = []  # recent finished sweep ends: a late pretrace skips them
+        self._requests: dict[int, tuple] = {}  # sweep end ns -> (index, poses, boxes), newest
+        self._draining = False
+        self._finishing = 0  # finishes waiting for or holding the lock
+        self._turn = threading.Condition()  # guards the three above
+
+    def request_pretrace(self, sweep_end_ns: int, index: int, poses: PoseHistory, boxes: Sequence = ()) -> bool:
+        """Ask for the covered columns of a sweep to be traced (``pretrace_upcoming``); a
+        request replaces an older one for the same sweep. Returns True when the caller must hand
+        ``drain_pretraces`` to a worker (no drain is running or queued)."""
+        with self._turn:
+            self._requests[int(sweep_end_ns)] = (int(index), poses, tuple(boxes))
+            if self._draining:
+                return False
+            self._draining = True
+            return True
+
+    def drain_pretraces(self) -> int:
+        """Run the requested pretraces, oldest sweep first, each with its newest poses, until
+        none is left; waits while a finish is in work. Returns the columns traced."""
+        traced = 0
+        while True:
+            with self._turn:
+                self._turn.wait_for(lambda: self._finishing == 0)
+                if not self._requests:
+                    self._draining = False
+                    return traced
+                sweep_end_ns = min(self._requests)
+                index, poses, boxes = self._requests.pop(sweep_end_ns)
+            try:
+                traced += self.pretrace_upcoming(sweep_end_ns, index, poses, boxes)
+            except BaseException:
+                with self._turn:
+                    self._draining = False
+                raise
 
     def pretrace_upcoming(self, sweep_end_ns: int, index: int, poses: PoseHistory, boxes: Sequence = ()) -> int:
         """Trace the covered columns of the sweep ending at ``sweep_end_ns`` (scan ``index``)."""
@@ -649,13 +689,21 @@ class SweepTracer:
         return self.pretrace_upcoming(job.sweep_end_ns, job.index, poses, boxes)
 
     def finish(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> Any:
-        """The whole scan of ``job`` (its remaining columns, extrapolated when the job says so)."""
-        with self.lock:
-            sweep = self._sweeps.pop(job.sweep_end_ns, None)
-            if sweep is None or sweep.index != job.index or not _same_boxes(sweep.boxes, tuple(boxes)):
-                sweep = self.scanner.start_sweep(job.sweep_end_ns, boxes=boxes, index=job.index)
-            self._finished = self._finished[-7:] + [job.sweep_end_ns]
-            return sweep.finish(poses, extrapolate=job.extrapolated)
+        """The whole scan of ``job`` (its remaining columns, extrapolated when the job says so).
+        Requested pretraces wait until it is done."""
+        with self._turn:
+            self._finishing += 1
+        try:
+            with self.lock:
+                sweep = self._sweeps.pop(job.sweep_end_ns, None)
+                if sweep is None or sweep.index != job.index or not _same_boxes(sweep.boxes, tuple(boxes)):
+                    sweep = self.scanner.start_sweep(job.sweep_end_ns, boxes=boxes, index=job.index)
+                self._finished = self._finished[-7:] + [job.sweep_end_ns]
+                return sweep.finish(poses, extrapolate=job.extrapolated)
+        finally:
+            with self._turn:
+                self._finishing -= 1
+                self._turn.notify_all()
 
     def discard(self, keep_after_ns: int) -> bool:
         """Forget sweeps ending before ``keep_after_ns`` (their jobs were dropped or failed).
@@ -824,8 +872,7 @@ def simulate_schedule(
     odometry: Sequence[OdometrySample],
     n_scans: int,
     *,
-    pretrace: Callable[[PoseHistory, int, int], Any] | None = None,
-    discard: Callable[[int], None] | None = None,
+    sweeps: "SweepTracer | None" = None,
     period_s: float,
     delay_s: float,
     ts_first_point: bool = False,
@@ -836,11 +883,11 @@ def simulate_schedule(
     """Run the scheduling path as the node does, against a simulated ROS clock that runs at the
     speed of the wall clock (``start_ns`` at the call), for ``n_scans`` due times.
 
-    ``odometry`` messages are fed to a ``PoseTracker`` at their arrival times; with ``pretrace``,
-    every arrival also hands each waiting scan and the upcoming one to ``pretrace(poses,
-    sweep_end_ns, index)`` in the pool (the columns the poses now cover); each scan whose sweep
-    the poses cover is finished by
-    ``trace(poses, job)`` in a pool of ``workers`` threads;
+    ``odometry`` messages are fed to a ``PoseTracker`` at their arrival times; with ``sweeps``
+    (the ``SweepTracer`` that ``trace`` finishes scans with), every arrival also requests a
+    pretrace of each waiting scan and the upcoming one (``request_pretrace``, drained in the
+    pool) and each poll forgets stale sweeps (``discard``), as the node does; each scan whose
+    sweep the poses cover is finished by ``trace(poses, job)`` in a pool of ``workers`` threads;
     results are published at release or, when late, at once. Runs with the node's GIL switch
     interval (``GIL_SWITCH_INTERVAL_S``, restored after). Not a test: it takes
     ``n_scans * period_s`` of wall time.
@@ -855,14 +902,14 @@ def simulate_schedule(
     switch_interval_s = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     try:
-        return _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts_first_point,
-                         pose_timeout_s, workers, start_ns)
+        return _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_point, pose_timeout_s,
+                         workers, start_ns)
     finally:
         sys.setswitchinterval(switch_interval_s)
 
 
-def _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts_first_point, pose_timeout_s,
-              workers, start_ns) -> dict[str, Any]:
+def _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_point, pose_timeout_s, workers,
+              start_ns) -> dict[str, Any]:
     t0 = time.perf_counter_ns()
 
     def clock() -> int:
@@ -917,10 +964,10 @@ def _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts
             polled = scheduler.poll(tracker.newest_ns)
             if any(e.kind == "clock_jump_back" for e in polled.events):
                 tracker.clear()
-            if discard is not None:
+            if sweeps is not None:
                 open_ends = [job.sweep_end_ns for job in scheduler.jobs()]
                 upcoming = scheduler.upcoming()
-                discard(min(open_ends) if open_ends else (upcoming[0] if upcoming else clock()))
+                sweeps.discard(min(open_ends) if open_ends else (upcoming[0] if upcoming else clock()))
             record(polled)
             for job in polled.start:
                 try:
@@ -931,7 +978,7 @@ def _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts
                 future = pool.submit(run, job, poses)
                 future.add_done_callback(lambda f, job=job: finished(job, f))
             # After the poll: a finish just started goes to the pool first.
-            if arrived and pretrace is not None and tracker.newest_ns is not None:
+            if arrived and sweeps is not None and tracker.newest_ns is not None:
                 # A job whose sweep the poses now cover is about to start: its finish does the rest.
                 targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs()
                            if job.state == "waiting_pose" and tracker.newest_ns < job.sweep_end_ns]
@@ -939,7 +986,8 @@ def _simulate(trace, odometry, n_scans, pretrace, discard, period_s, delay_s, ts
                 if upcoming is not None:
                     targets.append(upcoming)
                 for sweep_end_ns, index in targets:
-                    pool.submit(pretrace, tracker.snapshot(sweep_end_ns), sweep_end_ns, index)
+                    if sweeps.request_pretrace(sweep_end_ns, index, tracker.snapshot(sweep_end_ns)):
+                        pool.submit(sweeps.drain_pretraces)
             if scheduler.counts["due"] >= n_scans and scheduler.in_work == 0:
                 break
             wakeups = [t for t in (scheduler.next_wakeup_ns(), heap[0][0] if heap else None) if t is not None]
@@ -1001,9 +1049,6 @@ def run_schedule_benchmark(
     freeze_startup_objects()  # as the node does after its warm-up
     sweeps = SweepTracer(scanner)
 
-    def pretrace(poses: PoseHistory, sweep_end_ns: int, index: int) -> int:
-        return sweeps.pretrace_upcoming(sweep_end_ns, index, poses)
-
     def trace(poses: PoseHistory, job: ScanJob) -> Any:
         scan = sweeps.finish(job, poses)
         return pointcloud2_message(organised_cloud(scan, point_type), scan.frame_id, job.stamp_ns, typestore)
@@ -1011,8 +1056,7 @@ def run_schedule_benchmark(
     odometry = odometry_stream(tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns,
                                rate_hz=odom_hz, latency_s=odom_latency_s)
     result = simulate_schedule(trace, odometry, n_scans, period_s=config.period_s, delay_s=config.delay_s,
-                               start_ns=start_ns - period_ns // 2, pretrace=pretrace if pretrace_columns else None,
-                               discard=sweeps.discard)
+                               start_ns=start_ns - period_ns // 2, sweeps=sweeps if pretrace_columns else None)
     result.update(sensors=sensors, rays_per_scan=scanner.ray_count, odom_hz=odom_hz,
                   odom_latency_ms=odom_latency_s * 1e3, options=dict(options or {}),
                   pretrace_columns=pretrace_columns)

@@ -649,3 +649,67 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     assert 2 * 10**9 in sweeps._sweeps
     assert sweeps.discard(keep_after_ns=3 * 10**9) is True
     assert sweeps._sweeps == {}
+
+
+class _FakeSweep:
+    """Stands in for scan.Sweep: records the poses each pretrace saw."""
+
+    def __init__(self, end_ns, index, log, block):
+        self.index, self.boxes, self.end_ns, self.log, self.block = index, (), end_ns, log, block
+
+    def trace_covered(self, poses, min_columns=1):
+        self.log.append((self.end_ns, poses))
+        self.block.wait(5.0)
+        return 7
+
+    def finish(self, poses, extrapolate=False):
+        self.log.append((self.end_ns, "finish"))
+        return "scan"
+
+
+def _fake_tracer(block=None):
+    import threading
+
+    from acres_lidar_ros.scheduler import SweepTracer
+
+    log = []
+    block = block or threading.Event()
+    scanner = SimpleNamespace(
+        config=SimpleNamespace(columns=1800),
+        start_sweep=lambda end_ns, boxes=(), index=0: _FakeSweep(end_ns, index, log, block),
+    )
+    return SweepTracer(scanner), log, block
+
+
+def test_pretrace_requests_merge_and_one_drain_runs_them_oldest_sweep_first():
+    tracer, log, block = _fake_tracer()
+    block.set()
+    assert tracer.request_pretrace(200, 2, "poses A") is True  # the caller submits a drain
+    assert tracer.request_pretrace(100, 1, "poses B") is False  # one drain is enough
+    assert tracer.request_pretrace(200, 2, "poses C") is False  # replaces "poses A"
+    assert tracer.drain_pretraces() == 14
+    assert log == [(100, "poses B"), (200, "poses C")]
+    assert tracer.request_pretrace(300, 3, "poses D") is True  # the drain ended: a new one is needed
+
+
+def test_a_waiting_finish_goes_before_the_next_requested_pretrace():
+    import threading
+
+    from acres_lidar_ros.scheduler import ScanJob
+
+    tracer, log, block = _fake_tracer()
+    tracer.request_pretrace(100, 1, "first")
+    tracer.request_pretrace(200, 2, "second")
+    drain = threading.Thread(target=tracer.drain_pretraces)
+    drain.start()
+    while not log:  # the first pretrace runs (and holds the lock) until block is set
+        time.sleep(0.001)
+    job = ScanJob(index=1, sweep_end_ns=100, stamp_ns=100, release_ns=0, opened_ns=0)
+    finisher = threading.Thread(target=tracer.finish, args=(job, "poses"))
+    finisher.start()
+    while tracer._finishing == 0:
+        time.sleep(0.001)
+    block.set()
+    finisher.join(5.0)
+    drain.join(5.0)
+    assert [entry[1] for entry in log] == ["first", "finish", "second"]
