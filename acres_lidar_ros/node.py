@@ -361,7 +361,16 @@ class LidarNode(Node):
 
     def _publish(self, result: PollResult) -> None:
         for job in result.publish:
-            self._cloud_pub.publish(job.result)
+            # A worker can finish after Ctrl-C has shut the context down (close() waits for it):
+            # nothing more goes out then, and that is not an error.
+            if not self.context.ok():
+                return
+            try:
+                self._cloud_pub.publish(job.result)
+            except Exception:
+                if self.context.ok():
+                    raise
+                return
             job.result = None
 
     def _on_diagnostics(self) -> None:
