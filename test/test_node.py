@@ -120,11 +120,26 @@ class ParamType(enum.Enum):
     DOUBLE_ARRAY = 8
 
 
+class FakeContext:
+    """rclpy's Context: ``ok()`` until Ctrl-C shuts it down."""
+
+    def __init__(self):
+        self.alive = True
+
+    def ok(self):
+        return self.alive
+
+
+class FakePublisherAfterShutdown(Exception):
+    pass
+
+
 class FakeNode:
     overrides: dict = {}  # the YAML / --ros-args values of the next node
 
     def __init__(self, name, **_):
         self.name = name
+        self.context = FakeContext()
         self.params, self.descriptors = {}, {}
         self.publishers, self.subscriptions, self.timers, self.set_callbacks = {}, {}, [], []
         self.clock = FakeClock()
@@ -381,6 +396,34 @@ def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(li
     # No TF mount: the sensors file's mount, with one warning.
     mount_warnings = [m for level, m in node.log_lines if level == "warning" and "no TF base_footprint" in m]
     assert len(mount_warnings) == 1
+
+
+def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_node, caplog):
+    # close() waits for the worker finishing a scan; by then Ctrl-C has shut the context down
+    # and rclpy's publish would raise RCLError in the done-callback.
+    node = lidar_node()
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    for k in range(6):
+        on_odom(odometry((900 + 20 * k) * MS, float(k)))
+    publisher = node.publishers["/lidar/points"]
+
+    def refuse(message):
+        raise FakePublisherAfterShutdown("publisher's context is invalid")
+
+    publisher.publish = refuse
+    node.context.alive = False
+    node.clock.ns = 1_012 * MS  # released at once when ready
+    on_odom(odometry(1_000 * MS, 6.0))
+    _run_until(node, lambda: node.scheduler.counts["published"] == 1)
+    node.close()
+    # A done-callback that raised is only logged by concurrent.futures: look for it there.
+    assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
+    # With the context still up, a failing publish is an error, not swallowed.
+    node.context.alive = True
+    job = SimpleNamespace(result="cloud")
+    with pytest.raises(FakePublisherAfterShutdown):
+        node._publish(SimpleNamespace(publish=[job]))
 
 
 def test_node_rejects_bad_odometry_with_a_warning_and_never_traces_without_a_pose(lidar_node):
