@@ -354,11 +354,11 @@ def freeze_startup_objects() -> int:
     """Put every object alive now out of the garbage collector's reach (``gc.freeze``).
 
     After start-up a process holds about 120,000 container objects (numba, Open3D, scipy, the
-    scene); a full collection walks them all and held the GIL for about 60 ms on the 2-core
-    development machine, which stalled a scan in work by as much. Frozen, they are never
-    walked again; objects made later are collected as usual. Call it once the scene is loaded
-    and the kernels are warm (the node, ``record`` and the schedule benchmark do). Returns the
-    number of objects frozen.
+    scene); a full collection walks them all and holds the GIL for about 60 ms on the 2-core
+    development machine, long enough to hold up a scan in work by as much. Frozen, they are
+    never walked again; objects made later are collected as usual. Call it once the scene is
+    loaded and the kernels are warm (the node, ``acres-lidar record`` and ``bench`` and the
+    schedule benchmark do). Returns the number of objects frozen.
     """
     gc.collect()
     gc.freeze()
