@@ -83,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--sub-rays", type=int, choices=(1, 7), help="override the sensor's sub-rays per beam")
     bench.add_argument("--schedule", action="store_true",
                        help="also run the ROS-free node schedule over 600 simulated scans at 10 Hz")
+    bench.add_argument("--odom-hz", type=float, default=50.0, metavar="HZ",
+                       help="odometry rate of --schedule, > 0 and <= 1000 (default 50)")
 
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
     try:
@@ -216,6 +218,8 @@ def cmd_bench(args) -> int:
 
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
+    if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
+        raise ConfigError(f"--odom-hz {args.odom_hz}: expected a rate > 0 and <= 1000 Hz")
     started = time.perf_counter()
     config, scene, scanner = _load(args, {"sub_rays": args.sub_rays} if args.sub_rays else None)
     build_s = time.perf_counter() - started
@@ -227,7 +231,7 @@ def cmd_bench(args) -> int:
     if args.schedule:
         from acres_lidar_ros.scheduler import run_schedule_benchmark
 
-        result["schedule"] = run_schedule_benchmark(n_scans=600)
+        result["schedule"] = run_schedule_benchmark(n_scans=600, odom_hz=args.odom_hz)
     if args.json:
         print(json.dumps(result, sort_keys=True))
         return 0

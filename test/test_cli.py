@@ -184,6 +184,19 @@ def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
     assert figures["scan_ms_median"] >= figures["trace_ms_median"] > 0 and figures["peak_memory_mb"] > 0
 
 
+def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, monkeypatch):
+    import acres_lidar_ros.scheduler as scheduler
+
+    asked = []
+    monkeypatch.setattr(scheduler, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})
+    code, out, _ = run(capsys, "bench", "--sensor", "default", "--scans", "1", "--json", "--schedule", "--odom-hz", "100")
+    assert code == 0 and json.loads(out)["schedule"] == {"stand_in": True}
+    assert asked == [{"n_scans": 600, "odom_hz": 100.0}]
+    for bad in ("0", "-5", "nan", "2000"):
+        code, _, err = run(capsys, "bench", "--scans", "1", "--schedule", "--odom-hz", bad)
+        assert code == 2 and f"--odom-hz {float(bad)}" in err and "> 0 and <= 1000" in err
+
+
 def test_self_table_command_writes_the_shipped_table(tmp_path, capsys, repo_root):
     out = tmp_path / "self.f32"
     code, stdout, _ = run(capsys, "self-table", "--urdf", str(repo_root / "urdf" / "polaris.urdf"),
