@@ -249,7 +249,16 @@ class LidarNode(Node):
             except PoseError:
                 return
             if self.sweeps.request_pretrace(sweep_end_ns, index, poses):  # merged with older requests
-                self._workers.submit(self.sweeps.drain_pretraces)
+                self._workers.submit(self.sweeps.drain_pretraces).add_done_callback(self._pretraces_done)
+
+    def _pretraces_done(self, future: Future) -> None:
+        """A failed pretrace loses nothing (the scan's finish traces those columns again and
+        reports its own failure), but it is logged, throttled."""
+        if future.cancelled() or future.exception() is None:
+            return
+        exc = future.exception()
+        self._log([Event("warn", "pretrace_failed", f"tracing a sweep ahead failed ({type(exc).__name__}: {exc}); "
+                                                    "its scan traces those columns when it finishes")])
 
     def _on_tf_pose(self) -> None:
         try:

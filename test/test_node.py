@@ -571,3 +571,23 @@ def test_node_traces_the_running_sweep_as_odometry_arrives(lidar_node):
     _run_until(node, lambda: len(scanner.pretraced) >= 2, timeout_s=2.0)
     assert (1.02, 1_100 * MS, 0) in scanner.pretraced
     assert scanner.calls == []  # nothing finished before the sweep's end
+
+
+def test_a_failing_pretrace_is_logged_once_and_scans_go_on(lidar_node):
+    node = lidar_node()
+
+    def broken(*args, **kwargs):
+        raise ValueError("a broken block")
+
+    node.sweeps.pretrace_upcoming = broken
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    for k in range(6):
+        on_odom(odometry((900 + 20 * k) * MS, float(k)))
+    _run_until(node, lambda: any("tracing a sweep ahead failed" in m for _, m in node.log_lines), timeout_s=2.0)
+    failures = [m for level, m in node.log_lines if "tracing a sweep ahead failed" in m]
+    assert len(failures) == 1 and "ValueError: a broken block" in failures[0]  # throttled
+    on_odom(odometry(1_000 * MS, 6.0))
+    node.clock.ns = 1_012 * MS
+    _run_until(node, lambda: node.publishers["/lidar/points"].messages)
+    assert node.scheduler.counts["published"] == 1
