@@ -295,7 +295,8 @@ class Scanner:
         if self._self_table is not None:
             from acres_lidar_ros.self_returns import merge_self_returns
 
-            returns = merge_self_returns(self._self_table, returns, sweep.self_decision(), copy=False)  # fresh
+            # The returns were just made for this scan and nothing else holds them: merge in place.
+            returns = merge_self_returns(self._self_table, returns, sweep.self_decision(), copy=False)
         t3 = time.perf_counter()
         points = _points_sensor(returns.range_m, self._beam_directions, self._lens_origins)
         t4 = time.perf_counter()
