@@ -31,9 +31,9 @@ setup(
     zip_safe=True,
     entry_points={
         "console_scripts": [
-            "acres-lidar = acres_lidar_ros.cli:main",
-            "lidar_node = acres_lidar_ros.node:main",
-            "demo_drive = acres_lidar_ros.node_demo_drive:main",
+            "acres-lidar = acres_lidar_ros.apps.cli:main",
+            "lidar_node = acres_lidar_ros.ros.node:main",
+            "demo_drive = acres_lidar_ros.ros.demo_drive:main",
         ],
     },
 )

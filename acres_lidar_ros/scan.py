@@ -14,13 +14,13 @@ from typing import Sequence
 import numba
 import numpy as np
 
-from acres_lidar_ros.config import SensorConfig
+from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.pattern import BeamPattern
-from acres_lidar_ros.poses import PoseHistory
-from acres_lidar_ros.returns import Returns, nearest_hit_returns
-from acres_lidar_ros.schema import check_option
-from acres_lidar_ros.timing import column_time_offset
+from acres_lidar_ros.sensor.pattern import BeamPattern
+from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
+from acres_lidar_ros.config.schema import check_option
+from acres_lidar_ros.sensor.timing import column_time_offset
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class Scanner:
     """
 
     def __init__(self, config: SensorConfig, scene=None, options: ScanOptions = ScanOptions(), tracer=None) -> None:
-        from acres_lidar_ros.trace import Tracer
+        from acres_lidar_ros.tracing.trace import Tracer
 
         if tracer is None and scene is None:
             raise ConfigError("Scanner needs a scene or a tracer")
@@ -170,14 +170,14 @@ class Scanner:
     def _new_streams(self):
         if not self.options.radiometry:
             return None
-        from acres_lidar_ros.beam_model import NoiseStreams
+        from acres_lidar_ros.radiometry.beam_model import NoiseStreams
 
         return NoiseStreams(self.options.seed)
 
     def _load_self_table(self):
         if not (self.options.self_returns and self.config.self_returns is not None):
             return None
-        from acres_lidar_ros.self_returns import load_self_table
+        from acres_lidar_ros.body.self_returns import load_self_table
 
         return load_self_table(self.config.self_returns, self.config.columns, self.config.rings)
 
@@ -207,7 +207,7 @@ class Scanner:
 
     def set_runtime_config(self, overrides: dict) -> None:
         """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
-        from acres_lidar_ros.schema import LIDAR_PARAM
+        from acres_lidar_ros.config.schema import LIDAR_PARAM
 
         fixed = [key for key in overrides if key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime]
         if fixed:
@@ -293,7 +293,7 @@ class Scanner:
         t2 = time.perf_counter()
         returns = self._returns(hits, origins, directions, sweep.index, echo_blocks)
         if self._self_table is not None:
-            from acres_lidar_ros.self_returns import merge_self_returns
+            from acres_lidar_ros.body.self_returns import merge_self_returns
 
             # The returns were just made for this scan and nothing else holds them: merge in place.
             returns = merge_self_returns(self._self_table, returns, sweep.self_decision(), copy=False)
@@ -327,8 +327,8 @@ class Scanner:
     def _returns(self, hits, origins: np.ndarray, directions: np.ndarray, index: int, echo_blocks=None):
         config, options = self.config, self.options
         if echo_blocks is not None:  # prepared by the sweep with this scanner's current model
-            from acres_lidar_ros.beam_kernel import finish_echoes
-            from acres_lidar_ros.beam_model import scan_atmosphere
+            from acres_lidar_ros.radiometry.beam_kernel import finish_echoes
+            from acres_lidar_ros.radiometry.beam_model import scan_atmosphere
 
             params, beam_options = self._beam_params, self._beam_options
             return finish_echoes(echo_blocks, params, beam_options, scan_atmosphere(params, beam_options), self._streams)
@@ -340,7 +340,7 @@ class Scanner:
                 config.range_m,
                 config.materials.reflectivity,
             )
-        from acres_lidar_ros.beam_model import BeamModelOptions, BeamModelParams, process_beams
+        from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams, process_beams
 
         if self._beam_params is None:
             self._beam_params = BeamModelParams.from_config(config)
@@ -451,7 +451,7 @@ class Sweep:
         scanner = self.scanner
         key = (self.index, scanner.options.seed, scanner.options.noise, scanner.config.std_m)
         if self._self_decision is None or self._self_decision[0] != key:
-            from acres_lidar_ros.self_returns import decide_self_returns
+            from acres_lidar_ros.body.self_returns import decide_self_returns
 
             decision = decide_self_returns(scanner._self_table, self.index, scanner.options.seed,
                                            scanner.config.std_m, scanner.options.noise)
@@ -522,7 +522,7 @@ class Sweep:
 
     def _model(self) -> tuple:
         """The scanner's beam-model ``(params, options)`` objects, built if it has none."""
-        from acres_lidar_ros.beam_model import BeamModelOptions, BeamModelParams
+        from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams
 
         scanner = self.scanner
         if scanner._beam_params is None:
@@ -534,8 +534,8 @@ class Sweep:
         """The radiometry of a traced block that draws nothing; on a change of model or a
         refused block, leave the returns to ``finish``'s path from the hits (which raises the
         refusal there, as one scan does)."""
-        from acres_lidar_ros.beam_kernel import NUMBA_IMPORT_ERROR, prefetch_noise_draws, prepare_echoes
-        from acres_lidar_ros.beam_model import scan_atmosphere
+        from acres_lidar_ros.radiometry.beam_kernel import NUMBA_IMPORT_ERROR, prefetch_noise_draws, prepare_echoes
+        from acres_lidar_ros.radiometry.beam_model import scan_atmosphere
 
         scanner = self.scanner
         model = self._model() if scanner.options.radiometry and NUMBA_IMPORT_ERROR is None else None
@@ -570,7 +570,7 @@ def _same(model: tuple | None, other: tuple | None) -> bool:
 
 def _concatenate_hits(blocks: list, rows: np.ndarray):
     """Hits of several column blocks in one array set, rows put back in cell order."""
-    from acres_lidar_ros.hits import Hits
+    from acres_lidar_ros.tracing.hits import Hits
 
     fields = Hits.__dataclass_fields__
     return Hits(**{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in fields})

@@ -19,8 +19,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from acres_lidar_ros import beam_kernel
-from acres_lidar_ros.beam_model import (
+from acres_lidar_ros.radiometry import beam_kernel
+from acres_lidar_ros.radiometry.beam_model import (
     BACKENDS,
     RETURN_MODES,
     BeamModelOptions,
@@ -28,8 +28,8 @@ from acres_lidar_ros.beam_model import (
     process_beams,
 )
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.hits import Hits
-from acres_lidar_ros.noise import Pcg32, NoiseStreams, hash_normal, mix64, place_normal, roughness_normal
+from acres_lidar_ros.tracing.hits import Hits
+from acres_lidar_ros.radiometry.noise import Pcg32, NoiseStreams, hash_normal, mix64, place_normal, roughness_normal
 
 pytest.importorskip("numba")
 
@@ -51,7 +51,7 @@ RAIN = dict(rain_mm_per_h=10.0, visibility_m=2000.0)
 
 @pytest.fixture(scope="module")
 def farm():
-    from acres_lidar_ros.poses import PoseHistory
+    from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.scene import build_default_farm, default_tour
 
     scene = build_default_farm()
@@ -61,7 +61,7 @@ def farm():
 
 
 def _scan_inputs(farm, sensor: str, overrides: dict, foliage_solid: bool, at_s: float):
-    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.scan import Scanner, ScanOptions
 
     scene, poses, t0 = farm
@@ -247,7 +247,7 @@ def test_a_missing_numba_is_raised_only_when_the_backend_is_used(scans, monkeypa
 
 
 def _params(columns: int, rings: int = 1, **changes) -> BeamModelParams:
-    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.config.sensors import load_sensor_config
 
     base = BeamModelParams.from_config(load_sensor_config("polaris"))
     return replace(base, columns=columns, rings=rings, ring_range_at_10pct_m=np.full(rings, 60.0), **changes)
@@ -406,7 +406,7 @@ def test_pairwise_sum_is_numpys_reduceat_order():
 
 
 def test_intensity_byte_and_signal_counts_match_physics():
-    from acres_lidar_ros.physics import intensity_byte, signal_counts
+    from acres_lidar_ros.radiometry.physics import intensity_byte, signal_counts
 
     rho = np.array([-1.0, 0.0, 1e-9, 0.004999, 0.005, 0.5, 0.995, 1.0, 1.0 + 1e-12, 2.0, 63.9, 64.0, 1e6, np.nan])
     assert [beam_kernel._intensity_byte(r) for r in rho] == intensity_byte(rho).tolist()
@@ -422,7 +422,7 @@ def test_intensity_byte_and_signal_counts_match_physics():
 
 
 def _prepared_blocks(inputs, options, seed, scan_index, column_blocks, near_block=None):
-    from acres_lidar_ros.beam_model import scan_atmosphere
+    from acres_lidar_ros.radiometry.beam_model import scan_atmosphere
 
     hits, origins, directions, weights, params = inputs
     rings, n_sub = params.rings, weights.size
@@ -479,7 +479,7 @@ def test_finish_refuses_blocks_that_miss_or_repeat_a_cell_and_draws_nothing(scan
 def test_noise_draws_are_the_streams_own_pairs_however_they_are_formed():
     # The pairs formed ahead must be exactly Pcg32.next_normal_pairs of the same stream, when
     # formed in one go, extended, and carried over to a later position.
-    from acres_lidar_ros.beam_kernel import NoiseDraws
+    from acres_lidar_ros.radiometry.beam_kernel import NoiseDraws
 
     stream = NoiseStreams(5).noise
     whole = NoiseDraws(stream.state, stream.inc)
@@ -506,7 +506,7 @@ def test_noise_draws_are_the_streams_own_pairs_however_they_are_formed():
 def test_prefetched_noise_draws_change_no_number(scans):
     # finish_echoes with pairs formed ahead (and more than it needs) gives the very returns and
     # stream state of one without them.
-    from acres_lidar_ros.beam_kernel import prefetch_noise_draws
+    from acres_lidar_ros.radiometry.beam_kernel import prefetch_noise_draws
 
     inputs = scans["polaris_1_sub_ray", False]
     options = BeamModelOptions(noise=True, weather=False, foliage_solid=False)

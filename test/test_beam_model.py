@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acres_lidar_ros.beam_model import (
+from acres_lidar_ros.radiometry.beam_model import (
     RETURN_MODES,
     BeamModelOptions,
     BeamModelParams,
@@ -19,17 +19,17 @@ from acres_lidar_ros.beam_model import (
     ring_major_cells,
 )
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.hits import NO_OBJECT, Hits
-from acres_lidar_ros.materials import CLASS_ID, MATERIAL_ID
-from acres_lidar_ros.noise import NoiseStreams, place_normal, roughness_normal
-from acres_lidar_ros.physics import (
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.radiometry.noise import NoiseStreams, place_normal, roughness_normal
+from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
     range_sigma_m,
     signal_counts,
     tilted_cos,
 )
-from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
-from acres_lidar_ros.weather import WeatherParams, atmosphere
+from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
+from acres_lidar_ros.radiometry.weather import WeatherParams, atmosphere
 
 N_MATERIALS = 17
 GROUND, BUILDING, SILO, OTHER, CORN = CLASS_ID["ground"], CLASS_ID["building"], CLASS_ID["silo"], CLASS_ID["other"], CLASS_ID["corn"]
@@ -146,7 +146,7 @@ def test_params_from_a_stand_in_config():
 
 
 def test_params_from_the_polaris_sensor_file():
-    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.config.sensors import load_sensor_config
 
     config = load_sensor_config("polaris")
     p = BeamModelParams.from_config(config)

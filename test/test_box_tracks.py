@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.box_tracks import load_box_tracks
+from acres_lidar_ros.scene.box_tracks import load_box_tracks
 from acres_lidar_ros.errors import SceneError
 
 S45 = math.sin(math.radians(45.0))  # quaternion of a 90 deg yaw: (0, 0, s45, s45)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acres_lidar_ros.boxes import VehicleBox, rotation_from_quaternion_xyzw, trace_boxes
+from acres_lidar_ros.scene.boxes import VehicleBox, rotation_from_quaternion_xyzw, trace_boxes
 from acres_lidar_ros.errors import SceneError
 
 

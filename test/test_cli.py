@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
 
-from acres_lidar_ros import cli
+from acres_lidar_ros.apps import cli
 from acres_lidar_ros.outputs.pcd import read_pcd
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
 from acres_lidar_ros.outputs.ply import read_ply
@@ -115,7 +115,7 @@ def test_bad_trajectory_rows_are_named(tmp_path, capsys):
 
 
 def test_ctrl_c_leaves_a_readable_bag(tmp_path, monkeypatch):
-    from acres_lidar_ros import recorder
+    from acres_lidar_ros.apps import recorder
 
     calls = {"n": 0}
     real_scan = recorder.Scanner.scan
@@ -185,7 +185,7 @@ def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
 
 
 def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, monkeypatch):
-    import acres_lidar_ros.scheduler as scheduler
+    import acres_lidar_ros.runtime.scheduler as scheduler
 
     asked = []
     monkeypatch.setattr(scheduler, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})

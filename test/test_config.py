@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config import config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.materials import MATERIAL_NAMES
-from acres_lidar_ros.schema import LIDAR_PARAMS, MATERIAL_PARAMS, check_option, markdown_table
+from acres_lidar_ros.config.materials import MATERIAL_NAMES
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, MATERIAL_PARAMS, check_option, markdown_table
 
 
 def write(tmp_path, lidar, name="s.json", **top):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acres_lidar_ros.materials import CLASS_ID, CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID
+from acres_lidar_ros.config.materials import CLASS_ID, CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID
 from acres_lidar_ros.scene import build_default_farm, default_tour
-from acres_lidar_ros.trace import Tracer
+from acres_lidar_ros.tracing.trace import Tracer
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acres_lidar_ros.config import load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.ros_params import by_name, check_value, declarations
+from acres_lidar_ros.ros.params import by_name, check_value, declarations
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / "launch" / "polaris.launch.py"
@@ -120,7 +120,7 @@ def test_launch_description_declares_its_arguments_and_starts_the_nodes(descript
 
 def test_launch_executables_are_console_scripts_and_files_are_installed():
     setup = (ROOT / "setup.py").read_text()
-    for script in ("lidar_node = acres_lidar_ros.node:main", "demo_drive = acres_lidar_ros.node_demo_drive:main"):
+    for script in ("lidar_node = acres_lidar_ros.ros.node:main", "demo_drive = acres_lidar_ros.ros.demo_drive:main"):
         assert script in setup
     for pattern in ('glob("config/*")', 'glob("launch/*.py")', 'glob("urdf/*")'):
         assert pattern in setup
@@ -189,7 +189,7 @@ def test_launch_smoke_publishes_lidar_points():
         pytest.skip("the ros2 command is not on PATH")
     from sensor_msgs.msg import PointCloud2
 
-    from acres_lidar_ros.node import cloud_qos
+    from acres_lidar_ros.ros.node import cloud_qos
 
     process = subprocess.Popen(
         ["ros2", "launch", "acres_lidar_ros", "polaris.launch.py", "demo:=true"],

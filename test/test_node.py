@@ -24,7 +24,7 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.node_demo_drive import TourDrive
+from acres_lidar_ros.ros.demo_drive import TourDrive
 from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
@@ -231,14 +231,14 @@ def _fake_ros_modules():
 
 @pytest.fixture
 def node_module(monkeypatch):
-    """acres_lidar_ros.node imported against the stand-in (and forgotten afterwards)."""
+    """acres_lidar_ros.ros.node imported against the stand-in (and forgotten afterwards)."""
     for name, module in _fake_ros_modules().items():
         monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.delitem(sys.modules, "acres_lidar_ros.node", raising=False)
-    import acres_lidar_ros.node as node
+    monkeypatch.delitem(sys.modules, "acres_lidar_ros.ros.node", raising=False)
+    import acres_lidar_ros.ros.node as node
 
     yield node
-    sys.modules.pop("acres_lidar_ros.node", None)
+    sys.modules.pop("acres_lidar_ros.ros.node", None)
 
 
 def small_cloud(dtype=XYZI, columns=6, rings=4) -> np.ndarray:
@@ -270,8 +270,8 @@ def test_node_qos_and_descriptors(node_module):
     qos = node_module.cloud_qos(100)
     assert (qos.reliability.name, qos.durability.name, qos.history.name, qos.depth) == (
         "RELIABLE", "VOLATILE", "KEEP_LAST", 100)
-    from acres_lidar_ros.config import load_sensor_config
-    from acres_lidar_ros.ros_params import declarations
+    from acres_lidar_ros.config.sensors import load_sensor_config
+    from acres_lidar_ros.ros.params import declarations
 
     for decl in declarations(load_sensor_config("polaris")):
         d = node_module.descriptor(decl)
@@ -535,7 +535,7 @@ def test_real_rclpy_node_refuses_an_out_of_range_parameter():
     rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: real node test skipped")
     from rclpy.parameter import Parameter
 
-    from acres_lidar_ros.node import LidarNode
+    from acres_lidar_ros.ros.node import LidarNode
 
     rclpy.init()
     try:

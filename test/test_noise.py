@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.noise import (
+from acres_lidar_ros.radiometry.noise import (
     MASK64,
     NoiseStreams,
     Pcg32,

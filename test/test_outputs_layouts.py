@@ -12,7 +12,7 @@ from test_outputs_synthetic import STAMP_NS, make_scan
 
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs import layouts
-from acres_lidar_ros.returns import FLAG_STRONGEST
+from acres_lidar_ros.radiometry.returns import FLAG_STRONGEST
 
 PLY_SPEC = [  # spec "Point File": name, numpy type, bytes
     ("x", "f4"), ("y", "f4"), ("z", "f4"), ("reflectivity", "f4"), ("signal", "u2"),

@@ -11,7 +11,7 @@ from test_outputs_synthetic import make_scan
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.pcd import read_pcd, write_pcd
 from acres_lidar_ros.outputs.ply import read_ply, write_ply
-from acres_lidar_ros.returns import FLAG_STRONGEST
+from acres_lidar_ros.radiometry.returns import FLAG_STRONGEST
 
 o3d.utility.set_verbosity_level(o3d.utility.VerbosityLevel.Error)
 

@@ -12,7 +12,7 @@ from scipy.spatial.transform import Rotation
 from test_outputs_synthetic import PERIOD_S, STAMP_NS, make_scan
 
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.materials import CLASS_NAMES, MATERIAL_NAMES
+from acres_lidar_ros.config.materials import CLASS_NAMES, MATERIAL_NAMES
 from acres_lidar_ros.outputs.records import (
     MODEL_PARTS,
     append_jsonl,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.config import load_sensor_config
-from acres_lidar_ros.pattern import (
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.sensor.pattern import (
     BeamPattern,
     elevation_rank,
     mount_rotation,

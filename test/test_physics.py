@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import ndtri
 
-from acres_lidar_ros import noise, physics, timing
+from acres_lidar_ros.radiometry import noise, physics
+from acres_lidar_ros.sensor import timing
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.physics import (
+from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
     fog_extinction,
     fog_visibility_m,

@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import PoseError
-from acres_lidar_ros.poses import PoseHistory
+from acres_lidar_ros.sensor.poses import PoseHistory
 
 
 def yaw_quat(deg):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from acres_lidar_ros.hits import NO_OBJECT, Hits
-from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, nearest_hit_returns
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, nearest_hit_returns
 
 
 def make_hits(ranges, classes):

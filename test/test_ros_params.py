@@ -7,9 +7,9 @@ import math
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
-from acres_lidar_ros.config import load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.ros_params import (
+from acres_lidar_ros.ros.params import (
     NODE_PARAMS,
     PARAMETER_TYPE,
     by_name,
@@ -20,7 +20,7 @@ from acres_lidar_ros.ros_params import (
     split_changes,
     startup_overrides,
 )
-from acres_lidar_ros.schema import LIDAR_PARAMS, OPTION_PARAMS
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 
@@ -166,7 +166,7 @@ def test_startup_values_become_overrides_and_bad_ones_name_the_parameter(polaris
 def test_docs_ros_md_holds_the_generated_parameter_table(polaris):
     from pathlib import Path
 
-    from acres_lidar_ros.ros_params import markdown_table
+    from acres_lidar_ros.ros.params import markdown_table
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "ros.md").read_text()
     start = docs.index("<!-- ros_params table -->\n") + len("<!-- ros_params table -->\n")

@@ -5,19 +5,19 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config import load_sensor_config
-from acres_lidar_ros.pattern import mount_rotation
-from acres_lidar_ros.poses import PoseHistory
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.sensor.pattern import mount_rotation
+from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
-from acres_lidar_ros.timing import column_time_offset
+from acres_lidar_ros.sensor.timing import column_time_offset
 
 PLANE_HALF_M = 400.0
 
 
 @pytest.fixture(scope="module")
 def plane_tracer():
-    from acres_lidar_ros.trace import Tracer
+    from acres_lidar_ros.tracing.trace import Tracer
 
     terrain = TerrainGrid(np.array([-PLANE_HALF_M, -PLANE_HALF_M]), 2 * PLANE_HALF_M, np.zeros((2, 2)))
     return Tracer(SceneBuilder(terrain).build())
@@ -141,7 +141,7 @@ RETURNS_FIELDS = ("range_m", "valid", "reflectivity", "signal", "intensity", "cl
 @pytest.fixture(scope="module")
 def farm_tour():
     from acres_lidar_ros.scene import build_default_farm, default_tour
-    from acres_lidar_ros.trace import Tracer
+    from acres_lidar_ros.tracing.trace import Tracer
 
     scene = build_default_farm()
     return Tracer(scene), default_tour(scene)
@@ -158,8 +158,8 @@ def _assert_same_returns(got, expected):
 def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour, sensor, weather):
     """The node traces columns, and runs the radiometry that draws nothing, as their poses
     arrive; the scan must be bit for bit the one-shot ``process_beams`` over the whole scan."""
-    from acres_lidar_ros.beam_model import BeamModelOptions, BeamModelParams, process_beams
-    from acres_lidar_ros.noise import NoiseStreams
+    from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams, process_beams
+    from acres_lidar_ros.radiometry.noise import NoiseStreams
 
     config = load_sensor_config(sensor)
     tracer, (times, positions, quaternions) = farm_tour
@@ -211,9 +211,9 @@ def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(pol
 
 def test_planar_pattern_sees_a_wall_at_its_level(polaris):
     """ACRES Core's planar scan: 360 level beams from the Helios position, no lens, no radiometry."""
-    from acres_lidar_ros.pattern import planar_config
+    from acres_lidar_ros.sensor.pattern import planar_config
     from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
-    from acres_lidar_ros.trace import Tracer
+    from acres_lidar_ros.tracing.trace import Tracer
 
     builder = SceneBuilder(TerrainGrid(np.array([-100.0, -100.0]), 200.0, np.zeros((2, 2))))
     builder.add_box([12.5, 0.0], [1.0, 40.0, 5.0], "building")  # wall face at x = 12 m, 2.039 m level inside it
@@ -232,7 +232,7 @@ def test_planar_pattern_sees_a_wall_at_its_level(polaris):
 
 
 def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tracer):
-    from acres_lidar_ros.boxes import VehicleBox
+    from acres_lidar_ros.scene.boxes import VehicleBox
 
     yaw = math.radians(20.0)
     box = VehicleBox(centre_m=np.array([15.0, 0.0, 1.0]), quaternion_xyzw=np.array([0, 0, math.sin(yaw / 2), math.cos(yaw / 2)]),
@@ -253,7 +253,7 @@ def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tr
 def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(polaris):
     """Issue 5: with the body on, cells the table marks as always body carry only the body."""
     from acres_lidar_ros.scene import build_default_farm, default_tour
-    from acres_lidar_ros.self_returns import load_self_table
+    from acres_lidar_ros.body.self_returns import load_self_table
 
     table = load_self_table(polaris.self_returns, polaris.columns, polaris.rings)
     always = table.p_self >= 1.0
@@ -274,7 +274,7 @@ def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(po
 
 def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour):
     """The body's part is decided while the sweep runs; the scan is the one-shot scan."""
-    from acres_lidar_ros.self_returns import apply_self_returns
+    from acres_lidar_ros.body.self_returns import apply_self_returns
 
     tracer, (times, positions, quaternions) = farm_tour
     stamp_ns = int(round((times[0] + 2.0) * 1e9))

@@ -9,7 +9,7 @@ import open3d as o3d
 import pytest
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid, load_scene
 from acres_lidar_ros.scene import shapes
 from acres_lidar_ros.scene.grids import points_in_polygon

@@ -11,8 +11,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import ConfigError, PoseError
-from acres_lidar_ros.poses import PoseHistory
-from acres_lidar_ros.scheduler import (
+from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.runtime.scheduler import (
     LogThrottle,
     diagnostic_status,
     PoseTracker,
@@ -608,11 +608,11 @@ def test_diagnostic_status_levels_and_values():
 def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan():
     import numpy as np
 
-    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.scan import Scanner, ScanOptions
     from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
-    from acres_lidar_ros.scheduler import ScanJob, SweepTracer
-    from acres_lidar_ros.trace import Tracer
+    from acres_lidar_ros.runtime.scheduler import ScanJob, SweepTracer
+    from acres_lidar_ros.tracing.trace import Tracer
 
     config = load_sensor_config("polaris")
     tracer = Tracer(SceneBuilder(TerrainGrid(np.array([-300.0, -300.0]), 600.0, np.zeros((2, 2)))).build())
@@ -670,7 +670,7 @@ class _FakeSweep:
 def _fake_tracer(block=None):
     import threading
 
-    from acres_lidar_ros.scheduler import SweepTracer
+    from acres_lidar_ros.runtime.scheduler import SweepTracer
 
     log = []
     block = block or threading.Event()
@@ -695,7 +695,7 @@ def test_pretrace_requests_merge_and_one_drain_runs_them_oldest_sweep_first():
 def test_a_waiting_finish_goes_before_the_next_requested_pretrace():
     import threading
 
-    from acres_lidar_ros.scheduler import ScanJob
+    from acres_lidar_ros.runtime.scheduler import ScanJob
 
     tracer, log, block = _fake_tracer()
     tracer.request_pretrace(100, 1, "first")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.errors import ConfigError, OutputError
-from acres_lidar_ros.returns import Returns
-from acres_lidar_ros.self_returns import (
+from acres_lidar_ros.radiometry.returns import Returns
+from acres_lidar_ros.body.self_returns import (
     SELF_HASH_DOMAIN,
     SELF_OBJECT_ID,
     SelfReturnTable,
@@ -172,7 +172,7 @@ def test_the_seed_and_the_scan_change_the_decisions_and_the_inputs_stay_unchange
 def test_merging_in_place_gives_the_copy_and_changes_only_its_input():
     # The scanner merges into the fresh returns of its scan (copy=False); the result must equal
     # the copying merge, which leaves its input alone.
-    from acres_lidar_ros.self_returns import decide_self_returns, merge_self_returns
+    from acres_lidar_ros.body.self_returns import decide_self_returns, merge_self_returns
 
     n = 400
     table = table_of(np.full(n, 0.4), np.full(n, 1.5), np.full(n, 30), np.full(n, 0.3), 100, 4)

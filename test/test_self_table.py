@@ -14,9 +14,9 @@ import time
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config import load_sensor_config
-from acres_lidar_ros.self_returns import load_self_table
-from acres_lidar_ros.self_table import (
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.body.self_returns import load_self_table
+from acres_lidar_ros.body.self_table import (
     GRAZING_FULL_DEG,
     GRAZING_NONE_DEG,
     generate_self_table,

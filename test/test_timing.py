@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.pattern import column_azimuths_rad
-from acres_lidar_ros.timing import column_time_offset
+from acres_lidar_ros.sensor.pattern import column_azimuths_rad
+from acres_lidar_ros.sensor.timing import column_time_offset
 
 T = 0.1
 

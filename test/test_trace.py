@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acres_lidar_ros.boxes import VehicleBox
+from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
+from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
 from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid
 from acres_lidar_ros.scene.model import (
     CROP_CELL_HEIGHT_FRACTION,
@@ -17,7 +17,7 @@ from acres_lidar_ros.scene.model import (
     CROWN_RADIUS_PER_HEIGHT,
     crop_box_height_m,
 )
-from acres_lidar_ros.trace import CROP_STEP_M, START_M, Tracer
+from acres_lidar_ros.tracing.trace import CROP_STEP_M, START_M, Tracer
 
 GROUND_Z_M = 1.5
 
@@ -386,7 +386,7 @@ def test_trace_is_deterministic():
 def test_casting_in_pieces_changes_no_hit(monkeypatch):
     # The tracer casts at most CAST_PIECE_RAYS rays per call (the GIL is free between calls);
     # pieces of 97 rays must give the very hits of one call per cast.
-    import acres_lidar_ros.trace as trace_module
+    import acres_lidar_ros.tracing.trace as trace_module
 
     scene = crop_scene(0.3)
     rng = np.random.default_rng(8)

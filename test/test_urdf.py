@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config import load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError, SceneError
-from acres_lidar_ros.self_table import BodyGeometry, check_mount
-from acres_lidar_ros.urdf import load_urdf
+from acres_lidar_ros.body.self_table import BodyGeometry, check_mount
+from acres_lidar_ros.body.urdf import load_urdf
 
 TREE = """<?xml version="1.0"?>
 <robot name="t">

@@ -1,6 +1,6 @@
 """urdf/polaris.urdf parses, and its joint chain base_footprint -> lidar is the sensors file's mount.
 
-A reader of its own (``xml.etree`` and scipy's rotations), independent of ``acres_lidar_ros.urdf``:
+A reader of its own (``xml.etree`` and scipy's rotations), independent of ``acres_lidar_ros.body.urdf``:
 URDF ``rpy`` is roll, pitch, yaw about fixed axes, the sensors file's convention.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.config import load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
 
 ROOT = Path(__file__).resolve().parents[1]
 URDF = ROOT / "urdf" / "polaris.urdf"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.noise import Pcg32
-from acres_lidar_ros.weather import (
+from acres_lidar_ros.radiometry.noise import Pcg32
+from acres_lidar_ros.radiometry.weather import (
     CLEAR_AIR,
     WeatherParams,
     atmosphere,

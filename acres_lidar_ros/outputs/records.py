@@ -22,7 +22,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.materials import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
+from acres_lidar_ros.config.materials import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.scan import Scan
 

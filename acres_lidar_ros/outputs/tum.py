@@ -16,7 +16,7 @@ import numpy as np
 
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import atomic_write
-from acres_lidar_ros.poses import first_bad_pose
+from acres_lidar_ros.sensor.poses import first_bad_pose
 
 QUATERNION_NORM_TOLERANCE = 1e-4  # TUM files of other tools often carry 6 decimals
 

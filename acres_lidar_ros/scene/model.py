@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.materials import (
+from acres_lidar_ros.config.materials import (
     CLASS_ID,
     CLASS_NAMES,
     COVER_MATERIAL_NAMES,

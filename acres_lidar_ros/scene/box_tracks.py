@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
-from acres_lidar_ros.boxes import VehicleBox
+from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.errors import SceneError
 
 UNIT_QUATERNION_TOLERANCE = 1e-3

@@ -60,9 +60,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from acres_lidar_ros.hits import NO_OBJECT, Hits
-from acres_lidar_ros.materials import CLASS_ID, CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_OF_CLASS
-from acres_lidar_ros.noise import (
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.config.materials import CLASS_ID, CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_OF_CLASS
+from acres_lidar_ros.radiometry.noise import (
     MASK64,
     PCG32_MULT,
     PLACE_SEED_MUL,
@@ -73,10 +73,10 @@ from acres_lidar_ros.noise import (
     NoiseStreams,
     mix64,
 )
-from acres_lidar_ros.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR, intensity_byte
-from acres_lidar_ros.beam_model import sort_span_m
-from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
-from acres_lidar_ros.weather import MAX_DROPS_PER_SLAB, _POISSON_SATURATED_MEAN
+from acres_lidar_ros.radiometry.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR, intensity_byte
+from acres_lidar_ros.radiometry.beam_model import sort_span_m
+from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
+from acres_lidar_ros.radiometry.weather import MAX_DROPS_PER_SLAB, _POISSON_SATURATED_MEAN
 
 try:
     import numba

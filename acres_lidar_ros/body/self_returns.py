@@ -51,10 +51,10 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, OutputError
-from acres_lidar_ros.hits import NO_OBJECT
-from acres_lidar_ros.materials import CLASS_ID, MATERIAL_ID
-from acres_lidar_ros.noise import hash_normal, mix64, uniform_from_hash
-from acres_lidar_ros.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
+from acres_lidar_ros.tracing.hits import NO_OBJECT
+from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
+from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")
 TABLE_DTYPE = np.dtype("<f4")

@@ -20,10 +20,10 @@ from typing import Callable, Iterable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.config import SensorConfig
+from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
-from acres_lidar_ros.poses import PoseHistory
+from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 
 FILE_CHOICES = ("pcd", "ply", "both", "none")

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, SceneError
-from acres_lidar_ros.pattern import mount_rotation
+from acres_lidar_ros.sensor.pattern import mount_rotation
 
 GEOMETRY_KINDS = ("box", "cylinder", "sphere", "mesh")
 

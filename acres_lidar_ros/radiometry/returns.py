@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from acres_lidar_ros.hits import NO_OBJECT, Hits
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 # Bits of the return_flags byte (spec "Return Mode").
 FLAG_FIRST = 1

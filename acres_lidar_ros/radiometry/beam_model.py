@@ -55,12 +55,12 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from acres_lidar_ros.config import MaterialTable
+from acres_lidar_ros.config.sensors import MaterialTable
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.hits import NO_OBJECT, Hits
-from acres_lidar_ros.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
-from acres_lidar_ros.noise import NoiseStreams, place_normal, roughness_normal
-from acres_lidar_ros.physics import (
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
+from acres_lidar_ros.radiometry.noise import NoiseStreams, place_normal, roughness_normal
+from acres_lidar_ros.radiometry.physics import (
     MAX_TILT_RAD,
     detection_threshold,
     footprint_range_spread_m,
@@ -71,14 +71,14 @@ from acres_lidar_ros.physics import (
     rough_range_sigma_m,
     signal_counts,
 )
-from acres_lidar_ros.returns import (
+from acres_lidar_ros.radiometry.returns import (
     FLAG_FIRST,
     FLAG_LAST,
     FLAG_SECOND_STRONGEST,
     FLAG_STRONGEST,
     Returns,
 )
-from acres_lidar_ros.weather import (
+from acres_lidar_ros.radiometry.weather import (
     CLEAR_AIR,
     Atmosphere,
     WeatherParams,
@@ -519,7 +519,7 @@ def process_beams(
         )
     atm = scan_atmosphere(params, options)
     if backend == "numba":
-        from acres_lidar_ros.beam_kernel import process_beams_compiled
+        from acres_lidar_ros.radiometry.beam_kernel import process_beams_compiled
 
         return process_beams_compiled(hits, origins, directions, weights, params, options, atm, streams, scan_index)
     mats = params.materials

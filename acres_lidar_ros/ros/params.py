@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from acres_lidar_ros.config import SensorConfig
+from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
 
 LIDAR_PREFIX = "lidar."
 
@@ -357,7 +357,7 @@ def by_name(decls: Iterable[ParamDecl]) -> dict[str, ParamDecl]:
 
 def markdown_table(decls: Iterable[ParamDecl], groups: tuple[str, ...] = ("node", "option")) -> str:
     """The parameter table of docs/ros.md (regenerate with
-    ``python -c "from acres_lidar_ros.ros_params import *; from acres_lidar_ros.config import
+    ``python -c "from acres_lidar_ros.ros.params import *; from acres_lidar_ros.config.sensors import
     load_sensor_config as l; print(markdown_table(declarations(l('polaris'))))"``).
 
     ``lidar.<key>`` parameters are the sensors-file keys of the README's schema table; the

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.materials import MATERIAL_NAMES
-from acres_lidar_ros.schema import LIDAR_PARAM, LIDAR_PARAMS, MATERIAL_DEFAULTS, MATERIAL_PARAM, MATERIAL_PARAMS
+from acres_lidar_ros.config.materials import MATERIAL_NAMES
+from acres_lidar_ros.config.schema import LIDAR_PARAM, LIDAR_PARAMS, MATERIAL_DEFAULTS, MATERIAL_PARAM, MATERIAL_PARAMS
 
 PACKAGE = "acres_lidar_ros"
 NAMED_SENSORS = {"default": "sensors.json", "polaris": "sensors_polaris.json"}
@@ -30,7 +30,7 @@ NAMED_SENSORS = {"default": "sensors.json", "polaris": "sensors_polaris.json"}
 
 def share_dir() -> Path:
     """The package's share directory: the source checkout, a pip install or an ament install."""
-    source = Path(__file__).resolve().parents[1]
+    source = Path(__file__).resolve().parents[2]
     candidates = [source, Path(sys.prefix) / "share" / PACKAGE]
     try:  # an ament (colcon) install
         from ament_index_python.packages import get_package_share_directory

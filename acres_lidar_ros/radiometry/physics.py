@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.noise import Pcg32, mix64, place_normal, uniform_from_hash
-from acres_lidar_ros.timing import column_time_offset
+from acres_lidar_ros.radiometry.noise import Pcg32, mix64, place_normal, uniform_from_hash
+from acres_lidar_ros.sensor.timing import column_time_offset
 
 __all__ = [
     "COS_FLOOR",

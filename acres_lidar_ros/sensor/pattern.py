@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acres_lidar_ros.config import SensorConfig
+from acres_lidar_ros.config.sensors import SensorConfig
 
 # Sub-ray pattern of a 7-sub-ray beam (AcresLidar::SubRayPattern).
 SUB_RAY_OFFSET_FRACTION = 0.35

@@ -36,9 +36,9 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.boxes import VehicleBox
+from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.errors import ConfigError, PoseError, SceneError
-from acres_lidar_ros.poses import UNIT_QUATERNION_TOLERANCE, PoseHistory
+from acres_lidar_ros.sensor.poses import UNIT_QUATERNION_TOLERANCE, PoseHistory
 
 NS_PER_S = 1_000_000_000
 
@@ -1030,7 +1030,7 @@ def run_schedule_benchmark(
     ``pretrace_columns`` traces each sweep's columns as the odometry covering them arrives, as the
     node does (False: the whole scan after the stamp's pose arrives).
     """
-    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.layouts import organised_cloud
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects

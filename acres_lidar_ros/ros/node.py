@@ -37,11 +37,11 @@ from std_msgs.msg import Header
 from tf2_ros import Buffer, TransformException, TransformListener
 from visualization_msgs.msg import MarkerArray
 
-from acres_lidar_ros.config import SensorConfig, load_sensor_config
+from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, PoseError
 from acres_lidar_ros.outputs.layouts import organised_cloud
 from acres_lidar_ros.outputs.pointcloud2 import point_fields, qos_profile_dict
-from acres_lidar_ros.ros_params import (
+from acres_lidar_ros.ros.params import (
     ParamDecl,
     by_name,
     check_changes,
@@ -53,8 +53,8 @@ from acres_lidar_ros.ros_params import (
     startup_overrides,
 )
 from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
-from acres_lidar_ros.schema import LIDAR_PARAM
-from acres_lidar_ros.scheduler import (
+from acres_lidar_ros.config.schema import LIDAR_PARAM
+from acres_lidar_ros.runtime.scheduler import (
     GIL_SWITCH_INTERVAL_S,
     Event,
     LogThrottle,

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
     try:
-        from acres_lidar_ros.self_table import add_self_table_arguments
+        from acres_lidar_ros.body.self_table import add_self_table_arguments
     except ImportError as exc:  # the generator module is optional at import time of the CLI
         table.set_defaults(_missing=str(exc))
     else:
@@ -115,10 +115,10 @@ def _options(args):
 
 def _load(args, overrides: dict | None = None):
     """Sensor config, scene and scanner; reports the scene build time on stderr."""
-    from acres_lidar_ros.config import load_sensor_config
+    from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.scan import Scanner
     from acres_lidar_ros.scene import build_default_farm, load_scene
-    from acres_lidar_ros.trace import Tracer
+    from acres_lidar_ros.tracing.trace import Tracer
 
     options = _options(args)
     config = load_sensor_config(args.sensor)
@@ -138,7 +138,7 @@ def _load(args, overrides: dict | None = None):
 
 
 def _tour(scene):
-    from acres_lidar_ros.poses import PoseHistory
+    from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.scene import default_tour
 
     times, positions, quaternions = default_tour(scene)
@@ -152,8 +152,8 @@ def _run_dir(out: Path | None, command: str) -> Path:
 
 
 def cmd_scan(args) -> int:
-    from acres_lidar_ros.poses import pose_matrix
-    from acres_lidar_ros.recorder import single_scan
+    from acres_lidar_ros.sensor.poses import pose_matrix
+    from acres_lidar_ros.apps.recorder import single_scan
 
     config, scene, scanner = _load(args)
     if args.pose is not None:
@@ -171,8 +171,8 @@ def cmd_scan(args) -> int:
 
 def cmd_record(args) -> int:
     from acres_lidar_ros.outputs.tum import read_tum
-    from acres_lidar_ros.poses import PoseHistory
-    from acres_lidar_ros.recorder import record_drive
+    from acres_lidar_ros.sensor.poses import PoseHistory
+    from acres_lidar_ros.apps.recorder import record_drive
     from acres_lidar_ros.scan import freeze_startup_objects
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
@@ -185,7 +185,7 @@ def cmd_record(args) -> int:
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
     boxes_at = None
     if args.boxes is not None:
-        from acres_lidar_ros.box_tracks import load_box_tracks
+        from acres_lidar_ros.scene.box_tracks import load_box_tracks
 
         boxes_at = load_box_tracks(args.boxes).boxes_at
     bar = None
@@ -213,7 +213,7 @@ def cmd_record(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from acres_lidar_ros.bench import bench_scans, peak_memory_mb
+    from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
     from acres_lidar_ros.scan import freeze_startup_objects
 
     if args.scans < 1:
@@ -229,7 +229,7 @@ def cmd_bench(args) -> int:
     result.update(sensor=args.sensor, sub_rays=scanner.sub_rays, scene_triangles=scene.triangle_count,
                   scene_build_s=build_s, peak_memory_mb=peak_memory_mb())
     if args.schedule:
-        from acres_lidar_ros.scheduler import run_schedule_benchmark
+        from acres_lidar_ros.runtime.scheduler import run_schedule_benchmark
 
         result["schedule"] = run_schedule_benchmark(n_scans=600, odom_hz=args.odom_hz)
     if args.json:
@@ -251,7 +251,7 @@ def cmd_bench(args) -> int:
 def cmd_self_table(args) -> int:
     if hasattr(args, "_missing"):
         raise ConfigError(f"self-table is not available: {args._missing}")
-    from acres_lidar_ros.self_table import run_self_table
+    from acres_lidar_ros.body.self_table import run_self_table
 
     return run_self_table(args)
 

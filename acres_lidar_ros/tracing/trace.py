@@ -33,11 +33,11 @@ from typing import Sequence
 import numpy as np
 import open3d as o3d
 
-from acres_lidar_ros import trace_kernel as kernel
-from acres_lidar_ros.boxes import VehicleBox, trace_boxes
+from acres_lidar_ros.tracing import trace_kernel as kernel
+from acres_lidar_ros.scene.boxes import VehicleBox, trace_boxes
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.hits import NO_OBJECT, Hits
-from acres_lidar_ros.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
 from acres_lidar_ros.scene.grids import NO_POLYGON
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
 

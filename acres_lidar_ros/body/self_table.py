@@ -45,11 +45,11 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtr
 
-from acres_lidar_ros.config import SensorConfig, load_sensor_config
+from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError, SceneError
-from acres_lidar_ros.materials import MATERIAL_ID
-from acres_lidar_ros.pattern import BeamPattern
-from acres_lidar_ros.physics import (
+from acres_lidar_ros.config.materials import MATERIAL_ID
+from acres_lidar_ros.sensor.pattern import BeamPattern
+from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
     footprint_range_spread_m,
     in_plane_divergence,
@@ -58,8 +58,8 @@ from acres_lidar_ros.physics import (
     pulse_peak_factor,
     signal_counts,
 )
-from acres_lidar_ros.self_returns import SelfReturnTable, write_atomic
-from acres_lidar_ros.urdf import Robot, load_urdf
+from acres_lidar_ros.body.self_returns import SelfReturnTable, write_atomic
+from acres_lidar_ros.body.urdf import Robot, load_urdf
 
 GENERATOR_SUB_RAYS = 7
 RAY_START_M = 0.005
@@ -479,7 +479,7 @@ def run_self_table(args: argparse.Namespace) -> int:
 
 
 def self_table_main(argv: list[str] | None = None) -> int:
-    """``python -m acres_lidar_ros.self_table --urdf ... --sensor polaris --out ...``."""
+    """``python -m acres_lidar_ros.body.self_table --urdf ... --sensor polaris --out ...``."""
     parser = add_self_table_arguments(argparse.ArgumentParser(prog="acres-lidar self-table", description=__doc__.splitlines()[0]))
     return run_self_table(parser.parse_args(argv))
 

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import PoseError
-from acres_lidar_ros.poses import PoseHistory
+from acres_lidar_ros.sensor.poses import PoseHistory
 
 DIFFERENCE_STEP_S = 0.01
 

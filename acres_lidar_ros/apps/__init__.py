@@ -1,0 +1,1 @@
+"""The command line, the recorder and the benchmarks."""

@@ -1,0 +1,1 @@
+"""Configuration: the parameter schema, sensors files and materials."""

@@ -1,0 +1,1 @@
+"""The spec's radiometric model: equations, noise streams, weather and returns."""

@@ -1,0 +1,1 @@
+"""rclpy wiring only: the lidar node, the demo drive and the ROS parameters."""

@@ -1,0 +1,1 @@
+"""The ROS-free node loop: pose ingestion, due times, pretrace, finish and publish decisions."""

@@ -1,0 +1,1 @@
+"""The sensor: beam pattern, firing times and the pose history."""

@@ -1,0 +1,1 @@
+"""Tracing rays through the scene: Open3D/Embree casts and their compiled bookkeeping."""
