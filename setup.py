@@ -20,7 +20,17 @@ setup(
         "tqdm>=4.60",
         "numba>=0.59",
     ],
-    extras_require={"test": ["pytest>=7", "hypothesis>=6", "mcap>=1.1", "mcap-ros2-support>=0.5", "plyfile>=1.0", "pyyaml>=6", "pillow>=9.0"]},
+    extras_require={
+        "test": [
+            "pytest>=7",
+            "hypothesis>=6",
+            "mcap>=1.1",
+            "mcap-ros2-support>=0.5",
+            "plyfile>=1.0",
+            "pyyaml>=6",
+            "pillow>=9.0",
+        ]
+    },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -8,18 +8,18 @@ from __future__ import annotations
 import gc
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numba
 import numpy as np
 
+from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
-from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
-from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.sensor.timing import column_time_offset
 
 
@@ -82,7 +82,6 @@ class Scan:
 # ----------------------------------------------------------------------------------------------
 # The scanner: rays from the firing poses, the trace, the returns and the points.
 # ----------------------------------------------------------------------------------------------
-
 
 
 @dataclass(frozen=True)
@@ -211,8 +210,10 @@ class Scanner:
 
         fixed = [key for key in overrides if key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime]
         if fixed:
-            raise ConfigError(f"lidar.{fixed[0]} cannot change while running; runtime keys: "
-                              + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime))
+            raise ConfigError(
+                f"lidar.{fixed[0]} cannot change while running; runtime keys: "
+                + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime)
+            )
         self.config = self.config.with_overrides(overrides)
         self._beam_params = self._beam_options = None
 
@@ -248,7 +249,9 @@ class Scanner:
 
     # -- rays -------------------------------------------------------------------------------
 
-    def rays_world(self, T_world_sensor: np.ndarray, columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def rays_world(
+        self, T_world_sensor: np.ndarray, columns: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Origins and unit directions of every sub-ray in the world: two (n, 3) float64 arrays.
 
         ``T_world_sensor`` is (N_c, 4, 4), or (len(columns), 4, 4) for a subset of ``columns``.
@@ -264,7 +267,7 @@ class Scanner:
 
     # -- the scan -----------------------------------------------------------------------------
 
-    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> "Sweep":
+    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> Sweep:
         """A scan stamped ``stamp_ns`` to be traced column block by column block (``Sweep``)."""
         if index is None:
             index = self._next_index
@@ -286,7 +289,7 @@ class Scanner:
         """
         return self.start_sweep(stamp_ns, boxes, index).finish(poses, extrapolate=extrapolate)
 
-    def _finish(self, sweep: "Sweep", hits, origins: np.ndarray, directions: np.ndarray, echo_blocks=None) -> Scan:
+    def _finish(self, sweep: Sweep, hits, origins: np.ndarray, directions: np.ndarray, echo_blocks=None) -> Scan:
         """Returns, self returns and points of a fully traced sweep: from its hits, or from the
         radiometry its blocks had done as they were traced (``echo_blocks``, see ``Sweep``)."""
         config, options = self.config, self.options
@@ -331,7 +334,9 @@ class Scanner:
             from acres_lidar_ros.radiometry.beam_model import scan_atmosphere
 
             params, beam_options = self._beam_params, self._beam_options
-            return finish_echoes(echo_blocks, params, beam_options, scan_atmosphere(params, beam_options), self._streams)
+            return finish_echoes(
+                echo_blocks, params, beam_options, scan_atmosphere(params, beam_options), self._streams
+            )
         if not options.radiometry:
             return nearest_hit_returns(
                 hits,
@@ -346,8 +351,14 @@ class Scanner:
             self._beam_params = BeamModelParams.from_config(config)
             self._beam_options = BeamModelOptions.from_scan_options(options)
         return process_beams(
-            hits, origins, directions, self.pattern.sub_ray_weights,
-            self._beam_params, self._beam_options, self._streams, index,
+            hits,
+            origins,
+            directions,
+            self.pattern.sub_ray_weights,
+            self._beam_params,
+            self._beam_options,
+            self._streams,
+            index,
         )
 
 
@@ -453,8 +464,9 @@ class Sweep:
         if self._self_decision is None or self._self_decision[0] != key:
             from acres_lidar_ros.body.self_returns import decide_self_returns
 
-            decision = decide_self_returns(scanner._self_table, self.index, scanner.options.seed,
-                                           scanner.config.std_m, scanner.options.noise)
+            decision = decide_self_returns(
+                scanner._self_table, self.index, scanner.options.seed, scanner.config.std_m, scanner.options.noise
+            )
             self._self_decision = (key, decision)
         return self._self_decision[1]
 
@@ -549,8 +561,16 @@ class Sweep:
         cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
         try:
             block = prepare_echoes(
-                hits, origins, directions, scanner.pattern.sub_ray_weights, params, options,
-                scan_atmosphere(params, options), scanner._streams.seed, self.index, cells,
+                hits,
+                origins,
+                directions,
+                scanner.pattern.sub_ray_weights,
+                params,
+                options,
+                scan_atmosphere(params, options),
+                scanner._streams.seed,
+                self.index,
+                cells,
             )
         except (ValueError, IndexError):
             self._echo_blocks = None

@@ -10,12 +10,13 @@ rviz (config/polaris.rviz), point_type (XYZI or XYZIRT).
 
 from pathlib import Path
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+from launch import LaunchDescription
 
 SHARE = Path(__file__).resolve().parents[1]  # share/acres_lidar_ros (or the source checkout)
 
@@ -37,48 +38,53 @@ def generate_launch_description() -> LaunchDescription:
     sim_time = ParameterValue(use_sim_time, value_type=bool)
     robot_description = (SHARE / "urdf" / "polaris.urdf").read_text(encoding="utf-8")
 
-    return LaunchDescription([
-        *(DeclareLaunchArgument(name, default_value=default, description=text) for name, default, text in ARGUMENTS),
-        Node(
-            package="robot_state_publisher",
-            executable="robot_state_publisher",
-            name="robot_state_publisher",
-            output="screen",
-            parameters=[{"robot_description": robot_description, "use_sim_time": sim_time}],
-        ),
-        Node(
-            package="acres_lidar_ros",
-            executable="lidar_node",
-            name="lidar_node",
-            output="screen",
-            emulate_tty=True,
-            parameters=[
-                str(SHARE / "config" / "polaris.yaml"),
-                {
-                    # value_type=str keeps an empty scene an empty string (not YAML null).
-                    "scene": ParameterValue(scene, value_type=str),
-                    "sensors": ParameterValue(sensors, value_type=str),
-                    "point_type": ParameterValue(point_type, value_type=str),
-                    "use_sim_time": sim_time,
-                },
-            ],
-        ),
-        Node(
-            package="acres_lidar_ros",
-            executable="demo_drive",
-            name="demo_drive",
-            output="screen",
-            condition=IfCondition(LaunchConfiguration("demo")),
-            # The demo drive owns /clock when use_sim_time is true, so it runs on the wall clock.
-            parameters=[{"publish_clock": sim_time, "use_sim_time": False}],
-        ),
-        Node(
-            package="rviz2",
-            executable="rviz2",
-            name="rviz2",
-            output="screen",
-            condition=IfCondition(LaunchConfiguration("rviz")),
-            arguments=["-d", str(SHARE / "config" / "polaris.rviz")],
-            parameters=[{"use_sim_time": sim_time}],
-        ),
-    ])
+    return LaunchDescription(
+        [
+            *(
+                DeclareLaunchArgument(name, default_value=default, description=text)
+                for name, default, text in ARGUMENTS
+            ),
+            Node(
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
+                name="robot_state_publisher",
+                output="screen",
+                parameters=[{"robot_description": robot_description, "use_sim_time": sim_time}],
+            ),
+            Node(
+                package="acres_lidar_ros",
+                executable="lidar_node",
+                name="lidar_node",
+                output="screen",
+                emulate_tty=True,
+                parameters=[
+                    str(SHARE / "config" / "polaris.yaml"),
+                    {
+                        # value_type=str keeps an empty scene an empty string (not YAML null).
+                        "scene": ParameterValue(scene, value_type=str),
+                        "sensors": ParameterValue(sensors, value_type=str),
+                        "point_type": ParameterValue(point_type, value_type=str),
+                        "use_sim_time": sim_time,
+                    },
+                ],
+            ),
+            Node(
+                package="acres_lidar_ros",
+                executable="demo_drive",
+                name="demo_drive",
+                output="screen",
+                condition=IfCondition(LaunchConfiguration("demo")),
+                # The demo drive owns /clock when use_sim_time is true, so it runs on the wall clock.
+                parameters=[{"publish_clock": sim_time, "use_sim_time": False}],
+            ),
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                name="rviz2",
+                output="screen",
+                condition=IfCondition(LaunchConfiguration("rviz")),
+                arguments=["-d", str(SHARE / "config" / "polaris.rviz")],
+                parameters=[{"use_sim_time": sim_time}],
+            ),
+        ]
+    )

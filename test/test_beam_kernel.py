@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry import beam_kernel
 from acres_lidar_ros.radiometry.beam_model import (
     BACKENDS,
@@ -27,9 +28,8 @@ from acres_lidar_ros.radiometry.beam_model import (
     BeamModelParams,
     process_beams,
 )
-from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.noise import NoiseStreams, Pcg32, hash_normal, mix64, place_normal, roughness_normal
 from acres_lidar_ros.tracing.hits import Hits
-from acres_lidar_ros.radiometry.noise import Pcg32, NoiseStreams, hash_normal, mix64, place_normal, roughness_normal
 
 pytest.importorskip("numba")
 
@@ -51,8 +51,8 @@ RAIN = dict(rain_mm_per_h=10.0, visibility_m=2000.0)
 
 @pytest.fixture(scope="module")
 def farm():
-    from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.sensor.poses import PoseHistory
 
     scene = build_default_farm()
     times, positions, quaternions = default_tour(scene)
@@ -70,8 +70,12 @@ def _scan_inputs(farm, sensor: str, overrides: dict, foliage_solid: bool, at_s: 
     stamp_ns = int(round((t0 + at_s) * 1e9))
     origins, directions = scanner.rays_world(scanner.firing_poses(poses, stamp_ns))
     hits = scanner.tracer.trace(
-        origins, directions, max_range_m=config.range_m, max_hits=config.max_hits_per_sub_ray,
-        continue_step_m=config.continue_step_m, pond_threshold_m=config.pond_threshold_m,
+        origins,
+        directions,
+        max_range_m=config.range_m,
+        max_hits=config.max_hits_per_sub_ray,
+        continue_step_m=config.continue_step_m,
+        pond_threshold_m=config.pond_threshold_m,
         foliage_solid=foliage_solid,
     )
     return hits, origins, directions, scanner.pattern.sub_ray_weights, BeamModelParams.from_config(config)
@@ -95,7 +99,9 @@ def scans(farm):
     return out
 
 
-def _run(inputs, backend: str, options: BeamModelOptions, streams: NoiseStreams, scan_index: int = 0, mode: str | None = None):
+def _run(
+    inputs, backend: str, options: BeamModelOptions, streams: NoiseStreams, scan_index: int = 0, mode: str | None = None
+):
     hits, origins, directions, weights, params = inputs
     if mode is not None:
         params = replace(params, return_mode=mode)
@@ -142,7 +148,6 @@ def test_backends_agree_on_the_farm(scans, sensor, mode, weather, noise, foliage
     if weather:
         assert streams["numpy"].rain.state != NoiseStreams(11).rain.state  # rain drops were drawn
         assert (out["numba"].class_id[out["numba"].valid] == 13).any()  # precipitation echoes
-
 
 
 @pytest.mark.parametrize("sensor", sorted(SENSORS))
@@ -228,7 +233,9 @@ def test_the_default_backend_is_numba_and_unknown_backends_are_refused(scans, mo
     process_beams(hits, origins, directions, weights, params, BeamModelOptions(), NoiseStreams(0), 0)
     assert calls == [1]
     with pytest.raises(ConfigError, match="backend = 'cuda'"):
-        process_beams(hits, origins, directions, weights, params, BeamModelOptions(), NoiseStreams(0), 0, backend="cuda")
+        process_beams(
+            hits, origins, directions, weights, params, BeamModelOptions(), NoiseStreams(0), 0, backend="cuda"
+        )
 
 
 def test_a_missing_numba_is_raised_only_when_the_backend_is_used(scans, monkeypatch):
@@ -289,12 +296,17 @@ def test_backends_agree_on_random_hits_with_close_echoes(mode):
     directions = rng.normal(size=(hits.shape[0], 3))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     weights = np.array([0.5, 0.3, 0.2])
-    for options in (BeamModelOptions(noise=True, weather=False), BeamModelOptions(noise=True, rain_mm_per_h=40.0, visibility_m=300.0)):
+    for options in (
+        BeamModelOptions(noise=True, weather=False),
+        BeamModelOptions(noise=True, rain_mm_per_h=40.0, visibility_m=300.0),
+    ):
         out = {}
         streams = {}
         for backend in BACKENDS:
             streams[backend] = NoiseStreams(21)
-            out[backend] = process_beams(hits, origins, directions, weights, params, options, streams[backend], 9, backend=backend)
+            out[backend] = process_beams(
+                hits, origins, directions, weights, params, options, streams[backend], 9, backend=backend
+            )
         assert out["numpy"].valid.sum() > 20
         assert_same_returns(out["numpy"], out["numba"])
         assert streams["numba"].noise.state == streams["numpy"].noise.state
@@ -307,7 +319,9 @@ def test_no_light_draws_nothing_in_either_backend():
     origins, directions = np.zeros((4, 3)), np.tile([1.0, 0.0, 0.0], (4, 1))
     for backend in BACKENDS:
         streams = NoiseStreams(1)
-        out = process_beams(hits, origins, directions, np.ones(1), params, BeamModelOptions(weather=False), streams, 0, backend=backend)
+        out = process_beams(
+            hits, origins, directions, np.ones(1), params, BeamModelOptions(weather=False), streams, 0, backend=backend
+        )
         assert not out.valid.any() and np.isnan(out.range_m).all() and (out.object_id == -1).all()
         assert streams.noise.state == NoiseStreams(1).noise.state
 
@@ -324,7 +338,9 @@ def test_a_bad_range_is_refused_alike_and_nothing_is_drawn(bad):
     for backend in BACKENDS:
         streams = NoiseStreams(4)
         with pytest.raises(ValueError, match="finite range_m >= 0"):
-            process_beams(hits, origins, directions, np.ones(1), params, BeamModelOptions(**RAIN), streams, 0, backend=backend)
+            process_beams(
+                hits, origins, directions, np.ones(1), params, BeamModelOptions(**RAIN), streams, 0, backend=backend
+            )
         assert streams.noise.state == NoiseStreams(4).noise.state
         assert streams.rain.state == NoiseStreams(4).rain.state
 
@@ -335,7 +351,16 @@ def test_a_material_outside_the_table_is_refused():
     hits.valid[0, 0] = True
     hits.material_id[0, 0] = 200
     with pytest.raises(IndexError, match="material_id"):
-        process_beams(hits, np.zeros((1, 3)), np.tile([1.0, 0.0, 0.0], (1, 1)), np.ones(1), params, BeamModelOptions(), NoiseStreams(0), 0)
+        process_beams(
+            hits,
+            np.zeros((1, 3)),
+            np.tile([1.0, 0.0, 0.0], (1, 1)),
+            np.ones(1),
+            params,
+            BeamModelOptions(),
+            NoiseStreams(0),
+            0,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,12 +372,19 @@ EDGE_U64 = [0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x9E3779B97F4A7
 
 def test_mix64_and_hash_normal_match_noise_py():
     rng = np.random.default_rng(1)
-    keys = np.concatenate([np.array(EDGE_U64, dtype=np.uint64), rng.integers(0, 2**63, 500, dtype=np.uint64) * np.uint64(2) + np.uint64(1)])
+    keys = np.concatenate(
+        [
+            np.array(EDGE_U64, dtype=np.uint64),
+            rng.integers(0, 2**63, 500, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+        ]
+    )
     expected_mix = mix64(keys)
     expected_normal = hash_normal(keys)
     for i, key in enumerate(keys):
         assert beam_kernel._mix64(key) == expected_mix[i]
-        assert abs(beam_kernel._hash_normal(np.uint64(key)) - expected_normal[i]) <= 4 * np.spacing(max(1.0, abs(expected_normal[i])))
+        assert abs(beam_kernel._hash_normal(np.uint64(key)) - expected_normal[i]) <= 4 * np.spacing(
+            max(1.0, abs(expected_normal[i]))
+        )
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast")  # noise.py's cast of 4e19 cells
@@ -432,8 +464,11 @@ def _prepared_blocks(inputs, options, seed, scan_index, column_blocks, near_bloc
         cells = (np.sort(columns)[:, None] * rings + np.arange(rings)).reshape(-1)
         rows = (cells[:, None] * n_sub + np.arange(n_sub)).reshape(-1)
         block_hits = Hits(**{name: getattr(hits, name)[rows] for name in Hits.__dataclass_fields__})
-        blocks.append(beam_kernel.prepare_echoes(
-            block_hits, origins[rows], directions[rows], weights, params, options, atm, seed, scan_index, cells))
+        blocks.append(
+            beam_kernel.prepare_echoes(
+                block_hits, origins[rows], directions[rows], weights, params, options, atm, seed, scan_index, cells
+            )
+        )
     return blocks, atm
 
 

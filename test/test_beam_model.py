@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.beam_model import (
     RETURN_MODES,
     BeamModelOptions,
@@ -18,9 +20,6 @@ from acres_lidar_ros.radiometry.beam_model import (
     process_beams,
     ring_major_cells,
 )
-from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
-from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.radiometry.noise import NoiseStreams, place_normal, roughness_normal
 from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
@@ -30,11 +29,22 @@ from acres_lidar_ros.radiometry.physics import (
 )
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.radiometry.weather import WeatherParams, atmosphere
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 N_MATERIALS = 17
-GROUND, BUILDING, SILO, OTHER, CORN = CLASS_ID["ground"], CLASS_ID["building"], CLASS_ID["silo"], CLASS_ID["other"], CLASS_ID["corn"]
+GROUND, BUILDING, SILO, OTHER, CORN = (
+    CLASS_ID["ground"],
+    CLASS_ID["building"],
+    CLASS_ID["silo"],
+    CLASS_ID["other"],
+    CLASS_ID["corn"],
+)
 SOIL, BUILDING_M, METAL, OTHER_M, CORN_LEAF = (
-    MATERIAL_ID["soil"], MATERIAL_ID["building"], MATERIAL_ID["metal_bin"], MATERIAL_ID["other"], MATERIAL_ID["corn_leaf"],
+    MATERIAL_ID["soil"],
+    MATERIAL_ID["building"],
+    MATERIAL_ID["metal_bin"],
+    MATERIAL_ID["other"],
+    MATERIAL_ID["corn_leaf"],
 )
 S_T = detection_threshold(100.0, 20.0, 0.9)
 
@@ -65,7 +75,9 @@ def material_table(**overrides: dict[int, float]) -> SimpleNamespace:
     return SimpleNamespace(**table)
 
 
-def stand_in_config(columns: int = 1, rings: int = 1, materials: SimpleNamespace | None = None, **lidar) -> SimpleNamespace:
+def stand_in_config(
+    columns: int = 1, rings: int = 1, materials: SimpleNamespace | None = None, **lidar
+) -> SimpleNamespace:
     """An object with SensorConfig's attribute names (BeamModelParams.from_config is duck-typed)."""
     radiometry = SimpleNamespace(
         range_at_10pct_m=60.0,
@@ -83,9 +95,19 @@ def stand_in_config(columns: int = 1, rings: int = 1, materials: SimpleNamespace
     weather = SimpleNamespace(**{**vars(WeatherParams()), **lidar.pop("weather", {})})
     table = materials if materials is not None else material_table()
     base = dict(
-        columns=columns, rings=rings, range_m=200.0, min_range_m=0.5, std_m=0.02, wavelength_nm=905.0,
-        beam_divergence_rad=0.003, beam_divergence_v_rad=0.003, pulse_length_m=0.0, sub_rays=1,
-        max_hits_per_sub_ray=4, min_return_separation_m=0.75, return_mode="strongest",
+        columns=columns,
+        rings=rings,
+        range_m=200.0,
+        min_range_m=0.5,
+        std_m=0.02,
+        wavelength_nm=905.0,
+        beam_divergence_rad=0.003,
+        beam_divergence_v_rad=0.003,
+        pulse_length_m=0.0,
+        sub_rays=1,
+        max_hits_per_sub_ray=4,
+        min_return_separation_m=0.75,
+        return_mode="strongest",
     )
     base.update(lidar)
     return SimpleNamespace(**base, radiometry=radiometry, weather=weather, material_table=lambda: table)
@@ -118,7 +140,9 @@ def rays(n: int, origin=(0.0, 0.0, 0.0)) -> tuple[np.ndarray, np.ndarray]:
     return origins, directions
 
 
-def run(hits: Hits, params: BeamModelParams, options=None, streams=None, weights=None, scan_index=0, origin=(0.0, 0.0, 0.0)):
+def run(
+    hits: Hits, params: BeamModelParams, options=None, streams=None, weights=None, scan_index=0, origin=(0.0, 0.0, 0.0)
+):
     options = options if options is not None else BeamModelOptions(noise=False)
     streams = streams if streams is not None else NoiseStreams(0)
     weights = np.ones(1) if weights is None else np.asarray(weights, dtype=float)
@@ -128,7 +152,20 @@ def run(hits: Hits, params: BeamModelParams, options=None, streams=None, weights
 
 def single(out, slot=0):
     """Fields of one return of beam 0."""
-    return {name: getattr(out, name)[0, slot] for name in ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id", "object_id", "return_flags")}
+    return {
+        name: getattr(out, name)[0, slot]
+        for name in (
+            "range_m",
+            "valid",
+            "reflectivity",
+            "signal",
+            "intensity",
+            "class_id",
+            "material_id",
+            "object_id",
+            "return_flags",
+        )
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +369,11 @@ def test_texture_applies_to_ground_only_and_wetness_darkens():
 def test_range_window():
     # R_min <= R_e <= R_max: echoes at 0.3 m and 150 m are outside [0.5, 100]; 0.5 m is inside.
     p = params_for(columns=3, min_range_m=0.5, range_m=100.0, return_mode="triple_first_strongest_last")
-    rows = [[(0.3, BUILDING, BUILDING_M, 1.0)], [(150.0, BUILDING, BUILDING_M, 1.0)], [(0.5, BUILDING, BUILDING_M, 1.0)]]
+    rows = [
+        [(0.3, BUILDING, BUILDING_M, 1.0)],
+        [(150.0, BUILDING, BUILDING_M, 1.0)],
+        [(0.5, BUILDING, BUILDING_M, 1.0)],
+    ]
     out = run(make_hits(rows), p)
     assert out.valid[:, 0].tolist() == [False, False, True]
     assert np.isnan(out.range_m[:2]).all() and (out.object_id[:2] == NO_OBJECT).all()
@@ -474,7 +515,13 @@ def test_noise_draws_follow_ring_major_order_and_range_order():
     n1, n2 = streams.copy().noise.next_normal_pairs(5)
     out = run(make_hits(rows, k=2), p, BeamModelOptions(noise=True), streams=streams)
     # (cell, slot, R_e, rho_e, pair)
-    cases = [(0, 0, 10.0, 0.15, 0), (0, 1, 20.0, 0.075, 1), (2, 0, 12.0, 0.3, 2), (1, 0, 11.0, 0.3, 3), (3, 0, 13.0, 0.3, 4)]
+    cases = [
+        (0, 0, 10.0, 0.15, 0),
+        (0, 1, 20.0, 0.075, 1),
+        (2, 0, 12.0, 0.3, 2),
+        (1, 0, 11.0, 0.3, 3),
+        (3, 0, 13.0, 0.3, 4),
+    ]
     for cell, slot, r_e, rho_e, pair in cases:
         s = float(signal_counts(rho_e, r_e, 1.0, 100.0, 60.0, 1.0))
         sigma = float(range_sigma_m(s, 20.0, 100.0, 0.02, 0.03))
@@ -508,7 +555,9 @@ def test_same_inputs_give_identical_arrays_and_inputs_are_not_changed():
     rows = []
     for _ in range(100):
         r = rng.uniform(1, 80)
-        rows.append([(r, CORN, CORN_LEAF, rng.uniform(0.1, 1)), (r + rng.uniform(0.2, 3), GROUND, SOIL, rng.uniform(0.05, 1))])
+        rows.append(
+            [(r, CORN, CORN_LEAF, rng.uniform(0.1, 1)), (r + rng.uniform(0.2, 3), GROUND, SOIL, rng.uniform(0.05, 1))]
+        )
     hits = make_hits(rows)
     before = {name: getattr(hits, name).copy() for name in vars(hits)}
     opts = BeamModelOptions(noise=True, rain_mm_per_h=20.0, visibility_m=800.0)
@@ -539,7 +588,12 @@ def test_spec_target_is_detected_with_p_spec():
     n = 20_000
     materials = material_table(reflectivity={BUILDING_M: 0.1})
     p = params_for(columns=n, materials=materials)
-    out = run(make_hits([[(60.0, BUILDING, BUILDING_M, 1.0)]] * n), p, BeamModelOptions(noise=True), streams=NoiseStreams(2024))
+    out = run(
+        make_hits([[(60.0, BUILDING, BUILDING_M, 1.0)]] * n),
+        p,
+        BeamModelOptions(noise=True),
+        streams=NoiseStreams(2024),
+    )
     assert abs(out.valid.mean() - 0.9) < 0.01
 
 
@@ -551,7 +605,9 @@ def test_range_noise_at_high_snr_has_sigma_0():
     n = 20_000
     materials = material_table(reflectivity={BUILDING_M: 1.0})
     p = params_for(columns=n, materials=materials, std_m=0.02)
-    out = run(make_hits([[(5.0, BUILDING, BUILDING_M, 1.0)]] * n), p, BeamModelOptions(noise=True), streams=NoiseStreams(7))
+    out = run(
+        make_hits([[(5.0, BUILDING, BUILDING_M, 1.0)]] * n), p, BeamModelOptions(noise=True), streams=NoiseStreams(7)
+    )
     sigma = float(range_sigma_m(signal_counts(1.0, 5.0, 1.0, 100.0, 60.0, 1.0), 20.0, 100.0, 0.02, 0.03))
     assert sigma == pytest.approx(0.020013, rel=1e-5)
     err = out.range_m[:, 0] - 5.0
@@ -605,11 +661,19 @@ hit_strategy = st.tuples(
     rain=st.sampled_from([0.0, 30.0]),
 )
 def test_returns_are_finite_and_in_range_for_any_hits(rows, ambient, mode, rain):
-    materials = material_table(micro_slope_rad={SOIL: 0.3}, reflectivity_sd={SOIL: 0.5}, roughness_m={SOIL: 0.1}, specular={BUILDING_M: 2.0})
-    p = params_for(columns=4, materials=materials, return_mode=mode, ambient_counts=ambient, pulse_length_m=1.0, range_m=200.0)
+    materials = material_table(
+        micro_slope_rad={SOIL: 0.3}, reflectivity_sd={SOIL: 0.5}, roughness_m={SOIL: 0.1}, specular={BUILDING_M: 2.0}
+    )
+    p = params_for(
+        columns=4, materials=materials, return_mode=mode, ambient_counts=ambient, pulse_length_m=1.0, range_m=200.0
+    )
     material_of = {GROUND: SOIL, BUILDING: BUILDING_M, CORN: CORN_LEAF, OTHER: OTHER_M}
     built = [[(r, c, material_of[c], cos, wet) for r, c, cos, wet in sorted(row)] for row in rows]
-    out = run(make_hits(built, k=3), p, BeamModelOptions(noise=True, rain_mm_per_h=rain, visibility_m=300.0 if rain else math.inf))
+    out = run(
+        make_hits(built, k=3),
+        p,
+        BeamModelOptions(noise=True, rain_mm_per_h=rain, visibility_m=300.0 if rain else math.inf),
+    )
     v = out.valid
     assert np.all(np.isfinite(out.range_m[v])) and np.all(np.isfinite(out.reflectivity[v]))
     assert np.all((out.range_m[v] >= 0.0) & (out.range_m[v] <= 200.0))

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.scene.box_tracks import load_box_tracks
 from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene.box_tracks import load_box_tracks
 
 S45 = math.sin(math.radians(45.0))  # quaternion of a 90 deg yaw: (0, 0, s45, s45)
 
@@ -28,10 +28,13 @@ def two_tracks():
     return {
         "_comment": "a car turning left while it drives, and a trailer that waits",
         "tracks": [
-            {"object_id": 101, "samples": [
-                sample(0.0, (10.0, 0.0, 0.9)),
-                sample(2.0, (14.0, 2.0, 0.9), (0, 0, S45, S45), (2.0, 0.8, 1.1)),
-            ]},
+            {
+                "object_id": 101,
+                "samples": [
+                    sample(0.0, (10.0, 0.0, 0.9)),
+                    sample(2.0, (14.0, 2.0, 0.9), (0, 0, S45, S45), (2.0, 0.8, 1.1)),
+                ],
+            },
             {"object_id": 7, "samples": [sample(1.0, (-5.0, 3.0, 1.0)), sample(3.0, (-5.0, 3.0, 1.0))]},
         ],
     }
@@ -48,7 +51,9 @@ def test_boxes_interpolate_linearly_and_by_slerp(tmp_path):
     # A quarter of the way from yaw 0 to yaw 90 deg: yaw 22.5 deg.
     half_angle = math.radians(22.5) / 2.0
     np.testing.assert_allclose(car.quaternion_xyzw, [0, 0, math.sin(half_angle), math.cos(half_angle)], atol=1e-12)
-    np.testing.assert_allclose(car.rotation[:, 0], [math.cos(math.radians(22.5)), math.sin(math.radians(22.5)), 0], atol=1e-12)
+    np.testing.assert_allclose(
+        car.rotation[:, 0], [math.cos(math.radians(22.5)), math.sin(math.radians(22.5)), 0], atol=1e-12
+    )
 
 
 def test_boxes_exist_only_within_their_track_span(tmp_path):
@@ -83,17 +88,28 @@ def bad(samples=None, **track):
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (bad([sample(0.0, (0, 0, 0)), sample(1.0, (1, 0, 0)), sample(1.0, (2, 0, 0))]),
-         r"samples\[2\]\.t_s = 1\.0 is not after the previous sample's 1\.0; expected strictly increasing times"),
+        (
+            bad([sample(0.0, (0, 0, 0)), sample(1.0, (1, 0, 0)), sample(1.0, (2, 0, 0))]),
+            r"samples\[2\]\.t_s = 1\.0 is not after the previous sample's 1\.0; expected strictly increasing times",
+        ),
         (bad([sample(2.0, (0, 0, 0)), sample(1.0, (1, 0, 0))]), r"samples\[1\]\.t_s = 1\.0 is not after"),
-        (bad([sample(0.0, (0, 0, 0), half=(2.0, 0.0, 0.9))]), r"half_extents_m = \[2\.0, 0\.0, 0\.9\]: expected three half extents > 0"),
+        (
+            bad([sample(0.0, (0, 0, 0), half=(2.0, 0.0, 0.9))]),
+            r"half_extents_m = \[2\.0, 0\.0, 0\.9\]: expected three half extents > 0",
+        ),
         (bad([sample(0.0, (0, 0, 0), half=(2.0, 0.8, -1.0))]), r"expected three half extents > 0"),
-        (bad([sample(0.0, (0, 0, 0), q=(0, 0, 0, 2))]), r"quaternion_xyzw = \[0\.0, 0\.0, 0\.0, 2\.0\] has norm 2; expected a unit quaternion"),
+        (
+            bad([sample(0.0, (0, 0, 0), q=(0, 0, 0, 2))]),
+            r"quaternion_xyzw = \[0\.0, 0\.0, 0\.0, 2\.0\] has norm 2; expected a unit quaternion",
+        ),
         (bad([sample(0.0, (0, 0, 0), q=(0, 0, 0.1, 0.9))]), r"expected a unit quaternion"),
         (bad([sample(0.0, (0, float("nan"), 0))]), r"samples\[0\]\.centre_m = \[0, nan, 0\]: expected finite numbers"),
         (bad([]), r"samples: expected a non-empty list"),
         (bad(object_id="car"), r"object_id = 'car': expected an int32 integer"),
-        ({"tracks": [{"object_id": 1, "samples": [{"t_s": 0.0, "centre_m": [0, 0, 0]}]}]}, r"expected exactly t_s, centre_m"),
+        (
+            {"tracks": [{"object_id": 1, "samples": [{"t_s": 0.0, "centre_m": [0, 0, 0]}]}]},
+            r"expected exactly t_s, centre_m",
+        ),
         ({"boxes": []}, r"expected an object with a list 'tracks'"),
         ({"tracks": [], "frames": 1}, r"unknown key\(s\) \['frames'\]"),
     ],
@@ -109,7 +125,7 @@ def test_duplicate_ids_unreadable_and_malformed_files(tmp_path):
     twice = {"tracks": [{"object_id": 4, "samples": [sample(0.0, (0, 0, 0))]}] * 2}
     with pytest.raises(SceneError, match="object_id 4 appears twice"):
         load_box_tracks(write(tmp_path, twice))
-    (tmp_path / "broken.json").write_text("{\"tracks\": [")
+    (tmp_path / "broken.json").write_text('{"tracks": [')
     with pytest.raises(SceneError, match="is not valid JSON"):
         load_box_tracks(tmp_path / "broken.json")
     with pytest.raises(SceneError, match="cannot be read"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acres_lidar_ros.scene.boxes import VehicleBox, rotation_from_quaternion_xyzw, trace_boxes
 from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene.boxes import VehicleBox, rotation_from_quaternion_xyzw, trace_boxes
 
 
 @pytest.mark.parametrize(
@@ -14,14 +14,19 @@ from acres_lidar_ros.errors import SceneError
     [
         (dict(half_extents_m=[1.0, 0.0, 1.0]), r"half_extents_m = \[1.0, 0.0, 1.0\]: must be 3 finite numbers > 0"),
         (dict(half_extents_m=[1.0, -2.0, 1.0]), r"half_extents_m .*> 0"),
-        (dict(quaternion_xyzw=[0.0, 0.0, 0.0, 2.0]), r"quaternion_xyzw = \[0.0, 0.0, 0.0, 2.0\]: must be 4 finite numbers of norm 1"),
+        (
+            dict(quaternion_xyzw=[0.0, 0.0, 0.0, 2.0]),
+            r"quaternion_xyzw = \[0.0, 0.0, 0.0, 2.0\]: must be 4 finite numbers of norm 1",
+        ),
         (dict(quaternion_xyzw=[0.0, 0.0, 1.0]), r"quaternion_xyzw .*4 finite numbers"),
         (dict(centre_m=[0.0, float("nan"), 0.0]), r"centre_m = \[0.0, nan, 0.0\]: must be 3 finite numbers"),
         (dict(object_id=2**40), r"object_id = 1099511627776: must be an int32"),
     ],
 )
 def test_invalid_boxes_are_scene_errors(kwargs, match):
-    args = dict(centre_m=[0.0, 0.0, 0.0], quaternion_xyzw=[0.0, 0.0, 0.0, 1.0], half_extents_m=[1.0, 1.0, 1.0], object_id=3)
+    args = dict(
+        centre_m=[0.0, 0.0, 0.0], quaternion_xyzw=[0.0, 0.0, 0.0, 1.0], half_extents_m=[1.0, 1.0, 1.0], object_id=3
+    )
     args.update(kwargs)
     with pytest.raises(SceneError, match=match):
         VehicleBox(**args)

@@ -8,8 +8,8 @@ from rosbags.highlevel import AnyReader
 
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.outputs.pcd import read_pcd
-from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
 from acres_lidar_ros.outputs.ply import read_ply
+from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
 from acres_lidar_ros.outputs.tum import read_tum
 
 
@@ -50,8 +50,19 @@ def test_scan_writes_every_file_once(tmp_path, capsys):
 
 def test_record_bag_and_files_read_back(tmp_path, capsys):
     out = tmp_path / "drive"
-    code, stdout, _ = run(capsys, "record", "--duration", "0.5", "--out", str(out), "--point-type", "XYZIRT",
-                          "--no-progress", "--files", "pcd")
+    code, stdout, _ = run(
+        capsys,
+        "record",
+        "--duration",
+        "0.5",
+        "--out",
+        str(out),
+        "--point-type",
+        "XYZIRT",
+        "--no-progress",
+        "--files",
+        "pcd",
+    )
     assert code == 0
     assert "5 scans" in stdout and "real-time factor" in stdout
     assert len(list((out / "lidar").glob("scan_*.pcd"))) == 5
@@ -147,18 +158,43 @@ def test_record_puts_other_vehicles_from_box_tracks_in_the_scans(tmp_path, capsy
     centre = positions[0] + 12.0 * heading + [0.0, 0.0, 1.0]
     tracks = tmp_path / "boxes.json"
     sample = {"centre_m": centre.tolist(), "quaternion_xyzw": [0, 0, 0, 1], "half_extents_m": [2.0, 1.0, 1.0]}
-    tracks.write_text(json.dumps({"tracks": [{"object_id": 101, "samples": [
-        {"t_s": float(times[0]), **sample}, {"t_s": float(times[0]) + 5.0, **sample}]}]}))
+    tracks.write_text(
+        json.dumps(
+            {
+                "tracks": [
+                    {
+                        "object_id": 101,
+                        "samples": [{"t_s": float(times[0]), **sample}, {"t_s": float(times[0]) + 5.0, **sample}],
+                    }
+                ]
+            }
+        )
+    )
     out = tmp_path / "boxes_run"
-    code, _, _ = run(capsys, "record", "--duration", "0.2", "--out", str(out), "--files", "ply", "--boxes", str(tracks),
-                     "--no-progress")
+    code, _, _ = run(
+        capsys,
+        "record",
+        "--duration",
+        "0.2",
+        "--out",
+        str(out),
+        "--files",
+        "ply",
+        "--boxes",
+        str(tracks),
+        "--no-progress",
+    )
     assert code == 0
     for ply in sorted((out / "lidar").glob("scan_*.ply")):
         points = read_ply(ply)
-        far_vehicle = (points["class"] == 12) & (np.linalg.norm(np.c_[points["x"], points["y"], points["z"]], axis=1) > 5)
+        far_vehicle = (points["class"] == 12) & (
+            np.linalg.norm(np.c_[points["x"], points["y"], points["z"]], axis=1) > 5
+        )
         assert far_vehicle.sum() > 50  # the box, not the body (which is within 1.7 m)
     bad = tmp_path / "bad_boxes.json"
-    bad.write_text(json.dumps({"tracks": [{"object_id": 1, "samples": [{**sample, "t_s": 1.0, "half_extents_m": [0, 1, 1]}]}]}))
+    bad.write_text(
+        json.dumps({"tracks": [{"object_id": 1, "samples": [{**sample, "t_s": 1.0, "half_extents_m": [0, 1, 1]}]}]})
+    )
     code, _, err = run(capsys, "record", "--out", str(tmp_path / "o2"), "--boxes", str(bad), "--no-progress")
     assert code == 2 and "half_extents_m" in err and not (tmp_path / "o2").exists()
 
@@ -189,7 +225,9 @@ def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, mo
 
     asked = []
     monkeypatch.setattr(scheduler, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})
-    code, out, _ = run(capsys, "bench", "--sensor", "default", "--scans", "1", "--json", "--schedule", "--odom-hz", "100")
+    code, out, _ = run(
+        capsys, "bench", "--sensor", "default", "--scans", "1", "--json", "--schedule", "--odom-hz", "100"
+    )
     assert code == 0 and json.loads(out)["schedule"] == {"stand_in": True}
     assert asked == [{"n_scans": 600, "odom_hz": 100.0}]
     for bad in ("0", "-5", "nan", "2000"):
@@ -199,10 +237,26 @@ def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, mo
 
 def test_self_table_command_writes_the_shipped_table(tmp_path, capsys, repo_root):
     out = tmp_path / "self.f32"
-    code, stdout, _ = run(capsys, "self-table", "--urdf", str(repo_root / "urdf" / "polaris.urdf"),
-                          "--sensor", "polaris", "--out", str(out))
+    code, stdout, _ = run(
+        capsys,
+        "self-table",
+        "--urdf",
+        str(repo_root / "urdf" / "polaris.urdf"),
+        "--sensor",
+        "polaris",
+        "--out",
+        str(out),
+    )
     assert code == 0 and "cells with a body return" in stdout
     assert out.read_bytes() == (repo_root / "config" / "polaris_lidar_self.f32").read_bytes()
-    code, _, err = run(capsys, "self-table", "--urdf", str(repo_root / "urdf" / "polaris.urdf"),
-                       "--sensor", "polaris", "--out", str(out))
+    code, _, err = run(
+        capsys,
+        "self-table",
+        "--urdf",
+        str(repo_root / "urdf" / "polaris.urdf"),
+        "--sensor",
+        "polaris",
+        "--out",
+        str(out),
+    )
     assert code == 2 and "exists" in err  # never overwritten without --force

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
-from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, MATERIAL_PARAMS, check_option, markdown_table
+from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
+from acres_lidar_ros.errors import ConfigError
 
 
 def write(tmp_path, lidar, name="s.json", **top):
@@ -30,9 +30,13 @@ def bounded_cases():
     for p in LIDAR_PARAMS:
         if p.kind in ("int", "float") and (p.low is not None or p.high is not None):
             if p.low is not None:
-                yield pytest.param(p, p.low - (0 if p.low_open else (1 if p.kind == "int" else 1e-6)), id=f"{p.name}-low")
+                yield pytest.param(
+                    p, p.low - (0 if p.low_open else (1 if p.kind == "int" else 1e-6)), id=f"{p.name}-low"
+                )
             if p.high is not None:
-                yield pytest.param(p, p.high + (0 if p.high_open else (1 if p.kind == "int" else 1e-6)), id=f"{p.name}-high")
+                yield pytest.param(
+                    p, p.high + (0 if p.high_open else (1 if p.kind == "int" else 1e-6)), id=f"{p.name}-high"
+                )
 
 
 @pytest.mark.parametrize("param, value", list(bounded_cases()))
@@ -53,8 +57,9 @@ def test_every_number_key_rejects_a_string(tmp_path, param):
         load_sensor_config(write(tmp_path, nest(param.name, "ten")))
 
 
-@pytest.mark.parametrize("param", [p for p in MATERIAL_PARAMS if p.low is not None or p.high is not None],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "param", [p for p in MATERIAL_PARAMS if p.low is not None or p.high is not None], ids=lambda p: p.name
+)
 def test_every_material_bound_is_rejected(tmp_path, param):
     value = param.high if param.high_open else param.high + 0.5
     with pytest.raises(ConfigError, match=rf"lidar\.materials\.soil\.{param.name} = {value!r} is out of range"):
@@ -121,7 +126,9 @@ def test_inconsistent_lengths_and_ranges(tmp_path):
 
 
 def test_missing_and_malformed_files(tmp_path):
-    with pytest.raises(ConfigError, match=r"sensors file '.*nope\.json' does not exist; give a file or one of default, polaris"):
+    with pytest.raises(
+        ConfigError, match=r"sensors file '.*nope\.json' does not exist; give a file or one of default, polaris"
+    ):
         load_sensor_config(tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")
@@ -134,8 +141,9 @@ def test_missing_and_malformed_files(tmp_path):
 def test_overlay_changes_only_the_keys_it_names(tmp_path):
     base = json.loads((config_dir() / "sensors.json").read_text())
     (tmp_path / "sensors.json").write_text(json.dumps(base))
-    overlay = write(tmp_path, {"hz": 20, "materials": {"soil": {"reflectivity": 0.2}}}, name="o.json",
-                    extends="sensors.json")
+    overlay = write(
+        tmp_path, {"hz": 20, "materials": {"soil": {"reflectivity": 0.2}}}, name="o.json", extends="sensors.json"
+    )
     default, over = load_sensor_config("default"), load_sensor_config(overlay)
     assert over.hz == 20.0 and default.hz == 10.0
     soil = MATERIAL_NAMES.index("soil")
@@ -190,10 +198,23 @@ def test_polaris_overlay_matches_the_spec_table():
     m = c.materials
     assert (m.incidence_exponent == 0).all()
     grass = MATERIAL_NAMES.index("grass")
-    assert (m.reflectivity[grass], math.degrees(m.micro_slope_rad[grass]), m.reflectivity_sd[grass], m.roughness_m[grass]) \
-        == pytest.approx((0.17, 4.35, 0.24, 0.0026))
-    for name, rho in (("building", 0.31), ("metal_bin", 0.23), ("bark", 0.23), ("vehicle", 0.10), ("mud", 0.08),
-                      ("other", 0.20), ("corn_leaf", 0.30), ("shrub", 0.36), ("tree_foliage", 0.45)):
+    assert (
+        m.reflectivity[grass],
+        math.degrees(m.micro_slope_rad[grass]),
+        m.reflectivity_sd[grass],
+        m.roughness_m[grass],
+    ) == pytest.approx((0.17, 4.35, 0.24, 0.0026))
+    for name, rho in (
+        ("building", 0.31),
+        ("metal_bin", 0.23),
+        ("bark", 0.23),
+        ("vehicle", 0.10),
+        ("mud", 0.08),
+        ("other", 0.20),
+        ("corn_leaf", 0.30),
+        ("shrub", 0.36),
+        ("tree_foliage", 0.45),
+    ):
         assert m.reflectivity[MATERIAL_NAMES.index(name)] == rho
 
 

@@ -46,7 +46,7 @@ def test_every_static_class_is_present_and_every_triangle_is_labelled(farm):
     assert farm.triangle_object.min() >= 0 and farm.triangle_object.max() < len(farm.object_names)
     assert 50_000 < farm.triangle_count < 400_000
     crops = farm.crops
-    assert set(CLASS_NAMES[c] for c in np.unique(crops.class_id)) == {"corn", "soybean", "potato"}
+    assert {CLASS_NAMES[c] for c in np.unique(crops.class_id)} == {"corn", "soybean", "potato"}
     h = crops.cell_top_z_m - crops.cell_base_z_m
     h_max = {c: h[crops.class_id == c].max() for c in np.unique(crops.class_id)}
     fractions = np.unique(np.round(h / np.vectorize(h_max.get)(crops.class_id)[:, None, None], 6))

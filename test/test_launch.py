@@ -111,7 +111,11 @@ def test_launch_description_declares_its_arguments_and_starts_the_nodes(descript
     assert Path(lidar_params[0]) == YAML
     overrides = lidar_params[1]
     assert {k: v.args[0].args[0] for k, v in overrides.items()} == {
-        "scene": "scene", "sensors": "sensors", "point_type": "point_type", "use_sim_time": "use_sim_time"}
+        "scene": "scene",
+        "sensors": "sensors",
+        "point_type": "point_type",
+        "use_sim_time": "use_sim_time",
+    }
     robot_description = nodes["robot_state_publisher"].kwargs["parameters"][0]["robot_description"]
     assert "<robot" in robot_description and 'name="base_footprint"' in robot_description
     assert nodes["rviz2"].kwargs["arguments"] == ["-d", str(RVIZ)]
@@ -183,7 +187,7 @@ def test_launch_smoke_publishes_lidar_points():
     ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python is not installed")
     try:
         ament.get_package_share_directory("acres_lidar_ros")
-    except Exception:  # noqa: BLE001 - PackageNotFoundError or a missing index
+    except Exception:
         pytest.skip("acres_lidar_ros is not installed in a sourced colcon workspace: launch smoke test skipped")
     if shutil.which("ros2") is None:
         pytest.skip("the ros2 command is not on PATH")
@@ -193,7 +197,9 @@ def test_launch_smoke_publishes_lidar_points():
 
     process = subprocess.Popen(
         ["ros2", "launch", "acres_lidar_ros", "polaris.launch.py", "demo:=true"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     rclpy.init()
     received = []

@@ -154,8 +154,11 @@ def test_only_the_ros_layer_imports_ros_packages():
 
 @pytest.mark.xfail(strict=True, reason="beam_kernel, beam_model and scheduler are over 600 lines until they are split")
 def test_modules_stay_readable_in_size():
-    long = sorted(f"{m}: {len(p.read_text().splitlines())} lines" for m, p in SOURCES.items()
-                  if len(p.read_text().splitlines()) > MAX_MODULE_LINES)
+    long = sorted(
+        f"{m}: {len(p.read_text().splitlines())} lines"
+        for m, p in SOURCES.items()
+        if len(p.read_text().splitlines()) > MAX_MODULE_LINES
+    )
     assert long == [], long
 
 

@@ -24,10 +24,10 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.ros.demo_drive import TourDrive
 from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
+from acres_lidar_ros.ros.demo_drive import TourDrive
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 MS = 1_000_000
@@ -201,31 +201,51 @@ def _fake_ros_modules():
         "rclpy": _module("rclpy", init=None, spin=None, try_shutdown=None, logging=None),
         "rclpy.node": _module("rclpy.node", Node=FakeNode),
         "rclpy.parameter": _module("rclpy.parameter", Parameter=SimpleNamespace(Type=ParamType)),
-        "rclpy.qos": _module("rclpy.qos", QoSProfile=QoSProfile,
-                             ReliabilityPolicy=policy("RELIABLE", "BEST_EFFORT"),
-                             DurabilityPolicy=policy("VOLATILE", "TRANSIENT_LOCAL"),
-                             HistoryPolicy=policy("KEEP_LAST", "KEEP_ALL")),
+        "rclpy.qos": _module(
+            "rclpy.qos",
+            QoSProfile=QoSProfile,
+            ReliabilityPolicy=policy("RELIABLE", "BEST_EFFORT"),
+            DurabilityPolicy=policy("VOLATILE", "TRANSIENT_LOCAL"),
+            HistoryPolicy=policy("KEEP_LAST", "KEEP_ALL"),
+        ),
         "rclpy.time": _module("rclpy.time", Time=FakeTime),
-        "rclpy.exceptions": _module("rclpy.exceptions", ParameterException=type("ParameterException", (Exception,), {}),
-                                    ParameterUninitializedException=ParameterUninitializedException),
+        "rclpy.exceptions": _module(
+            "rclpy.exceptions",
+            ParameterException=type("ParameterException", (Exception,), {}),
+            ParameterUninitializedException=ParameterUninitializedException,
+        ),
         "rclpy.executors": _module("rclpy.executors", ExternalShutdownException=type("E", (Exception,), {})),
-        "tf2_ros": _module("tf2_ros", Buffer=FakeBuffer, TransformException=TransformException,
-                           TransformListener=lambda buffer, node: None),
+        "tf2_ros": _module(
+            "tf2_ros",
+            Buffer=FakeBuffer,
+            TransformException=TransformException,
+            TransformListener=lambda buffer, node: None,
+        ),
         "diagnostic_msgs": _module("diagnostic_msgs"),
-        "diagnostic_msgs.msg": _module("diagnostic_msgs.msg", **{n: t[f"diagnostic_msgs/msg/{n}"] for n in (
-            "DiagnosticArray", "DiagnosticStatus", "KeyValue")}),
+        "diagnostic_msgs.msg": _module(
+            "diagnostic_msgs.msg",
+            **{n: t[f"diagnostic_msgs/msg/{n}"] for n in ("DiagnosticArray", "DiagnosticStatus", "KeyValue")},
+        ),
         "nav_msgs": _module("nav_msgs"),
         "nav_msgs.msg": _module("nav_msgs.msg", Odometry=t["nav_msgs/msg/Odometry"]),
         "rcl_interfaces": _module("rcl_interfaces"),
-        "rcl_interfaces.msg": _module("rcl_interfaces.msg", **{n: t[f"rcl_interfaces/msg/{n}"] for n in (
-            "FloatingPointRange", "IntegerRange", "ParameterDescriptor", "SetParametersResult")}),
+        "rcl_interfaces.msg": _module(
+            "rcl_interfaces.msg",
+            **{
+                n: t[f"rcl_interfaces/msg/{n}"]
+                for n in ("FloatingPointRange", "IntegerRange", "ParameterDescriptor", "SetParametersResult")
+            },
+        ),
         "sensor_msgs": _module("sensor_msgs"),
-        "sensor_msgs.msg": _module("sensor_msgs.msg", PointCloud2=t["sensor_msgs/msg/PointCloud2"],
-                                   PointField=t["sensor_msgs/msg/PointField"]),
+        "sensor_msgs.msg": _module(
+            "sensor_msgs.msg", PointCloud2=t["sensor_msgs/msg/PointCloud2"], PointField=t["sensor_msgs/msg/PointField"]
+        ),
         "std_msgs": _module("std_msgs"),
         "std_msgs.msg": _module("std_msgs.msg", Header=t["std_msgs/msg/Header"]),
         "visualization_msgs": _module("visualization_msgs"),
-        "visualization_msgs.msg": _module("visualization_msgs.msg", MarkerArray=t["visualization_msgs/msg/MarkerArray"]),
+        "visualization_msgs.msg": _module(
+            "visualization_msgs.msg", MarkerArray=t["visualization_msgs/msg/MarkerArray"]
+        ),
     }
 
 
@@ -269,7 +289,11 @@ def test_node_cloud_message_is_the_organised_rslidar_layout(node_module, dtype):
 def test_node_qos_and_descriptors(node_module):
     qos = node_module.cloud_qos(100)
     assert (qos.reliability.name, qos.durability.name, qos.history.name, qos.depth) == (
-        "RELIABLE", "VOLATILE", "KEEP_LAST", 100)
+        "RELIABLE",
+        "VOLATILE",
+        "KEEP_LAST",
+        100,
+    )
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.ros.params import declarations
 
@@ -325,8 +349,11 @@ def lidar_node(node_module, monkeypatch):
     StandInScanner.instances = []
     monkeypatch.setattr(node_module, "Scanner", StandInScanner)
     monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: None)
-    monkeypatch.setattr(node_module, "organised_cloud", lambda scan, point_type: small_cloud(
-        XYZI if point_type == "XYZI" else XYZIRT, 1800, 32))
+    monkeypatch.setattr(
+        node_module,
+        "organised_cloud",
+        lambda scan, point_type: small_cloud(XYZI if point_type == "XYZI" else XYZIRT, 1800, 32),
+    )
     FakeNode.overrides = {}
     made = []
 
@@ -346,12 +373,16 @@ def odometry(stamp_ns, x, frame="odom", child="base_footprint", q=(0.0, 0.0, 0.0
     t = TYPES
     sec, nanosec = divmod(stamp_ns, 1_000_000_000)
     return SimpleNamespace(
-        header=t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec),
-                                        frame_id=frame),
+        header=t["std_msgs/msg/Header"](
+            stamp=t["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec), frame_id=frame
+        ),
         child_frame_id=child,
-        pose=SimpleNamespace(pose=t["geometry_msgs/msg/Pose"](
-            position=t["geometry_msgs/msg/Point"](x=x, y=0.0, z=0.0),
-            orientation=t["geometry_msgs/msg/Quaternion"](x=q[0], y=q[1], z=q[2], w=q[3]))),
+        pose=SimpleNamespace(
+            pose=t["geometry_msgs/msg/Pose"](
+                position=t["geometry_msgs/msg/Point"](x=x, y=0.0, z=0.0),
+                orientation=t["geometry_msgs/msg/Quaternion"](x=q[0], y=q[1], z=q[2], w=q[3]),
+            )
+        ),
     )
 
 
@@ -491,15 +522,28 @@ def test_node_publishes_diagnostics(lidar_node):
 def test_node_logs_events_of_every_severity_without_tripping_rclpy(lidar_node, node_module):
     node = lidar_node()
     Event = node_module.Event
-    node._log([Event("info", "a", "one"), Event("warn", "b", "two"), Event("error", "c", "three"),
-               Event("debug", "d", "four"), Event("warn", "e", "five")])
-    assert node.log_lines[-5:] == [("info", "one"), ("warning", "two"), ("error", "three"), ("debug", "four"),
-                                   ("warning", "five")]
+    node._log(
+        [
+            Event("info", "a", "one"),
+            Event("warn", "b", "two"),
+            Event("error", "c", "three"),
+            Event("debug", "d", "four"),
+            Event("warn", "e", "five"),
+        ]
+    )
+    assert node.log_lines[-5:] == [
+        ("info", "one"),
+        ("warning", "two"),
+        ("error", "three"),
+        ("debug", "four"),
+        ("warning", "five"),
+    ]
 
 
 @pytest.mark.parametrize("context_ok", [False, True], ids=["after-sigint", "context-alive"])
-def test_node_main_treats_rclpy_context_error_after_sigint_as_shutdown(lidar_node, node_module, monkeypatch,
-                                                                        context_ok):
+def test_node_main_treats_rclpy_context_error_after_sigint_as_shutdown(
+    lidar_node, node_module, monkeypatch, context_ok
+):
     """SIGINT can shut rclpy's context down while the executor builds its wait set; rclpy then raises
     RCLError (a RuntimeError) "the given context is not valid" from spin instead of
     ExternalShutdownException. That is a clean shutdown; the same error with a live context is not."""
@@ -509,8 +553,12 @@ def test_node_main_treats_rclpy_context_error_after_sigint_as_shutdown(lidar_nod
         raise RuntimeError("failed to initialize wait set: the given context is not valid")
 
     fake = node_module.rclpy
-    for name, value in (("init", lambda args=None: None), ("spin", spin), ("ok", lambda: context_ok),
-                        ("try_shutdown", lambda: None)):
+    for name, value in (
+        ("init", lambda args=None: None),
+        ("spin", spin),
+        ("ok", lambda: context_ok),
+        ("try_shutdown", lambda: None),
+    ):
         monkeypatch.setattr(fake, name, value, raising=False)
     monkeypatch.setattr(node_module, "_ignore_further_sigint", lambda: None)
     monkeypatch.setattr(node_module.LidarNode, "destroy_node", lambda self: None, raising=False)

@@ -40,9 +40,7 @@ def _write_drive(bag, scan):
 def _read_rosbags(path):
     with Reader(path) as reader:
         qos = {c.topic: c.ext.offered_qos_profiles for c in reader.connections}
-        messages = [
-            (c.topic, t, TYPESTORE.deserialize_cdr(raw, c.msgtype)) for c, t, raw in reader.messages()
-        ]
+        messages = [(c.topic, t, TYPESTORE.deserialize_cdr(raw, c.msgtype)) for c, t, raw in reader.messages()]
     return messages, qos
 
 
@@ -118,7 +116,11 @@ def test_round_trip_with_rosbags_and_mcap(tmp_path, point_type):
     _check_messages(messages, scan, point_type)
     _check_messages(_read_mcap(path), scan, point_type)
     static_qos = qos["/tf_static"][0]
-    assert (static_qos.durability.name, static_qos.reliability.name, static_qos.depth) == ("TRANSIENT_LOCAL", "RELIABLE", 1)
+    assert (static_qos.durability.name, static_qos.reliability.name, static_qos.depth) == (
+        "TRANSIENT_LOCAL",
+        "RELIABLE",
+        1,
+    )
     for topic in ("/tf", "/odom", "/clock", "/lidar/points"):
         assert (qos[topic][0].durability.name, qos[topic][0].reliability.name) == ("VOLATILE", "RELIABLE")
     assert qos["/lidar/points"][0].depth == 100

@@ -103,7 +103,9 @@ def test_ply_header_has_the_spec_properties_in_order(tmp_path):
     assert header[:2] == ["ply", "format binary_little_endian 1.0"]
     n = int(scan.returns.valid.sum())
     assert f"element vertex {n}" in header
-    assert [line for line in header if line.startswith("property")] == [f"property {t} {k}" for k, t in PLY_TYPES.items()]
+    assert [line for line in header if line.startswith("property")] == [
+        f"property {t} {k}" for k, t in PLY_TYPES.items()
+    ]
     assert len(blob) - (blob.index(b"end_header\n") + len(b"end_header\n")) == 31 * n
 
 

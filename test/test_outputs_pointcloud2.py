@@ -109,7 +109,12 @@ def test_cloud_must_be_organised():
 
 
 def test_qos_profile_is_rslidar_sdks():
-    assert qos_profile_dict() == {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 100}
+    assert qos_profile_dict() == {
+        "reliability": "reliable",
+        "durability": "volatile",
+        "history": "keep_last",
+        "depth": 100,
+    }
 
 
 SCALARS = ["i1", "u1", "<i2", "<u2", "<i4", "<u4", "<f4", "<f8"]

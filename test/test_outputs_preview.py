@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 from test_outputs_synthetic import make_scan
 
-from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.config.materials import CLASS_ID, CLASS_NAMES
+from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.preview import (
     BACKGROUND_RGB,
     CLASS_RGB,

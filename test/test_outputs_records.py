@@ -11,8 +11,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 from test_outputs_synthetic import PERIOD_S, STAMP_NS, make_scan
 
-from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.config.materials import CLASS_NAMES, MATERIAL_NAMES
+from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.records import (
     MODEL_PARTS,
     append_jsonl,
@@ -48,7 +48,9 @@ def test_row_counts_timing_pose_and_weather():
     dt = -PERIOD_S / scan.columns
     np.testing.assert_allclose(row["sensor_pose"]["position_m"], [10 + 2 * dt, -3 + 0.5 * dt, 2.039])
     yaw = 0.4 + 0.5 * dt
-    np.testing.assert_allclose(row["sensor_pose"]["quaternion_xyzw"], [0, 0, math.sin(yaw / 2), math.cos(yaw / 2)], atol=1e-12)
+    np.testing.assert_allclose(
+        row["sensor_pose"]["quaternion_xyzw"], [0, 0, math.sin(yaw / 2), math.cos(yaw / 2)], atol=1e-12
+    )
     assert row["weather"] == {"rain_mm_per_h": 2.5, "visibility_m": 800.0}
     assert row["files"] == ["lidar/scan_1.ply"]
 
@@ -76,7 +78,9 @@ def test_row_rejects_a_class_outside_the_table():
     scan = make_scan(seed=33)
     class_id = scan.returns.class_id.copy()
     class_id[1, 0] = 99  # beam 1 has one return
-    bad = type(scan)(**{**scan.__dict__, "returns": type(scan.returns)(**{**scan.returns.__dict__, "class_id": class_id})})
+    bad = type(scan)(
+        **{**scan.__dict__, "returns": type(scan.returns)(**{**scan.returns.__dict__, "class_id": class_id})}
+    )
     with pytest.raises(OutputError, match="class number 99"):
         scan_row(bad, delay_s=0.0, period_s=PERIOD_S)
 

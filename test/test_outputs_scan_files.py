@@ -15,9 +15,7 @@ from acres_lidar_ros.outputs.scan_files import write_scan_files
 STEM = f"scan_{STAMP_NS // 1000}"
 
 
-@pytest.mark.parametrize(
-    ("output", "suffixes"), [("ply", [".ply"]), ("pcd", [".pcd"]), ("both", [".ply", ".pcd"])]
-)
+@pytest.mark.parametrize(("output", "suffixes"), [("ply", [".ply"]), ("pcd", [".pcd"]), ("both", [".ply", ".pcd"])])
 def test_files_and_row_per_output_mode(tmp_path, output, suffixes):
     scan = make_scan(seed=50)
     row = write_scan_files(tmp_path, scan, output, delay_s=0.012, period_s=PERIOD_S)

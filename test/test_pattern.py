@@ -33,7 +33,9 @@ def test_column_azimuth_and_ring_offset(polaris):
     # The lens is on the block azimuth, without the ring offset.
     c = 300
     block = math.radians(-0.2 * c)
-    np.testing.assert_allclose(p.lens_origins_sensor[c], [0.035 * math.cos(block), 0.035 * math.sin(block), 0], atol=1e-15)
+    np.testing.assert_allclose(
+        p.lens_origins_sensor[c], [0.035 * math.cos(block), 0.035 * math.sin(block), 0], atol=1e-15
+    )
 
 
 def test_ccw_column_zero_points_forward():
@@ -67,7 +69,8 @@ def test_seven_sub_rays_offsets_weights_and_angles():
     angles = np.arccos(np.clip(sub[1:] @ d, -1, 1))
     np.testing.assert_allclose(angles, math.atan(0.35 * beta), rtol=1e-6)
     # Basis: u = d x up / |d x up| (horizontal), v = d x u; sub-ray 1 is offset along +u.
-    u = np.cross(d, [0, 0, 1]); u /= np.linalg.norm(u)
+    u = np.cross(d, [0, 0, 1])
+    u /= np.linalg.norm(u)
     expected = d + 0.35 * beta * u
     np.testing.assert_allclose(sub[1], expected / np.linalg.norm(expected))
 
@@ -75,7 +78,8 @@ def test_seven_sub_rays_offsets_weights_and_angles():
 def test_steep_beam_uses_the_forward_axis():
     offsets, _ = sub_ray_pattern(7, 0.01)
     d = np.array([0.0, 0.3, -math.sqrt(1 - 0.09)])  # |d_z| > 0.9
-    u = np.cross(d, [1.0, 0, 0]); u /= np.linalg.norm(u)
+    u = np.cross(d, [1.0, 0, 0])
+    u /= np.linalg.norm(u)
     expected = d + offsets[1, 0] * u
     np.testing.assert_allclose(sub_ray_directions(d, offsets)[1], expected / np.linalg.norm(expected))
 

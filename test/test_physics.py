@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import ndtri
 
-from acres_lidar_ros.radiometry import noise, physics
-from acres_lidar_ros.sensor import timing
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry import noise, physics
 from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
     fog_extinction,
@@ -30,6 +29,7 @@ from acres_lidar_ros.radiometry.physics import (
     signal_counts,
     tilted_cos,
 )
+from acres_lidar_ros.sensor import timing
 
 
 def test_reexports_are_the_single_implementations():
@@ -321,11 +321,21 @@ def test_signal_never_rises_with_range(rho, r1, dr, r_ov, alpha):
     alpha=st.floats(0.0, 0.1),
 )
 def test_signal_never_falls_with_reflectance(rho, extra, r, alpha):
-    assert signal_counts(rho + extra, r, 1.0, 100.0, 60.0, 1.0, alpha) >= signal_counts(rho, r, 1.0, 100.0, 60.0, 1.0, alpha)
+    assert signal_counts(rho + extra, r, 1.0, 100.0, 60.0, 1.0, alpha) >= signal_counts(
+        rho, r, 1.0, 100.0, 60.0, 1.0, alpha
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(c1=st.floats(0.0, 1.0), c2=st.floats(0.0, 1.0), k=st.floats(0.0, 4.0), s=st.floats(0.0, 100.0), width=st.floats(0.0, 0.5))
+@given(
+    c1=st.floats(0.0, 1.0),
+    c2=st.floats(0.0, 1.0),
+    k=st.floats(0.0, 4.0),
+    s=st.floats(0.0, 100.0),
+    width=st.floats(0.0, 0.5),
+)
 def test_backscatter_never_rises_with_grazing(c1, c2, k, s, width):
     lo, hi = sorted((c1, c2))
-    assert minnaert_backscatter(lo, 0.3, k, s, width) <= minnaert_backscatter(hi, 0.3, k, s, width) * (1 + 1e-12) + 1e-300
+    assert (
+        minnaert_backscatter(lo, 0.3, k, s, width) <= minnaert_backscatter(hi, 0.3, k, s, width) * (1 + 1e-12) + 1e-300
+    )

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, nearest_hit_returns
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 
 def make_hits(ranges, classes):
@@ -23,9 +23,7 @@ def test_nearest_in_window_over_two_sub_rays():
     # Beam 0: sub-ray 0 has 0.1 (below the window) then 5; sub-ray 1 has 4 -> 4 wins.
     # Beam 1: everything outside the window (0.1 and 70 with a 60 m range) -> no return.
     # Beam 2: sub-ray 0 empty; sub-ray 1 has 7 then 9 -> 7.
-    ranges = [[0.1, 5.0, inf], [4.0, 6.0, inf],
-              [0.1, 70.0, inf], [inf, inf, inf],
-              [inf, inf, inf], [7.0, 9.0, inf]]
+    ranges = [[0.1, 5.0, inf], [4.0, 6.0, inf], [0.1, 70.0, inf], [inf, inf, inf], [inf, inf, inf], [7.0, 9.0, inf]]
     classes = [[1, 2, 0], [3, 4, 0], [5, 6, 0], [0, 0, 0], [0, 0, 0], [7, 8, 0]]
     rho = np.linspace(0.05, 0.85, 17)
     r = nearest_hit_returns(make_hits(ranges, classes), np.array([0.5, 0.5]), 0.5, 60.0, rho)
@@ -35,5 +33,9 @@ def test_nearest_in_window_over_two_sub_rays():
     assert r.class_id[:, 0].tolist() == [3, 0, 7]
     assert r.object_id[:, 0].tolist() == [100 + 3, NO_OBJECT, 100 + 15]
     assert r.intensity[:, 0].tolist() == [round(100 * rho[3]), 0, round(100 * rho[7])]
-    assert r.return_flags[:, 0].tolist() == [FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST]
+    assert r.return_flags[:, 0].tolist() == [
+        FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST,
+        0,
+        FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST,
+    ]
     assert r.num_returns.tolist() == [1, 0, 1]

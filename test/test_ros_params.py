@@ -7,6 +7,7 @@ import math
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.ros.params import (
@@ -20,7 +21,6 @@ from acres_lidar_ros.ros.params import (
     split_changes,
     startup_overrides,
 )
-from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 
@@ -38,17 +38,26 @@ def decls(polaris):
 def test_every_schema_key_and_node_parameter_is_declared_once(polaris):
     names = [d.name for d in declarations(polaris)]
     assert len(names) == len(set(names))
-    expected = {"lidar." + p.name for p in LIDAR_PARAMS} | {p.name for p in OPTION_PARAMS} | {
-        p.name for p in NODE_PARAMS}
+    expected = (
+        {"lidar." + p.name for p in LIDAR_PARAMS} | {p.name for p in OPTION_PARAMS} | {p.name for p in NODE_PARAMS}
+    )
     assert set(names) == expected
 
 
 def test_only_the_runtime_keys_are_writable(decls):
     writable = sorted(name for name, d in decls.items() if not d.read_only)
-    assert writable == sorted([
-        "lidar.std_m", "lidar.return_mode", "lidar.motion_distortion", "lidar.radiometry.range_std_low_snr_m",
-        "lidar.weather.enabled", "rain_mm_per_h", "visibility_m", "noise",
-    ])
+    assert writable == sorted(
+        [
+            "lidar.std_m",
+            "lidar.return_mode",
+            "lidar.motion_distortion",
+            "lidar.radiometry.range_std_low_snr_m",
+            "lidar.weather.enabled",
+            "rain_mm_per_h",
+            "visibility_m",
+            "noise",
+        ]
+    )
 
 
 def test_defaults_come_from_the_loaded_sensors_file(decls, polaris):
@@ -86,11 +95,13 @@ def test_descriptors_are_valid_messages_and_hold_their_defaults(decls):
     IntRange = TYPES["rcl_interfaces/msg/IntegerRange"]
     for decl in decls.values():
         fields = decl.descriptor_fields()
-        message = Descriptor(**{
-            **fields,
-            "floating_point_range": [FloatRange(**r) for r in fields["floating_point_range"]],
-            "integer_range": [IntRange(**r) for r in fields["integer_range"]],
-        })
+        message = Descriptor(
+            **{
+                **fields,
+                "floating_point_range": [FloatRange(**r) for r in fields["floating_point_range"]],
+                "integer_range": [IntRange(**r) for r in fields["integer_range"]],
+            }
+        )
         assert message.type == PARAMETER_TYPE[decl.type] and message.description
         if decl.default is not None and decl.type in ("double", "integer"):
             assert _in_descriptor_range(fields, decl.default), decl.name
@@ -101,7 +112,7 @@ def test_ranges_follow_the_schema(decls):
     assert hz == [{"from_value": 1.0, "to_value": 120.0, "step": 0.0}]
     sub_rays = decls["lidar.sub_rays"].descriptor_fields()
     assert sub_rays["integer_range"] == [{"from_value": 1, "to_value": 7, "step": 6}]
-    assert [v for v in range(0, 9) if _in_descriptor_range(sub_rays, v)] == [1, 7]
+    assert [v for v in range(9) if _in_descriptor_range(sub_rays, v)] == [1, 7]
     visibility = decls["visibility_m"].descriptor_fields()["floating_point_range"]
     assert visibility[0]["from_value"] == 10.0 and visibility[0]["to_value"] == math.inf
     assert decls["lidar.return_mode"].descriptor_fields()["floating_point_range"] == []
@@ -129,8 +140,14 @@ def test_bad_runtime_changes_are_refused_with_a_reason(decls, polaris, changes, 
 
 
 def test_good_runtime_changes_are_accepted_and_split(decls, polaris):
-    changes = {"lidar.std_m": 0.01, "lidar.return_mode": "last", "rain_mm_per_h": 12.5,
-               "visibility_m": math.inf, "noise": False, "lidar.weather.enabled": False}
+    changes = {
+        "lidar.std_m": 0.01,
+        "lidar.return_mode": "last",
+        "rain_mm_per_h": 12.5,
+        "visibility_m": math.inf,
+        "noise": False,
+        "lidar.weather.enabled": False,
+    }
     assert check_changes(changes, decls, polaris) == (True, "")
     lidar, options = split_changes(changes, decls)
     assert lidar == {"std_m": 0.01, "return_mode": "last", "weather.enabled": False}
@@ -148,8 +165,7 @@ def test_every_declared_default_passes_its_own_validation(polaris):
 
 
 def test_startup_values_become_overrides_and_bad_ones_name_the_parameter(polaris):
-    overrides = startup_overrides({"lidar.columns": 900, "lidar.frame_id": "rslidar",
-                                   "lidar.delay_s": 0.012}, polaris)
+    overrides = startup_overrides({"lidar.columns": 900, "lidar.frame_id": "rslidar", "lidar.delay_s": 0.012}, polaris)
     assert overrides == {"columns": 900, "frame_id": "rslidar"}
     assert polaris.with_overrides(overrides).frame_id == "rslidar"
     with pytest.raises(ConfigError, match=r"lidar\.columns = 2 is out of range: expected an integer >= 4"):
@@ -172,4 +188,5 @@ def test_docs_ros_md_holds_the_generated_parameter_table(polaris):
     start = docs.index("<!-- ros_params table -->\n") + len("<!-- ros_params table -->\n")
     end = docs.index("\n<!-- end ros_params table -->")
     assert docs[start:end] == markdown_table(declarations(polaris)), (
-        "docs/ros.md's parameter table is stale: regenerate it with the command above it")
+        "docs/ros.md's parameter table is stale: regenerate it with the command above it"
+    )

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.config.sensors import load_sensor_config
-from acres_lidar_ros.sensor.pattern import mount_rotation
-from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.sensor.pattern import mount_rotation
+from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import column_time_offset
 
 PLANE_HALF_M = 400.0
@@ -101,12 +101,15 @@ def test_each_column_is_traced_from_its_own_firing_pose(polaris, plane_tracer):
         ring = 31  # the steepest ring always sees the ground
         assert got[c, ring] == pytest.approx(expected[c, ring], abs=2e-5)
     # Without motion distortion every column uses the stamp pose.
-    still = Scanner(polaris, tracer=plane_tracer,
-                    options=ScanOptions(radiometry=False, self_returns=False, motion_distortion=False))
+    still = Scanner(
+        polaris, tracer=plane_tracer, options=ScanOptions(radiometry=False, self_returns=False, motion_distortion=False)
+    )
     flat = still.scan(poses, stamp_ns=int(stamp_s * 1e9))
     assert (flat.time_offset_s == 0).all()
     expected, _, _ = expected_plane_ranges(polaris, [0, 0, 1.0 + 2.0 * stamp_s])
-    assert flat.returns.range_m[:, 0].reshape(polaris.columns, polaris.rings)[5, 31] == pytest.approx(expected[5, 31], abs=2e-5)
+    assert flat.returns.range_m[:, 0].reshape(polaris.columns, polaris.rings)[5, 31] == pytest.approx(
+        expected[5, 31], abs=2e-5
+    )
 
 
 def test_ccw_spin_timing_in_the_scan(polaris, plane_tracer):
@@ -134,8 +137,17 @@ def test_same_seed_scene_and_poses_give_bit_identical_scans(polaris, plane_trace
     assert not np.array_equal(c.returns.range_m, scans[0][0].returns.range_m, equal_nan=True)
 
 
-RETURNS_FIELDS = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id",
-                  "object_id", "return_flags")
+RETURNS_FIELDS = (
+    "range_m",
+    "valid",
+    "reflectivity",
+    "signal",
+    "intensity",
+    "class_id",
+    "material_id",
+    "object_id",
+    "return_flags",
+)
 
 
 @pytest.fixture(scope="module")
@@ -183,12 +195,25 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour,
 
     # The reference: the whole scan's hits through one process_beams.
     origins, directions = scanner.rays_world(full.T_world_sensor)
-    hits = tracer.trace(origins, directions, max_range_m=config.range_m, max_hits=config.max_hits_per_sub_ray,
-                        continue_step_m=config.continue_step_m, pond_threshold_m=config.pond_threshold_m)
+    hits = tracer.trace(
+        origins,
+        directions,
+        max_range_m=config.range_m,
+        max_hits=config.max_hits_per_sub_ray,
+        continue_step_m=config.continue_step_m,
+        pond_threshold_m=config.pond_threshold_m,
+    )
     streams = NoiseStreams(5)
-    one_shot = process_beams(hits, origins, directions, scanner.pattern.sub_ray_weights,
-                             BeamModelParams.from_config(config), BeamModelOptions.from_scan_options(options),
-                             streams, sweep.index)
+    one_shot = process_beams(
+        hits,
+        origins,
+        directions,
+        scanner.pattern.sub_ray_weights,
+        BeamModelParams.from_config(config),
+        BeamModelOptions.from_scan_options(options),
+        streams,
+        sweep.index,
+    )
     _assert_same_returns(chunked.returns, one_shot)
     _assert_same_returns(full.returns, one_shot)
     assert (scanner._streams.noise.state, scanner._streams.rain.state) == (streams.noise.state, streams.rain.state)
@@ -211,8 +236,8 @@ def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(pol
 
 def test_planar_pattern_sees_a_wall_at_its_level(polaris):
     """ACRES Core's planar scan: 360 level beams from the Helios position, no lens, no radiometry."""
-    from acres_lidar_ros.sensor.pattern import planar_config
     from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.sensor.pattern import planar_config
     from acres_lidar_ros.tracing.trace import Tracer
 
     builder = SceneBuilder(TerrainGrid(np.array([-100.0, -100.0]), 200.0, np.zeros((2, 2))))
@@ -235,16 +260,25 @@ def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tr
     from acres_lidar_ros.scene.boxes import VehicleBox
 
     yaw = math.radians(20.0)
-    box = VehicleBox(centre_m=np.array([15.0, 0.0, 1.0]), quaternion_xyzw=np.array([0, 0, math.sin(yaw / 2), math.cos(yaw / 2)]),
-                     half_extents_m=np.array([2.0, 1.0, 1.0]), object_id=77)
+    box = VehicleBox(
+        centre_m=np.array([15.0, 0.0, 1.0]),
+        quaternion_xyzw=np.array([0, 0, math.sin(yaw / 2), math.cos(yaw / 2)]),
+        half_extents_m=np.array([2.0, 1.0, 1.0]),
+        object_id=77,
+    )
     scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(radiometry=False, self_returns=False))
     scan = scanner.scan(at_rest([0.0, 0.0, 0.0]), stamp_ns=10**9, boxes=[box])
     on_box = scan.returns.valid[:, 0] & (scan.returns.class_id[:, 0] == 12)
     assert on_box.sum() > 50
     assert (scan.returns.object_id[on_box, 0] == 77).all() and (scan.returns.material_id[on_box, 0] == 14).all()
-    world = np.einsum("cij,cj->ci", scan.T_world_sensor[scan.cell_column[on_box]],
-                      np.c_[scan.points_sensor[on_box, 0], np.ones(on_box.sum())])[:, :3]
-    local = (world - box.centre_m) @ np.array([[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]])
+    world = np.einsum(
+        "cij,cj->ci",
+        scan.T_world_sensor[scan.cell_column[on_box]],
+        np.c_[scan.points_sensor[on_box, 0], np.ones(on_box.sum())],
+    )[:, :3]
+    local = (world - box.centre_m) @ np.array(
+        [[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]
+    )
     # Every box point lies on the box surface: inside the extents and on one face.
     assert (np.abs(local) <= box.half_extents_m + 1e-4).all()
     assert (np.abs(np.abs(local) - box.half_extents_m).min(axis=1) < 1e-4).all()
@@ -252,8 +286,8 @@ def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tr
 
 def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(polaris):
     """Issue 5: with the body on, cells the table marks as always body carry only the body."""
-    from acres_lidar_ros.scene import build_default_farm, default_tour
     from acres_lidar_ros.body.self_returns import load_self_table
+    from acres_lidar_ros.scene import build_default_farm, default_tour
 
     table = load_self_table(polaris.self_returns, polaris.columns, polaris.rings)
     always = table.p_self >= 1.0
@@ -282,14 +316,18 @@ def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour)
     with_body = ScanOptions(seed=3)
     sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body)
     sweep = sweep_scanner.start_sweep(stamp_ns)
-    early = PoseHistory.from_arrays(times[times <= stamp_ns * 1e-9 - 0.05], positions[times <= stamp_ns * 1e-9 - 0.05],
-                                    quaternions[times <= stamp_ns * 1e-9 - 0.05])
+    early = PoseHistory.from_arrays(
+        times[times <= stamp_ns * 1e-9 - 0.05],
+        positions[times <= stamp_ns * 1e-9 - 0.05],
+        quaternions[times <= stamp_ns * 1e-9 - 0.05],
+    )
     assert 0 < sweep.trace_covered(early) < polaris.columns
     assert sweep._self_decision is not None  # decided with the first block, before the stamp
     chunked = sweep.finish(poses)
     without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False)).scan(poses, stamp_ns)
-    reference = apply_self_returns(sweep_scanner._self_table, without.returns, scan_index=0, seed=3,
-                                   std_m=polaris.std_m, noise_on=True).returns
+    reference = apply_self_returns(
+        sweep_scanner._self_table, without.returns, scan_index=0, seed=3, std_m=polaris.std_m, noise_on=True
+    ).returns
     _assert_same_returns(chunked.returns, reference)
     one_shot = Scanner(polaris, tracer=tracer, options=with_body).scan(poses, stamp_ns)
     _assert_same_returns(chunked.returns, one_shot.returns)

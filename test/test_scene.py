@@ -8,10 +8,9 @@ import numpy as np
 import open3d as o3d
 import pytest
 
-from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
-from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid, load_scene
-from acres_lidar_ros.scene import shapes
+from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid, load_scene, shapes
 from acres_lidar_ros.scene.grids import points_in_polygon
 
 GRASS, SOIL, ASPHALT, CONCRETE, GRAVEL, WATER = (
@@ -79,14 +78,21 @@ def ground_scene():
     cover = np.full((8, 8), GRASS, np.uint8)
     cover[:, 4:] = SOIL
     cover[0, 0] = ASPHALT  # hard cover without a polygon becomes soil
-    polygons = [(np.array([[8.0, 0.0], [24.0, 0.0], [24.0, 4.0], [8.0, 4.0]]), "gravel"),
-                (np.array([[12.0, 0.0], [16.0, 0.0], [16.0, 8.0], [12.0, 8.0]]), "concrete")]  # painted over
+    polygons = [
+        (np.array([[8.0, 0.0], [24.0, 0.0], [24.0, 4.0], [8.0, 4.0]]), "gravel"),
+        (np.array([[12.0, 0.0], [16.0, 0.0], [16.0, 8.0], [12.0, 8.0]]), "concrete"),
+    ]  # painted over
     pond = np.zeros((16, 16))
     pond[8:, 8:] = 0.001  # x, y >= 16: a film of 1 mm
     pond[12:, 12:] = 0.004  # x, y >= 24: 4 mm
     wet = np.full((16, 16), 0.7)
-    return SceneBuilder(terrain, CellGrid([0.0, 0.0], 4.0, cover), polygons,
-                        CellGrid([0.0, 0.0], 2.0, pond), CellGrid([0.0, 0.0], 2.0, wet)).build()
+    return SceneBuilder(
+        terrain,
+        CellGrid([0.0, 0.0], 4.0, cover),
+        polygons,
+        CellGrid([0.0, 0.0], 2.0, pond),
+        CellGrid([0.0, 0.0], 2.0, wet),
+    ).build()
 
 
 def test_the_four_ground_rules():
@@ -147,13 +153,22 @@ def test_builder_labels_every_triangle():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda b: b.add_box([0, 0], [1, 1, 1], "tractor"), r"class = 'tractor': unknown class; allowed: other, ground"),
+        (
+            lambda b: b.add_box([0, 0], [1, 1, 1], "tractor"),
+            r"class = 'tractor': unknown class; allowed: other, ground",
+        ),
         (lambda b: b.add_box([0, 0], [1, 1, 1], "building", material="glass"), r"material = 'glass': unknown material"),
         (lambda b: b.add_box([0, 0], [1, 0, 1], "building"), r"size_m = \[1.0, 0.0, 1.0\]: must be 3 numbers > 0"),
-        (lambda b: b.add_crop_field([0, 0], (2, 2), "wheat", 1.0, 0.5), r"class = 'wheat': allowed: corn, soybean, potato"),
+        (
+            lambda b: b.add_crop_field([0, 0], (2, 2), "wheat", 1.0, 0.5),
+            r"class = 'wheat': allowed: corn, soybean, potato",
+        ),
         (lambda b: b.add_crop_field([0, 0], (1, 1), "corn", 1.0, 1.5), r"growth = 1.5"),
         (lambda b: b.add_crop_field([0, 0], (1, 1), "corn", 1.0, 0.5, cell_state=np.full((4, 4), 3)), r"cell_state"),
-        (lambda b: b.add_polygon([[0, 0], [1, 0], [1, 1]], "water"), r"material = 'water': unknown material; allowed: grass"),
+        (
+            lambda b: b.add_polygon([[0, 0], [1, 0], [1, 1]], "water"),
+            r"material = 'water': unknown material; allowed: grass",
+        ),
     ],
 )
 def test_builder_errors_name_the_value_and_what_is_allowed(call, match):
@@ -175,16 +190,44 @@ def base_doc():
         "version": 1,
         "terrain": {"origin_xy_m": [-20.0, -20.0], "cell_m": 10.0, "height_m": "terrain.npy"},
         "cover": {"origin_xy_m": [-20.0, -20.0], "cell_m": 4.0, "material": [["grass", "soil"], ["gravel", "grass"]]},
-        "polygons": [{"name": "road", "material": "asphalt", "vertices_xy_m": [[-20, -1], [20, -1], [20, 1], [-20, 1]]}],
-        "water": {"origin_xy_m": [-20.0, -20.0], "cell_m": 2.0, "pond_depth_m": [[0.5, 0.0]], "soil_wetness": [[0.2, 0.9]]},
+        "polygons": [
+            {"name": "road", "material": "asphalt", "vertices_xy_m": [[-20, -1], [20, -1], [20, 1], [-20, 1]]}
+        ],
+        "water": {
+            "origin_xy_m": [-20.0, -20.0],
+            "cell_m": 2.0,
+            "pond_depth_m": [[0.5, 0.0]],
+            "soil_wetness": [[0.2, 0.9]],
+        },
         "objects": [
-            {"type": "mesh", "path": "hut.ply", "class": "building", "base_xy_m": [5.0, 5.0], "yaw_deg": 90, "scale": 2.0},
+            {
+                "type": "mesh",
+                "path": "hut.ply",
+                "class": "building",
+                "base_xy_m": [5.0, 5.0],
+                "yaw_deg": 90,
+                "scale": 2.0,
+            },
             {"type": "box", "class": "other", "material": "metal_bin", "base_xy_m": [0, 8], "size_m": [1, 1, 1]},
-            {"type": "cylinder", "class": "silo", "base_xy_m": [-8, 8], "radius_m": 2, "height_m": 5, "cone_height_m": 1},
+            {
+                "type": "cylinder",
+                "class": "silo",
+                "base_xy_m": [-8, 8],
+                "radius_m": 2,
+                "height_m": 5,
+                "cone_height_m": 1,
+            },
             {"type": "tree", "base_xy_m": [8, -8], "height_m": 9},
             {"type": "shrub", "base_xy_m": [-8, -8], "height_m": 2},
-            {"type": "crop_field", "class": "potato", "corner_xy_m": [-15, -15], "patches": [2, 1],
-             "crop_height_m": 0.6, "growth": 0.5, "cell_state": [[0] * 8] * 3 + [[1] * 8]},
+            {
+                "type": "crop_field",
+                "class": "potato",
+                "corner_xy_m": [-15, -15],
+                "patches": [2, 1],
+                "crop_height_m": 0.6,
+                "growth": 0.5,
+                "cell_state": [[0] * 8] * 3 + [[1] * 8],
+            },
             {"type": "mud_clod", "base_xy_m": [0, -5], "size_m": [0.5, 0.4, 0.1]},
             {"type": "ground_cover", "base_xy_m": [0, -10], "size_m": [3, 2, 0.3], "yaw_deg": 30},
         ],
@@ -195,15 +238,27 @@ def base_doc():
 def scene_dir(tmp_path):
     np.save(tmp_path / "terrain.npy", np.arange(25, dtype=float).reshape(5, 5) * 0.01)
     hut_v, hut_t = shapes.box([2.0, 1.0, 1.0])
-    mesh = o3d.geometry.TriangleMesh(o3d.utility.Vector3dVector(hut_v), o3d.utility.Vector3iVector(hut_t.astype(np.int32)))
+    mesh = o3d.geometry.TriangleMesh(
+        o3d.utility.Vector3dVector(hut_v), o3d.utility.Vector3iVector(hut_t.astype(np.int32))
+    )
     o3d.io.write_triangle_mesh(str(tmp_path / "hut.ply"), mesh)
     return tmp_path
 
 
 def test_load_scene_reads_every_object_type(scene_dir):
     scene = load_scene(write_scene(scene_dir, base_doc()))
-    assert scene.classes_present() == {"ground", "building", "other", "silo", "tree_trunk", "tree", "shrub",
-                                       "potato", "mud_clod", "ground_cover"}
+    assert scene.classes_present() == {
+        "ground",
+        "building",
+        "other",
+        "silo",
+        "tree_trunk",
+        "tree",
+        "shrub",
+        "potato",
+        "mud_clod",
+        "ground_cover",
+    }
     assert scene.terrain.height_m[1, 2] == pytest.approx(0.07)
     hut = scene.triangle_object == 1
     hut_v = scene.vertices_m[np.unique(scene.triangles[hut])]
@@ -224,24 +279,45 @@ def test_load_scene_reads_every_object_type(scene_dir):
 @pytest.mark.parametrize(
     "edit, match",
     [
-        (lambda d: d["objects"][0].update(path="missing.ply"), r"objects\[0\].path = 'missing.ply': mesh file .*missing.ply does not exist"),
-        (lambda d: d["objects"][1].update({"class": "tractor"}), r"objects\[1\].class = 'tractor': allowed: other, ground"),
+        (
+            lambda d: d["objects"][0].update(path="missing.ply"),
+            r"objects\[0\].path = 'missing.ply': mesh file .*missing.ply does not exist",
+        ),
+        (
+            lambda d: d["objects"][1].update({"class": "tractor"}),
+            r"objects\[1\].class = 'tractor': allowed: other, ground",
+        ),
         (lambda d: d["objects"][1].update(material="glass"), r"objects\[1\].material = 'glass': allowed: other, soil"),
         (lambda d: d["objects"][1].update(colour="red"), r"objects\[1\]: unknown key 'colour'; allowed: base_xy_m"),
         (lambda d: d["objects"][2].update(type="cone"), r"objects\[2\].type = 'cone': allowed: mesh, box"),
         (lambda d: d["objects"][3].update(height_m=-1), r"objects\[3\].height_m = -1: must be > 0.0"),
-        (lambda d: d["objects"][5].update({"class": "tree"}), r"objects\[5\].class = 'tree': allowed for crop_field: corn"),
+        (
+            lambda d: d["objects"][5].update({"class": "tree"}),
+            r"objects\[5\].class = 'tree': allowed for crop_field: corn",
+        ),
         (lambda d: d["objects"][5].update(patches=[0, 2]), r"objects\[5\].patches = \[0, 2\]: must be \[nx, ny\]"),
         (lambda d: d["objects"][1].pop("class"), r"objects\[1\].class is missing"),
-        (lambda d: d["terrain"].update(height_m=[[0.0, 1.0]]), r"terrain.height_m has shape \(1, 2\): must be a 2-D grid of at least 2 x 2"),
+        (
+            lambda d: d["terrain"].update(height_m=[[0.0, 1.0]]),
+            r"terrain.height_m has shape \(1, 2\): must be a 2-D grid of at least 2 x 2",
+        ),
         (lambda d: d["terrain"].update(height_m=[[0.0, 1.0], [2.0, None]]), r"terrain.height_m.*must be numbers"),
         (lambda d: d["terrain"].update(cell_m=0), r"terrain.cell_m = 0: must be > 0.0"),
-        (lambda d: d["terrain"].update(height_m="nope.npy"), r"terrain.height_m = 'nope.npy': file .*nope.npy does not exist"),
+        (
+            lambda d: d["terrain"].update(height_m="nope.npy"),
+            r"terrain.height_m = 'nope.npy': file .*nope.npy does not exist",
+        ),
         (lambda d: d.pop("terrain"), r"terrain is missing"),
-        (lambda d: d["cover"].update(material=[["grass", "lava"]]), r"cover.material\[0\]\[1\] = 'lava': allowed: grass, asphalt"),
+        (
+            lambda d: d["cover"].update(material=[["grass", "lava"]]),
+            r"cover.material\[0\]\[1\] = 'lava': allowed: grass, asphalt",
+        ),
         (lambda d: d["polygons"][0].update(material="water"), r"polygons\[0\].material = 'water': allowed: grass"),
         (lambda d: d["polygons"][0].update(vertices_xy_m=[[0, 0], [1, 1]]), r"polygons\[0\].vertices_xy_m .*3 or more"),
-        (lambda d: d["water"].update(soil_wetness=[[0.2, 1.5]]), r"soil_wetness\[0\]\[1\] = 1.5: must be a number from 0 to 1"),
+        (
+            lambda d: d["water"].update(soil_wetness=[[0.2, 1.5]]),
+            r"soil_wetness\[0\]\[1\] = 1.5: must be a number from 0 to 1",
+        ),
         (lambda d: d.update(version=2), r"version = 2: must be 1"),
     ],
 )

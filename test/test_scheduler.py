@@ -11,17 +11,17 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import ConfigError, PoseError
-from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.runtime.scheduler import (
     LogThrottle,
-    diagnostic_status,
     PoseTracker,
     ScanScheduler,
     boxes_from_markers,
+    diagnostic_status,
     mount_overrides,
     odometry_stream,
     simulate_schedule,
 )
+from acres_lidar_ros.sensor.poses import PoseHistory
 
 MS = 1_000_000
 T_MS = 100  # 10 Hz
@@ -444,7 +444,11 @@ def test_mount_overrides_only_when_tf_differs_and_round_trips_rpy():
 def marker(mid, frame="map", kind=1, action=0, xyz=(0, 0, 0), q=(0, 0, 0, 1), scale=(4, 2, 1.5)):
     v = lambda x, y, z: SimpleNamespace(x=x, y=y, z=z)  # noqa: E731
     return SimpleNamespace(
-        type=kind, action=action, id=mid, ns="vehicles", header=SimpleNamespace(frame_id=frame),
+        type=kind,
+        action=action,
+        id=mid,
+        ns="vehicles",
+        header=SimpleNamespace(frame_id=frame),
         pose=SimpleNamespace(position=v(*xyz), orientation=SimpleNamespace(x=q[0], y=q[1], z=q[2], w=q[3])),
         scale=v(*scale),
     )
@@ -480,18 +484,29 @@ def test_markers_from_rosbags_message_classes():
     def make_marker(mid, kind, xyz):
         return Marker(
             header=t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=1, nanosec=0), frame_id="odom"),
-            ns="vehicles", id=mid, type=kind, action=Marker.ADD,
+            ns="vehicles",
+            id=mid,
+            type=kind,
+            action=Marker.ADD,
             pose=t["geometry_msgs/msg/Pose"](
                 position=t["geometry_msgs/msg/Point"](x=xyz[0], y=xyz[1], z=xyz[2]),
-                orientation=t["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)),
+                orientation=t["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0),
+            ),
             scale=t["geometry_msgs/msg/Vector3"](x=4.6, y=1.9, z=2.0),
             color=t["std_msgs/msg/ColorRGBA"](r=1.0, g=0.0, b=0.0, a=1.0),
             lifetime=t["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
-            frame_locked=False, points=[], colors=[], texture_resource="",
+            frame_locked=False,
+            points=[],
+            colors=[],
+            texture_resource="",
             texture=t["sensor_msgs/msg/CompressedImage"](
                 header=t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id=""),
-                format="", data=np.zeros(0, np.uint8)),
-            uv_coordinates=[], text="", mesh_resource="",
+                format="",
+                data=np.zeros(0, np.uint8),
+            ),
+            uv_coordinates=[],
+            text="",
+            mesh_resource="",
             mesh_file=t["visualization_msgs/msg/MeshFile"](filename="", data=np.zeros(0, np.uint8)),
             mesh_use_embedded_materials=False,
         )
@@ -509,7 +524,9 @@ def test_markers_from_rosbags_message_classes():
 
 def constant_velocity_history() -> PoseHistory:
     t = np.linspace(0.0, 10.0, 11)
-    return PoseHistory.from_arrays(t, np.column_stack([t, np.zeros(11), np.zeros(11)]), np.tile([0, 0, 0, 1.0], (11, 1)))
+    return PoseHistory.from_arrays(
+        t, np.column_stack([t, np.zeros(11), np.zeros(11)]), np.tile([0, 0, 0, 1.0], (11, 1))
+    )
 
 
 def test_odometry_stream_samples_the_trajectory_and_loops():
@@ -609,9 +626,9 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     import numpy as np
 
     from acres_lidar_ros.config.sensors import load_sensor_config
+    from acres_lidar_ros.runtime.scheduler import ScanJob, SweepTracer
     from acres_lidar_ros.scan import Scanner, ScanOptions
     from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
-    from acres_lidar_ros.runtime.scheduler import ScanJob, SweepTracer
     from acres_lidar_ros.tracing.trace import Tracer
 
     config = load_sensor_config("polaris")
@@ -639,8 +656,9 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     again = sweeps.finish(later, history)
     fresh = Scanner(config, tracer=tracer, options=options)
     fresh.scan(history, 10**9, index=0)
-    assert np.array_equal(again.returns.range_m, fresh.scan(history, later.sweep_end_ns, index=2).returns.range_m,
-                          equal_nan=True)
+    assert np.array_equal(
+        again.returns.range_m, fresh.scan(history, later.sweep_end_ns, index=2).returns.range_m, equal_nan=True
+    )
     sweeps.pretrace_upcoming(2 * 10**9, 3, history)
     # A trace in work holds the lock: discard does not wait for it (the poll that calls it also
     # publishes) and forgets nothing; once the lock is free it does.

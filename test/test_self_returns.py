@@ -10,8 +10,6 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.errors import ConfigError, OutputError
-from acres_lidar_ros.radiometry.returns import Returns
 from acres_lidar_ros.body.self_returns import (
     SELF_HASH_DOMAIN,
     SELF_OBJECT_ID,
@@ -21,6 +19,8 @@ from acres_lidar_ros.body.self_returns import (
     load_self_table,
     write_self_table,
 )
+from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.radiometry.returns import Returns
 
 M64 = (1 << 64) - 1
 
@@ -119,10 +119,12 @@ def test_noise_off_gives_the_table_range_and_the_minimum_is_0_2_m():
 def test_range_noise_has_sigma_0_over_many_scans():
     n = 64
     table = table_of(np.ones(n), np.full(n, 1.0), np.full(n, 10), np.zeros(n), 16, 4)
-    ranges = np.concatenate([
-        apply_self_returns(table, scene_returns(n), scan_index=k, seed=3, std_m=0.02).returns.range_m[:, 0]
-        for k in range(200)
-    ])
+    ranges = np.concatenate(
+        [
+            apply_self_returns(table, scene_returns(n), scan_index=k, seed=3, std_m=0.02).returns.range_m[:, 0]
+            for k in range(200)
+        ]
+    )
     # 12 800 hash normals: mean within 4 standard errors of 1 m, std within 5 % of 0.02 m.
     assert abs(ranges.mean() - 1.0) < 4 * 0.02 / math.sqrt(len(ranges))
     assert ranges.std() == pytest.approx(0.02, rel=0.05)
@@ -195,8 +197,17 @@ def test_points_of_body_returns_are_range_times_direction_plus_lens():
     lens = np.array([[0.035, 0, 0], [0, 0.035, 0]])
     scene = scene_returns(4)
     points = np.full((4, 2, 3), 7.0)
-    out = apply_self_returns(table, scene, 0, 0, std_m=0.0, noise_on=False, points_sensor=points,
-                             directions_sensor=directions, lens_origins_sensor=lens)
+    out = apply_self_returns(
+        table,
+        scene,
+        0,
+        0,
+        std_m=0.0,
+        noise_on=False,
+        points_sensor=points,
+        directions_sensor=directions,
+        lens_origins_sensor=lens,
+    )
     np.testing.assert_allclose(out.points_sensor[0, 0], [0.535, 0.0, 0.0])
     assert np.isnan(out.points_sensor[0, 1]).all() and np.isnan(out.points_sensor[1]).all()
     np.testing.assert_array_equal(out.points_sensor[2:], points[2:])
@@ -224,7 +235,7 @@ def test_round_trip_is_little_endian_planes_in_cell_order(tmp_path):
     assert len(data) == expected_size_bytes(columns, rings) == 4 * 4 * n
     # Plane 1 (range), cell c N_r + r = 2 * 2 + 1 = 5, little-endian float32 at byte 4 (n + 5).
     offset = 4 * (n + 5)
-    assert data[offset:offset + 4] == np.float32(0.8).astype("<f4").tobytes()
+    assert data[offset : offset + 4] == np.float32(0.8).astype("<f4").tobytes()
     back = load_self_table(path, columns, rings)
     np.testing.assert_array_equal(back.planes(), table.planes())
     with pytest.raises(OutputError, match="exists; refusing to overwrite"):

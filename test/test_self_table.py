@@ -14,7 +14,6 @@ import time
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.body.self_returns import load_self_table
 from acres_lidar_ros.body.self_table import (
     GRAZING_FULL_DEG,
@@ -23,6 +22,7 @@ from acres_lidar_ros.body.self_table import (
     self_table_main,
     statistics_json,
 )
+from acres_lidar_ros.config.sensors import load_sensor_config
 
 # Spec "Self-Return Mask": the measured Polaris table.
 SPEC_CELLS_WITH_RETURN = 20711
@@ -36,7 +36,7 @@ def urdf_with(box_centre, box_size, lidar_xyz="0 0 1") -> str:
 <robot name="one_box">
   <link name="base_footprint"/>
   <link name="thing">
-    <collision><origin xyz="{' '.join(map(str, box_centre))}"/><geometry><box size="{' '.join(map(str, box_size))}"/></geometry></collision>
+    <collision><origin xyz="{" ".join(map(str, box_centre))}"/><geometry><box size="{" ".join(map(str, box_size))}"/></geometry></collision>
   </link>
   <link name="lidar"><collision><geometry><cylinder radius="0.05" length="0.1"/></geometry></collision></link>
   <joint name="thing_joint" type="fixed"><parent link="base_footprint"/><child link="thing"/></joint>
@@ -208,11 +208,20 @@ def test_the_shipped_table_is_close_to_the_measured_one(repo_root):
 def small_sensors_file(tmp_path, repo_root):
     """A sensors file: the default sensor, level at (0, 0, 1) with 36 columns and three rings."""
     path = tmp_path / "sensors_small.json"
-    path.write_text(json.dumps({
-        "extends": str(repo_root / "config" / "sensors.json"),
-        "lidar": {"columns": 36, "elevations_deg": [-20.0, 0.0, 20.0], "azimuth_order": "ccw",
-                  "position_flu_m": [0.0, 0.0, 1.0], "beam_divergence_mrad": 0.0},
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "extends": str(repo_root / "config" / "sensors.json"),
+                "lidar": {
+                    "columns": 36,
+                    "elevations_deg": [-20.0, 0.0, 20.0],
+                    "azimuth_order": "ccw",
+                    "position_flu_m": [0.0, 0.0, 1.0],
+                    "beam_divergence_mrad": 0.0,
+                },
+            }
+        )
+    )
     return path
 
 

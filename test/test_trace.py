@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acres_lidar_ros.scene.boxes import VehicleBox
-from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid
+from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.scene.model import (
     CROP_CELL_HEIGHT_FRACTION,
     CROP_PATCH_SIZE_M,
@@ -261,8 +261,13 @@ def test_ground_hits_take_material_wetness_and_pond_depth():
     pond[30:, 30:] = 0.001  # thin film at x, y >= 0 ...
     pond[40:, 40:] = 0.5  # ... a pond at x, y >= 20
     wet = np.full((60, 60), 0.4)
-    b = SceneBuilder(terrain, cover, [(np.array([[-30.0, -30.0], [-20, -30], [-20, -20], [-30, -20]]), "asphalt")],
-                     CellGrid([-60.0, -60.0], 2.0, pond), CellGrid([-60.0, -60.0], 2.0, wet))
+    b = SceneBuilder(
+        terrain,
+        cover,
+        [(np.array([[-30.0, -30.0], [-20, -30], [-20, -20], [-30, -20]]), "asphalt")],
+        CellGrid([-60.0, -60.0], 2.0, pond),
+        CellGrid([-60.0, -60.0], 2.0, wet),
+    )
     b.add_mud_clod([-40.0, 40.0], [0.6, 0.6, 0.2])
     tracer = Tracer(b.build())
     xy = np.array([[-10.0, 10.0], [10.0, -10.0], [-25.0, -25.0], [10.0, 10.0], [30.0, 30.0], [-40.0, 40.0]])

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config.sensors import load_sensor_config
-from acres_lidar_ros.errors import ConfigError, SceneError
 from acres_lidar_ros.body.self_table import BodyGeometry, check_mount
 from acres_lidar_ros.body.urdf import load_urdf
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.errors import ConfigError, SceneError
 
 TREE = """<?xml version="1.0"?>
 <robot name="t">
@@ -129,15 +129,20 @@ def test_package_uris_resolve_through_the_package_directory(tmp_path):
     (package / "meshes").mkdir()
     (package / "package.xml").write_text("<package><name>my_robot</name></package>")
     (package / "meshes" / "m.stl").write_text("solid x\nendsolid x\n")
-    text = TREE.replace('<link name="lidar"/>', '<link name="lidar"><collision><geometry>'
-                        '<mesh filename="package://my_robot/meshes/m.stl"/></geometry></collision></link>')
+    text = TREE.replace(
+        '<link name="lidar"/>',
+        '<link name="lidar"><collision><geometry>'
+        '<mesh filename="package://my_robot/meshes/m.stl"/></geometry></collision></link>',
+    )
     robot = load_urdf(write(package / "urdf", text))
     assert robot.collisions[-1].mesh_path == package / "meshes" / "m.stl"
 
 
 def test_a_missing_mesh_is_a_scene_error_naming_the_mesh_and_the_file(tmp_path):
-    text = TREE.replace('<link name="lidar"/>', '<link name="lidar"><collision><geometry>'
-                        '<mesh filename="meshes/gone.stl"/></geometry></collision></link>')
+    text = TREE.replace(
+        '<link name="lidar"/>',
+        '<link name="lidar"><collision><geometry><mesh filename="meshes/gone.stl"/></geometry></collision></link>',
+    )
     path = write(tmp_path, text)
     with pytest.raises(SceneError) as info:
         load_urdf(path)
@@ -163,8 +168,13 @@ def test_bad_urdfs_are_config_errors_naming_the_file(tmp_path, text, match):
 
 
 def test_a_missing_required_link_and_a_missing_file(tmp_path):
-    path = write(tmp_path, TREE.replace('<link name="lidar"/>', "").replace(
-        '<joint name="c" type="fixed">\n    <parent link="base_footprint"/><child link="lidar"/>\n    <origin xyz="0 0 2"/>\n  </joint>', ""))
+    path = write(
+        tmp_path,
+        TREE.replace('<link name="lidar"/>', "").replace(
+            '<joint name="c" type="fixed">\n    <parent link="base_footprint"/><child link="lidar"/>\n    <origin xyz="0 0 2"/>\n  </joint>',
+            "",
+        ),
+    )
     with pytest.raises(ConfigError, match="has no link 'lidar'"):
         load_urdf(path, required_links=("base_footprint", "lidar"))
     with pytest.raises(ConfigError, match="cannot be read"):

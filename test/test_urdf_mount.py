@@ -83,7 +83,9 @@ def test_urdf_has_the_frames_and_geometry_the_node_and_rviz_need(robot):
             assert joint.find(end).get("link") in links, f"joint {joint.get('name')!r}: unknown {end} link"
     roots = set(links) - set(children)
     assert roots == {"base_footprint"}, f"the tree's root must be base_footprint, found {sorted(roots)}"
-    with_both = [n for n, link in links.items() if link.find("visual") is not None and link.find("collision") is not None]
+    with_both = [
+        n for n, link in links.items() if link.find("visual") is not None and link.find("collision") is not None
+    ]
     assert with_both, "the body needs links with visual and collision geometry"
 
 

@@ -111,8 +111,13 @@ def test_disabled_weather_and_clear_air():
 
 @pytest.mark.parametrize(
     "rain, visibility, name",
-    [(600.0, math.inf, "rain_mm_per_h"), (-1.0, math.inf, "rain_mm_per_h"), (float("nan"), 1e4, "rain_mm_per_h"),
-     (0.0, 5.0, "visibility_m"), (0.0, float("nan"), "visibility_m")],
+    [
+        (600.0, math.inf, "rain_mm_per_h"),
+        (-1.0, math.inf, "rain_mm_per_h"),
+        (float("nan"), 1e4, "rain_mm_per_h"),
+        (0.0, 5.0, "visibility_m"),
+        (0.0, float("nan"), "visibility_m"),
+    ],
 )
 def test_bad_conditions_are_rejected_with_the_option_name(rain, visibility, name):
     with pytest.raises(ConfigError, match=name):
@@ -123,9 +128,16 @@ def test_bad_conditions_are_rejected_with_the_option_name(rain, visibility, name
 
 def test_weather_params_from_config_and_bad_values():
     block = SimpleNamespace(
-        enabled=True, rain_extinction_db_per_km=1.0, rain_extinction_exponent=0.6, fog_lidar_ratio_sr=20.0,
-        haze_lidar_ratio_sr=50.0, rain_lidar_ratio_sr=400.0, rain_drops_per_m3=2000.0, rain_drops_exponent=0.2,
-        exit_diameter_m=0.02, clutter_max_range_m=8.0,
+        enabled=True,
+        rain_extinction_db_per_km=1.0,
+        rain_extinction_exponent=0.6,
+        fog_lidar_ratio_sr=20.0,
+        haze_lidar_ratio_sr=50.0,
+        rain_lidar_ratio_sr=400.0,
+        rain_drops_per_m3=2000.0,
+        rain_drops_exponent=0.2,
+        exit_diameter_m=0.02,
+        clutter_max_range_m=8.0,
     )
     params = WeatherParams.from_config(block)
     assert params.rain_lidar_ratio_sr == 400.0 and params.clutter_max_range_m == 8.0

@@ -14,8 +14,8 @@ import numpy as np
 
 from acres_lidar_ros.outputs.layouts import organised_cloud
 from acres_lidar_ros.outputs.pointcloud2 import pointcloud2_message
-from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.scan import Scanner
+from acres_lidar_ros.sensor.poses import PoseHistory
 
 
 def peak_memory_mb() -> float:

@@ -26,20 +26,36 @@ examples:
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sensor", default="polaris", metavar="polaris|default|FILE",
-                        help="sensors file or a named sensor (default: polaris)")
-    parser.add_argument("--scene", default="default", metavar="default|FILE",
-                        help="scene file (JSON, docs/scene_format.md) or the built-in farm (default)")
+    parser.add_argument(
+        "--sensor",
+        default="polaris",
+        metavar="polaris|default|FILE",
+        help="sensors file or a named sensor (default: polaris)",
+    )
+    parser.add_argument(
+        "--scene",
+        default="default",
+        metavar="default|FILE",
+        help="scene file (JSON, docs/scene_format.md) or the built-in farm (default)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the noise streams and hashes (default 0)")
     parser.add_argument("--rain", type=float, default=0.0, metavar="MM_PER_H", help="rain rate, 0 to 500 mm/h")
-    parser.add_argument("--visibility", type=float, default=math.inf, metavar="M",
-                        help="meteorological visibility, >= 10 m (default: clear air)")
+    parser.add_argument(
+        "--visibility",
+        type=float,
+        default=math.inf,
+        metavar="M",
+        help="meteorological visibility, >= 10 m (default: clear air)",
+    )
     parser.add_argument("--no-noise", action="store_true", help="no signal or range noise (-SensorNoNoise)")
     parser.add_argument("--no-weather", action="store_true", help="no rain and no fog (-SensorLidarNoWeather)")
     parser.add_argument("--no-motion", action="store_true", help="no motion distortion (-SensorLidarNoMotion)")
     parser.add_argument("--ideal", action="store_true", help="no motion distortion and no weather; noise stays")
-    parser.add_argument("--no-radiometry", action="store_true",
-                        help="every nearest in-range hit is a return (ACRES Core's planar/no-radiometry mode)")
+    parser.add_argument(
+        "--no-radiometry",
+        action="store_true",
+        help="every nearest in-range hit is a return (ACRES Core's planar/no-radiometry mode)",
+    )
     parser.add_argument("--solid-foliage", action="store_true", help="foliage stops beams instead of passing them")
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
 
@@ -53,26 +69,53 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table}")
 
-    scan = sub.add_parser("scan", help="one scan at a pose, sensor at rest", epilog=EXAMPLES,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    scan = sub.add_parser(
+        "scan",
+        help="one scan at a pose, sensor at rest",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_common(scan)
-    scan.add_argument("--pose", nargs=6, type=float, metavar=("X", "Y", "Z", "ROLL", "PITCH", "YAW"),
-                      help="base_footprint in the world: metres and degrees (default: the tour's start)")
+    scan.add_argument(
+        "--pose",
+        nargs=6,
+        type=float,
+        metavar=("X", "Y", "Z", "ROLL", "PITCH", "YAW"),
+        help="base_footprint in the world: metres and degrees (default: the tour's start)",
+    )
     scan.add_argument("--out", type=Path, help="new run directory (default runs/scan_<UTC time>)")
-    scan.add_argument("--format", choices=("pcd", "ply", "both"),
-                      help="point files (default: the sensors file's lidar.output; pcd for the Polaris)")
+    scan.add_argument(
+        "--format",
+        choices=("pcd", "ply", "both"),
+        help="point files (default: the sensors file's lidar.output; pcd for the Polaris)",
+    )
 
-    record = sub.add_parser("record", help="drive a trajectory and record a rosbag2 and files", epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    record = sub.add_parser(
+        "record",
+        help="drive a trajectory and record a rosbag2 and files",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_common(record)
-    record.add_argument("--trajectory", default="default", metavar="default|FILE.tum",
-                        help="base_footprint poses in the world (TUM: t x y z qx qy qz qw); default: the farm tour")
+    record.add_argument(
+        "--trajectory",
+        default="default",
+        metavar="default|FILE.tum",
+        help="base_footprint poses in the world (TUM: t x y z qx qy qz qw); default: the farm tour",
+    )
     record.add_argument("--duration", type=float, metavar="S", help="seconds to record (default: whole trajectory)")
     record.add_argument("--out", type=Path, help="new run directory (default runs/record_<UTC time>)")
-    record.add_argument("--point-type", choices=("XYZI", "XYZIRT"), default="XYZI",
-                        help="rslidar_sdk point layout of /lidar/points (default XYZI, the vehicle's)")
-    record.add_argument("--files", choices=("pcd", "ply", "both", "none"),
-                        help="point files per scan (default: the sensors file's lidar.output; pcd for the Polaris)")
+    record.add_argument(
+        "--point-type",
+        choices=("XYZI", "XYZIRT"),
+        default="XYZI",
+        help="rslidar_sdk point layout of /lidar/points (default XYZI, the vehicle's)",
+    )
+    record.add_argument(
+        "--files",
+        choices=("pcd", "ply", "both", "none"),
+        help="point files per scan (default: the sensors file's lidar.output; pcd for the Polaris)",
+    )
     record.add_argument("--boxes", type=Path, metavar="FILE", help="other vehicles: a box-tracks JSON file")
     record.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -81,10 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--scans", type=int, default=20, help="scans to time (default 20)")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     bench.add_argument("--sub-rays", type=int, choices=(1, 7), help="override the sensor's sub-rays per beam")
-    bench.add_argument("--schedule", action="store_true",
-                       help="also run the ROS-free node schedule over 600 simulated scans at 10 Hz")
-    bench.add_argument("--odom-hz", type=float, default=50.0, metavar="HZ",
-                       help="odometry rate of --schedule, > 0 and <= 1000 (default 50)")
+    bench.add_argument(
+        "--schedule", action="store_true", help="also run the ROS-free node schedule over 600 simulated scans at 10 Hz"
+    )
+    bench.add_argument(
+        "--odom-hz",
+        type=float,
+        default=50.0,
+        metavar="HZ",
+        help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
+    )
 
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
     try:
@@ -138,8 +187,8 @@ def _load(args, overrides: dict | None = None):
 
 
 def _tour(scene):
-    from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.scene import default_tour
+    from acres_lidar_ros.sensor.poses import PoseHistory
 
     times, positions, quaternions = default_tour(scene)
     return PoseHistory.from_arrays(times, positions, quaternions, where="built-in tour")
@@ -152,8 +201,8 @@ def _run_dir(out: Path | None, command: str) -> Path:
 
 
 def cmd_scan(args) -> int:
-    from acres_lidar_ros.sensor.poses import pose_matrix
     from acres_lidar_ros.apps.recorder import single_scan
+    from acres_lidar_ros.sensor.poses import pose_matrix
 
     config, scene, scanner = _load(args)
     if args.pose is not None:
@@ -170,10 +219,10 @@ def cmd_scan(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from acres_lidar_ros.outputs.tum import read_tum
-    from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.apps.recorder import record_drive
+    from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.scan import freeze_startup_objects
+    from acres_lidar_ros.sensor.poses import PoseHistory
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
@@ -202,9 +251,17 @@ def cmd_record(args) -> int:
     out = _run_dir(args.out, "record")
     freeze_startup_objects()  # scene and modules loaded: full collections stay short
     try:
-        summary = record_drive(scanner, trajectory, out, duration_s=args.duration, point_type=args.point_type,
-                               files=args.files or config.output, boxes_at=boxes_at, run=vars_for_json(args),
-                               progress=progress)
+        summary = record_drive(
+            scanner,
+            trajectory,
+            out,
+            duration_s=args.duration,
+            point_type=args.point_type,
+            files=args.files or config.output,
+            boxes_at=boxes_at,
+            run=vars_for_json(args),
+            progress=progress,
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -221,13 +278,18 @@ def cmd_bench(args) -> int:
     if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
         raise ConfigError(f"--odom-hz {args.odom_hz}: expected a rate > 0 and <= 1000 Hz")
     started = time.perf_counter()
-    config, scene, scanner = _load(args, {"sub_rays": args.sub_rays} if args.sub_rays else None)
+    _config, scene, scanner = _load(args, {"sub_rays": args.sub_rays} if args.sub_rays else None)
     build_s = time.perf_counter() - started
     tour = _tour(scene)
     freeze_startup_objects()  # as the node and record do
     result = bench_scans(scanner, tour, n_scans=args.scans)
-    result.update(sensor=args.sensor, sub_rays=scanner.sub_rays, scene_triangles=scene.triangle_count,
-                  scene_build_s=build_s, peak_memory_mb=peak_memory_mb())
+    result.update(
+        sensor=args.sensor,
+        sub_rays=scanner.sub_rays,
+        scene_triangles=scene.triangle_count,
+        scene_build_s=build_s,
+        peak_memory_mb=peak_memory_mb(),
+    )
     if args.schedule:
         from acres_lidar_ros.runtime.scheduler import run_schedule_benchmark
 
@@ -235,8 +297,10 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
         return 0
-    print(f"sensor {args.sensor}: {result['rays_per_scan']} rays per scan, {args.scans} scans, "
-          f"scene {result['scene_triangles']} triangles built in {build_s:.2f} s")
+    print(
+        f"sensor {args.sensor}: {result['rays_per_scan']} rays per scan, {args.scans} scans, "
+        f"scene {result['scene_triangles']} triangles built in {build_s:.2f} s"
+    )
     for key in ("rays_ms", "trace_ms", "returns_ms", "points_ms", "packing_ms"):
         print(f"  {key[:-3]:<10} {result[key + '_median']:8.2f} ms (median)")
     print(f"  scan       {result['scan_ms_median']:8.2f} ms (median), p90 {result['scan_ms_p90']:.2f} ms")

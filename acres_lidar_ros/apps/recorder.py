@@ -12,10 +12,10 @@ import json
 import math
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -23,8 +23,8 @@ from scipy.spatial.transform import Rotation
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
-from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+from acres_lidar_ros.sensor.poses import PoseHistory
 
 FILE_CHOICES = ("pcd", "ply", "both", "none")
 
@@ -64,8 +64,9 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
     write_json(out_dir / "config.json", {"sensors": config.effective, "options": asdict(options), "run": run})
 
 
-def write_scan_outputs(scan: Scan, out_dir: Path, files: str, config: SensorConfig,
-                       cloud_xyzi: np.ndarray | None = None) -> dict:
+def write_scan_outputs(
+    scan: Scan, out_dir: Path, files: str, config: SensorConfig, cloud_xyzi: np.ndarray | None = None
+) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
     from acres_lidar_ros.outputs.records import append_jsonl, scan_row
@@ -75,11 +76,14 @@ def write_scan_outputs(scan: Scan, out_dir: Path, files: str, config: SensorConf
         row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
-    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s,
-                            cloud_xyzi=cloud_xyzi)
+    return write_scan_files(
+        out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s, cloud_xyzi=cloud_xyzi
+    )
 
 
-def body_twist(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def body_twist(
+    times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Linear and angular velocity in the body frame from sampled poses (central differences).
 
     Returns two (n, 3) arrays: ``R^T dp/dt`` and the rotation vector rate of ``R_i^T R_{i+1}``.
@@ -210,8 +214,10 @@ def record_drive(
         # One writer thread writes scan k while scan k + 1 is traced; at most two scans wait.
         # Leaving the block (also on Ctrl-C) waits for the writes already handed over, then
         # closes the bag.
-        with BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag, \
-                ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer:
+        with (
+            BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer,
+        ):
             bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)
             pending: deque = deque()
             for stamp_ns in stamps_ns:
@@ -228,6 +234,8 @@ def record_drive(
         summary.seconds = time.perf_counter() - started
         n = written["samples"]
         write_tum(out_dir / "trajectory_gt.tum", sample_times[:n], positions[:n], quaternions[:n])
-        write_json(out_dir / "episode.json", episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy,
-                                                          material_table=config.materials))
+        write_json(
+            out_dir / "episode.json",
+            episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy, material_table=config.materials),
+        )
     return summary

@@ -50,11 +50,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from acres_lidar_ros.errors import ConfigError, OutputError
-from acres_lidar_ros.tracing.hits import NO_OBJECT
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
+from acres_lidar_ros.tracing.hits import NO_OBJECT
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")
 TABLE_DTYPE = np.dtype("<f4")
@@ -126,8 +126,9 @@ class SelfReturnTable:
         return self.planes().tobytes()
 
     @classmethod
-    def from_planes(cls, planes: np.ndarray, columns: int, rings: int, where: str = "self-return table",
-                    path: Path | None = None) -> "SelfReturnTable":
+    def from_planes(
+        cls, planes: np.ndarray, columns: int, rings: int, where: str = "self-return table", path: Path | None = None
+    ) -> SelfReturnTable:
         """Validate (4, N_c * N_r) values (see ``check_planes``) and wrap them."""
         planes32 = np.asarray(planes).astype(TABLE_DTYPE)
         if planes32.shape != (4, columns * rings):
@@ -160,14 +161,26 @@ def check_planes(planes: np.ndarray, columns: int, rings: int, where: str) -> No
         return f"{float(x):.9g}"
 
     checks = [
-        (~np.isfinite(planes).all(axis=0), lambda i: ", ".join(
-            f"{name} = {v(planes[k, i])}" for k, name in enumerate(PLANES) if not np.isfinite(planes[k, i])
-        ) + ": expected finite numbers (no NaN)"),
+        (
+            ~np.isfinite(planes).all(axis=0),
+            lambda i: (
+                ", ".join(
+                    f"{name} = {v(planes[k, i])}" for k, name in enumerate(PLANES) if not np.isfinite(planes[k, i])
+                )
+                + ": expected finite numbers (no NaN)"
+            ),
+        ),
         ((p_self < -tol) | (p_self > 1 + tol), lambda i: f"p_self = {v(p_self[i])}: expected a probability in [0, 1]"),
-        ((p_block < -tol) | (p_block > 1 + tol), lambda i: f"p_block = {v(p_block[i])}: expected a probability in [0, 1]"),
-        (p_self + p_block > 1 + tol, lambda i: (
-            f"p_self + p_block = {v(p_self[i])} + {v(p_block[i])} = {v(p_self[i] + p_block[i])}: expected at most 1"
-        )),
+        (
+            (p_block < -tol) | (p_block > 1 + tol),
+            lambda i: f"p_block = {v(p_block[i])}: expected a probability in [0, 1]",
+        ),
+        (
+            p_self + p_block > 1 + tol,
+            lambda i: (
+                f"p_self + p_block = {v(p_self[i])} + {v(p_block[i])} = {v(p_self[i] + p_block[i])}: expected at most 1"
+            ),
+        ),
         (range_m < 0, lambda i: f"range = {v(range_m[i])} m: expected a range >= 0"),
         ((intensity < 0) | (intensity > 255), lambda i: f"intensity = {v(intensity[i])}: expected a byte in [0, 255]"),
     ]
@@ -262,8 +275,9 @@ class SelfDecision(NamedTuple):
     blocked: np.ndarray
 
 
-def decide_self_returns(table: "SelfReturnTable", scan_index: int, seed: int, std_m: float,
-                        noise_on: bool = True) -> SelfDecision:
+def decide_self_returns(
+    table: SelfReturnTable, scan_index: int, seed: int, std_m: float, noise_on: bool = True
+) -> SelfDecision:
     """The spec's three-way rule for every cell of scan ``scan_index``: it depends only on the
     table, the scan number and the seed, so the node decides it while the sweep still runs."""
     n = table.cells
@@ -280,8 +294,7 @@ def decide_self_returns(table: "SelfReturnTable", scan_index: int, seed: int, st
     return SelfDecision(body_cells, replaced_cells, body_range_m, body, blocked)
 
 
-def merge_self_returns(table: "SelfReturnTable", returns: Returns, decision: SelfDecision,
-                       copy: bool = True) -> Returns:
+def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfDecision, copy: bool = True) -> Returns:
     """The scan's returns with the decided body returns and blocked beams put in: new arrays,
     or (``copy=False``, for returns nothing else holds) ``returns``' own arrays changed."""
     if returns.range_m.shape[0] != table.cells:
@@ -289,12 +302,27 @@ def merge_self_returns(table: "SelfReturnTable", returns: Returns, decision: Sel
             f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells "
             f"({table.columns} x {table.rings}); the scan has {returns.range_m.shape[0]}"
         )
-    fields = (returns.range_m, returns.valid, returns.reflectivity, returns.signal, returns.intensity,
-              returns.class_id, returns.material_id, returns.object_id, returns.return_flags)
+    fields = (
+        returns.range_m,
+        returns.valid,
+        returns.reflectivity,
+        returns.signal,
+        returns.intensity,
+        returns.class_id,
+        returns.material_id,
+        returns.object_id,
+        returns.return_flags,
+    )
     if copy:
         fields = tuple(field.copy() for field in fields)
-    _merge_body(*fields, decision.replaced_cells, decision.body_cells, decision.body_range_m,
-                table.body_reflectivity, table.intensity_byte)
+    _merge_body(
+        *fields,
+        decision.replaced_cells,
+        decision.body_cells,
+        decision.body_range_m,
+        table.body_reflectivity,
+        table.intensity_byte,
+    )
     return Returns(*fields)
 
 
@@ -388,8 +416,22 @@ def apply_self_returns(
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_body(range_m, valid, reflectivity, signal, intensity, class_id, material_id, object_id, return_flags,
-                replaced_cells, body_cells, body_range_m, body_reflectivity, body_intensity):
+def _merge_body(
+    range_m,
+    valid,
+    reflectivity,
+    signal,
+    intensity,
+    class_id,
+    material_id,
+    object_id,
+    return_flags,
+    replaced_cells,
+    body_cells,
+    body_range_m,
+    body_reflectivity,
+    body_intensity,
+):
     """Empty the replaced cells of the nine ``Returns`` fields and put one body return in slot
     0 of the body cells, in place, in one compiled pass (nine numpy scatters cost ~1 ms)."""
     out = (range_m, valid, reflectivity, signal, intensity, class_id, material_id, object_id, return_flags)

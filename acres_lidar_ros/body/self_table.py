@@ -45,10 +45,11 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtr
 
+from acres_lidar_ros.body.self_returns import SelfReturnTable, write_atomic
+from acres_lidar_ros.body.urdf import Robot, load_urdf
+from acres_lidar_ros.config.materials import MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError, SceneError
-from acres_lidar_ros.config.materials import MATERIAL_ID
-from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
     footprint_range_spread_m,
@@ -58,8 +59,7 @@ from acres_lidar_ros.radiometry.physics import (
     pulse_peak_factor,
     signal_counts,
 )
-from acres_lidar_ros.body.self_returns import SelfReturnTable, write_atomic
-from acres_lidar_ros.body.urdf import Robot, load_urdf
+from acres_lidar_ros.sensor.pattern import BeamPattern
 
 GENERATOR_SUB_RAYS = 7
 RAY_START_M = 0.005
@@ -135,8 +135,9 @@ class BodyGeometry:
             o3d.core.Tensor(vertices.astype(np.float32)), o3d.core.Tensor(triangles.astype(np.uint32))
         )
 
-    def trace(self, origins_m: np.ndarray, directions: np.ndarray, start_m: float = RAY_START_M
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def trace(
+        self, origins_m: np.ndarray, directions: np.ndarray, start_m: float = RAY_START_M
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """First body surface of each ray at or beyond ``start_m``.
 
         Parameters
@@ -266,8 +267,9 @@ def check_mount(robot: Robot, config: SensorConfig, lidar_link: str = LIDAR_LINK
     return T
 
 
-def grazing_factor(cos_incidence: np.ndarray, full_deg: float = GRAZING_FULL_DEG, none_deg: float = GRAZING_NONE_DEG
-                   ) -> np.ndarray:
+def grazing_factor(
+    cos_incidence: np.ndarray, full_deg: float = GRAZING_FULL_DEG, none_deg: float = GRAZING_NONE_DEG
+) -> np.ndarray:
     """``G(theta) = clamp((theta_none - theta) / (theta_none - theta_full), 0, 1)``."""
     theta_deg = np.degrees(np.arccos(np.clip(np.abs(cos_incidence), 0.0, 1.0)))
     return np.clip((none_deg - theta_deg) / (none_deg - full_deg), 0.0, 1.0)
@@ -303,11 +305,18 @@ def self_table_from_body(
     vehicle = MATERIAL_ID["vehicle"]
     m = config.materials
     rho_bs = minnaert_backscatter(
-        cos_inc, m.reflectivity[vehicle], m.incidence_exponent[vehicle], m.specular[vehicle],
-        m.specular_width_rad[vehicle], m.wet_darkening[vehicle], 0.0,
+        cos_inc,
+        m.reflectivity[vehicle],
+        m.incidence_exponent[vehicle],
+        m.specular[vehicle],
+        m.specular_width_rad[vehicle],
+        m.wet_darkening[vehicle],
+        0.0,
     )
     up_base = R[:, 2]
-    beta_p = in_plane_divergence(normal, directions_base, up_base, config.beam_divergence_rad, config.beam_divergence_v_rad)
+    beta_p = in_plane_divergence(
+        normal, directions_base, up_base, config.beam_divergence_rad, config.beam_divergence_v_rad
+    )
     g = pulse_peak_factor(config.pulse_length_m, footprint_range_spread_m(r_hit, cos_inc, beta_p))
     in_window = (r_hit >= config.min_range_m) & (r_hit <= config.range_m)
     a = np.where(hit & in_window, grazing_factor(cos_inc, grazing_full_deg, grazing_none_deg), 0.0)
@@ -336,15 +345,20 @@ def self_table_from_body(
     p_hit = (w * hit).sum(axis=1).astype(np.float32)
     p_block = np.clip(np.minimum(p_hit - p_self, np.float32(1.0) - p_self), 0.0, None).astype(np.float32)
     returns = p_self > 0
-    planes = np.stack([
-        p_self,
-        np.where(returns, range_e, 0.0),
-        np.where(returns, intensity_byte(rho_e).astype(np.float64), 0.0),
-        p_block,
-    ])
+    planes = np.stack(
+        [
+            p_self,
+            np.where(returns, range_e, 0.0),
+            np.where(returns, intensity_byte(rho_e).astype(np.float64), 0.0),
+            p_block,
+        ]
+    )
     table = SelfReturnTable.from_planes(planes, n_c, n_r, "generated self-return table")
     detail = {
-        "hit": hit, "range_m": np.where(hit, r_hit, np.inf), "cos_incidence": cos_inc, "return_factor": a,
+        "hit": hit,
+        "range_m": np.where(hit, r_hit, np.inf),
+        "cos_incidence": cos_inc,
+        "return_factor": a,
         "detection_probability": p_detect,
     }
     return table, detail
@@ -366,8 +380,10 @@ def table_statistics(table: SelfReturnTable, detail: dict | None = None) -> dict
     def r(x: float) -> float:
         return round(float(x), nd)
 
-    nearest = r(detail["range_m"].min()) if detail is not None and np.isfinite(detail["range_m"]).any() else (
-        r(ranges.min()) if len(ranges) else None
+    nearest = (
+        r(detail["range_m"].min())
+        if detail is not None and np.isfinite(detail["range_m"]).any()
+        else (r(ranges.min()) if len(ranges) else None)
     )
     return {
         "cells": table.cells,
@@ -449,7 +465,9 @@ def add_self_table_arguments(parser: argparse.ArgumentParser) -> argparse.Argume
     """The options of ``acres-lidar self-table``."""
     parser.add_argument("--urdf", required=True, type=Path, help="URDF of the vehicle (links base_footprint and lidar)")
     parser.add_argument("--sensor", default="polaris", help="named sensor (polaris, default) or a sensors file")
-    parser.add_argument("--out", required=True, type=Path, help="table file (.f32); the statistics go to .json beside it")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="table file (.f32); the statistics go to .json beside it"
+    )
     parser.add_argument("--lidar-link", default=LIDAR_LINK, help="URDF link of the sensor (default: lidar)")
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
     return parser
@@ -468,8 +486,10 @@ def run_self_table(args: argparse.Namespace) -> int:
     elapsed_s = time.perf_counter() - start
     s = statistics
     print(f"wrote {args.out} ({s['table_bytes']} bytes) and {Path(args.out).with_suffix('.json')} in {elapsed_s:.1f} s")
-    print(f"cells with a body return: {s['cells_with_return']} of {s['cells']} at "
-          f"{s['return_range_min_m']} m to {s['return_range_max_m']} m")
+    print(
+        f"cells with a body return: {s['cells_with_return']} of {s['cells']} at "
+        f"{s['return_range_min_m']} m to {s['return_range_max_m']} m"
+    )
     print(f"cells the body blocks in some scans: {s['cells_blocking']}")
     print(f"cells always body: {s['cells_always_body']}")
     print(f"expected body points per scan: {s['expected_body_points_per_scan']}")
@@ -480,7 +500,9 @@ def run_self_table(args: argparse.Namespace) -> int:
 
 def self_table_main(argv: list[str] | None = None) -> int:
     """``python -m acres_lidar_ros.body.self_table --urdf ... --sensor polaris --out ...``."""
-    parser = add_self_table_arguments(argparse.ArgumentParser(prog="acres-lidar self-table", description=__doc__.splitlines()[0]))
+    parser = add_self_table_arguments(
+        argparse.ArgumentParser(prog="acres-lidar self-table", description=__doc__.splitlines()[0])
+    )
     return run_self_table(parser.parse_args(argv))
 
 

@@ -20,6 +20,7 @@ URDF that is the package: named ``name`` or holding a ``package.xml`` whose ``<n
 
 from __future__ import annotations
 
+import contextlib
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -167,26 +168,24 @@ def resolve_mesh_path(filename: str, urdf_path: Path) -> Path:
     """The file a mesh ``filename`` of ``urdf_path`` names; ``SceneError`` if it does not exist."""
     candidates: list[Path] = []
     if filename.startswith("package://"):
-        package, _, rest = filename[len("package://"):].partition("/")
+        package, _, rest = filename[len("package://") :].partition("/")
         try:
             from ament_index_python.packages import get_package_share_directory
 
             candidates.append(Path(get_package_share_directory(package)) / rest)
-        except Exception:  # noqa: BLE001 - ament is optional; any failure means "not found that way"
+        except Exception:
             pass
         for ancestor in urdf_path.resolve().parents:
             manifest = ancestor / "package.xml"
             named = ancestor.name == package
             if manifest.is_file():
-                try:
+                with contextlib.suppress(ET.ParseError):
                     named = named or ET.parse(manifest).getroot().findtext("name") == package
-                except ET.ParseError:
-                    pass
             if named:
                 candidates.append(ancestor / rest)
                 break
     elif filename.startswith("file://"):
-        candidates.append(Path(filename[len("file://"):]))
+        candidates.append(Path(filename[len("file://") :]))
     else:
         path = Path(filename)
         candidates.append(path if path.is_absolute() else urdf_path.parent / path)

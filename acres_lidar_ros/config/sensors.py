@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
 from acres_lidar_ros.config.schema import LIDAR_PARAM, LIDAR_PARAMS, MATERIAL_DEFAULTS, MATERIAL_PARAM, MATERIAL_PARAMS
+from acres_lidar_ros.errors import ConfigError
 
 PACKAGE = "acres_lidar_ros"
 NAMED_SENSORS = {"default": "sensors.json", "polaris": "sensors_polaris.json"}
@@ -36,14 +36,12 @@ def share_dir() -> Path:
         from ament_index_python.packages import get_package_share_directory
 
         candidates.append(Path(get_package_share_directory(PACKAGE)))
-    except Exception:  # noqa: BLE001 - ament is optional; any failure means "not installed that way"
+    except Exception:
         pass
     for candidate in candidates:
         if (candidate / "config" / "sensors.json").is_file():
             return candidate
-    raise ConfigError(
-        f"cannot find the {PACKAGE} config directory (looked in {', '.join(str(c) for c in candidates)})"
-    )
+    raise ConfigError(f"cannot find the {PACKAGE} config directory (looked in {', '.join(str(c) for c in candidates)})")
 
 
 def config_dir() -> Path:
@@ -142,7 +140,7 @@ class SensorConfig:
     def material_table(self) -> MaterialTable:
         return self.materials
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "SensorConfig":
+    def with_overrides(self, overrides: dict[str, Any]) -> SensorConfig:
         """A new config with dotted lidar keys replaced (``{"return_mode": "first"}``), validated."""
         merged = copy.deepcopy(self.effective)
         for key, value in overrides.items():
@@ -196,7 +194,9 @@ def _read_with_extends(path: Path, chain: tuple[Path, ...]) -> dict:
     data = _strip_comments(_read_json(path))
     unknown = set(data) - {"lidar", "extends"}
     if unknown:
-        raise ConfigError(f"sensors file {str(path)!r}: unknown top-level key(s) {sorted(unknown)}; allowed: extends, lidar")
+        raise ConfigError(
+            f"sensors file {str(path)!r}: unknown top-level key(s) {sorted(unknown)}; allowed: extends, lidar"
+        )
     lidar = data.get("lidar", {})
     if not isinstance(lidar, dict):
         raise ConfigError(f"{path}: lidar = {lidar!r}: expected an object")
@@ -280,9 +280,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
             raise ConfigError(
                 f"lidar.elevation_min_deg = {lo!r} is above lidar.elevation_max_deg = {hi!r}: expected min <= max"
             )
-        elevations_deg = (
-            np.array([(lo + hi) / 2.0]) if rings == 1 else lo + (hi - lo) * np.arange(rings) / (rings - 1)
-        )
+        elevations_deg = np.array([(lo + hi) / 2.0]) if rings == 1 else lo + (hi - lo) * np.arange(rings) / (rings - 1)
     for key in ("azimuth_offsets_deg", "radiometry.ring_range_at_10pct_m"):
         if v[key] is not None and len(v[key]) != rings:
             raise ConfigError(

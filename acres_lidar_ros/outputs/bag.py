@@ -200,9 +200,13 @@ class BagWriter:
         self.message_counts[topic] += 1
 
     def _header(self, stamp_ns: int, frame_id: str) -> Any:
-        return self.typestore.types["std_msgs/msg/Header"](stamp=time_message(stamp_ns, self.typestore), frame_id=frame_id)
+        return self.typestore.types["std_msgs/msg/Header"](
+            stamp=time_message(stamp_ns, self.typestore), frame_id=frame_id
+        )
 
-    def _transform(self, stamp_ns: int, parent: str, child: str, position_m: np.ndarray, quaternion_xyzw: np.ndarray) -> Any:
+    def _transform(
+        self, stamp_ns: int, parent: str, child: str, position_m: np.ndarray, quaternion_xyzw: np.ndarray
+    ) -> Any:
         types = self.typestore.types
         return types["geometry_msgs/msg/TransformStamped"](
             header=self._header(stamp_ns, parent),

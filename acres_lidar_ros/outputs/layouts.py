@@ -56,9 +56,7 @@ def point_dtype(point_type: str) -> np.dtype:
     try:
         return POINT_TYPES[point_type]
     except (KeyError, TypeError):
-        raise ConfigError(
-            f"point_type {point_type!r} is not a point type; allowed: {', '.join(POINT_TYPES)}"
-        ) from None
+        raise ConfigError(f"point_type {point_type!r} is not a point type; allowed: {', '.join(POINT_TYPES)}") from None
 
 
 def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
@@ -87,8 +85,7 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     slots = returns.valid.shape[1]
     primary = np.zeros(n_beams, np.int64) if slots == 1 else returns.primary_index()
     # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
-    xyzi = _primary_xyzi(np.asarray(scan.points_sensor, dtype=np.float64), returns.valid,
-                         returns.intensity, primary)
+    xyzi = _primary_xyzi(np.asarray(scan.points_sensor, dtype=np.float64), returns.valid, returns.intensity, primary)
     if dtype == XYZI:
         return xyzi.view(XYZI).reshape(scan.columns, scan.rings)
     cloud = np.empty(n_beams, dtype=dtype)

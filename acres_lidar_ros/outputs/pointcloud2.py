@@ -88,9 +88,7 @@ def time_message(stamp_ns: int, typestore: Any) -> Any:
     stamp_ns = int(stamp_ns)
     sec, nanosec = divmod(stamp_ns, 1_000_000_000)
     if not 0 <= sec <= _INT32_MAX:
-        raise OutputError(
-            f"stamp_ns {stamp_ns} is outside builtin_interfaces/Time: allowed 0 to {_INT32_MAX} s"
-        )
+        raise OutputError(f"stamp_ns {stamp_ns} is outside builtin_interfaces/Time: allowed 0 to {_INT32_MAX} s")
     return typestore.types["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec)
 
 

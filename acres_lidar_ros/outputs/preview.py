@@ -46,7 +46,9 @@ CLASS_RGB = np.array(
 )
 
 # Height colour map anchors, low to high (a blue-green-yellow-red ramp).
-_HEIGHT_ANCHORS_RGB = np.array([[40, 60, 200], [40, 190, 200], [70, 200, 70], [240, 220, 50], [230, 50, 40]], np.float64)
+_HEIGHT_ANCHORS_RGB = np.array(
+    [[40, 60, 200], [40, 190, 200], [70, 200, 70], [240, 220, 50], [230, 50, 40]], np.float64
+)
 
 COLOUR_MODES = ("class", "height")
 
@@ -103,8 +105,16 @@ def render_top_view(
 
     valid = np.asarray(scan.returns.valid, dtype=bool)
     if colour_by == "class":
-        _draw_classes(image.reshape(-1, 3), np.asarray(scan.points_sensor, dtype=np.float64), valid,
-                      np.asarray(scan.returns.class_id), CLASS_RGB, float(half_width_m), metres_per_px, size_px)
+        _draw_classes(
+            image.reshape(-1, 3),
+            np.asarray(scan.points_sensor, dtype=np.float64),
+            valid,
+            np.asarray(scan.returns.class_id),
+            CLASS_RGB,
+            float(half_width_m),
+            metres_per_px,
+            size_px,
+        )
     else:
         points = np.asarray(scan.points_sensor)[valid]
         row = np.floor((half_width_m - points[:, 0]) / metres_per_px)
@@ -193,8 +203,12 @@ def encode_png(image: np.ndarray) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits, RGB, deflate, no filter, no interlace
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+        + chunk(b"IEND", b"")
+    )
 
 
 def write_png(path: str | os.PathLike[str], image: np.ndarray) -> Path:

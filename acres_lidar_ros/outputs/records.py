@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.config.materials import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
+from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.scan import Scan
 
@@ -168,7 +168,11 @@ def episode_dict(
         More JSON data to include under its own keys (e.g. the effective config).
     """
     counters = {**(counters or {}), **more_counters}
-    bad = {key: value for key, value in counters.items() if isinstance(value, bool) or not isinstance(value, (int, np.integer))}
+    bad = {
+        key: value
+        for key, value in counters.items()
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer))
+    }
     if bad:
         raise OutputError(f"episode counters must be integers, got {bad}")
     classes = [

@@ -21,7 +21,9 @@ from acres_lidar_ros.sensor.poses import first_bad_pose
 QUATERNION_NORM_TOLERANCE = 1e-4  # TUM files of other tools often carry 6 decimals
 
 
-def _validate(times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, line_numbers: np.ndarray, where: str) -> None:
+def _validate(
+    times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, line_numbers: np.ndarray, where: str
+) -> None:
     """Raise ``PoseError`` at the first bad row (named by ``line_numbers``), by the pose history's rules."""
     bad = first_bad_pose(times_s, positions_m, quaternions_xyzw, QUATERNION_NORM_TOLERANCE)
     if bad is None:
@@ -97,7 +99,9 @@ def read_tum(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, np.n
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise OutputError(f"cannot read TUM file {path}: {error}") from error
-    numbered = [(i + 1, line.split()) for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    numbered = [
+        (i + 1, line.split()) for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")
+    ]
     rows = np.empty((len(numbered), 8), dtype=np.float64)
     for row, (line_number, words) in enumerate(numbered):
         try:

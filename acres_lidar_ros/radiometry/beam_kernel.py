@@ -60,8 +60,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 from acres_lidar_ros.config.materials import CLASS_ID, CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_OF_CLASS
+from acres_lidar_ros.radiometry.beam_model import sort_span_m
 from acres_lidar_ros.radiometry.noise import (
     MASK64,
     PCG32_MULT,
@@ -73,10 +73,17 @@ from acres_lidar_ros.radiometry.noise import (
     NoiseStreams,
     mix64,
 )
-from acres_lidar_ros.radiometry.physics import COS_FLOOR, HURST_EXPONENT, MAX_TILT_RAD, ROUGH_COS_MIN, SNR_FLOOR, intensity_byte
-from acres_lidar_ros.radiometry.beam_model import sort_span_m
+from acres_lidar_ros.radiometry.physics import (
+    COS_FLOOR,
+    HURST_EXPONENT,
+    MAX_TILT_RAD,
+    ROUGH_COS_MIN,
+    SNR_FLOOR,
+    intensity_byte,
+)
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
-from acres_lidar_ros.radiometry.weather import MAX_DROPS_PER_SLAB, _POISSON_SATURATED_MEAN
+from acres_lidar_ros.radiometry.weather import _POISSON_SATURATED_MEAN, MAX_DROPS_PER_SLAB
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 try:
     import numba
@@ -107,9 +114,9 @@ def _jit(function=None, *, inline: bool = False, parallel: bool = False):
         return lambda f: _jit(f, inline=inline, parallel=parallel)
     if numba is None:
         return function
-    return numba.njit(cache=True, nogil=True, parallel=parallel and PARALLEL_PASSES,
-                      inline="always" if inline else "never")(function)
-
+    return numba.njit(
+        cache=True, nogil=True, parallel=parallel and PARALLEL_PASSES, inline="always" if inline else "never"
+    )(function)
 
 
 # The numpy backend's constants, as the kernels' typed globals (numba freezes them at compile
@@ -341,13 +348,33 @@ def _poisson(u, mean):
 # ---------------------------------------------------------------------------------------------
 
 
-
 @_jit(parallel=True)
 def _reached_hits(
-    hit_range_m, hit_valid, hit_class, hit_material, hit_cos, n_sub, origins, directions,
-    transmission, micro_slope_rad, reflectivity_sd, roughness_m, incidence_exponent, specular, specular_width_rad,
-    is_foliage, foliage_solid, ground_class, rings,
-    slope_seed_term, albedo_seed_term, rough_seed_term, scan_index, cells, chunk,
+    hit_range_m,
+    hit_valid,
+    hit_class,
+    hit_material,
+    hit_cos,
+    n_sub,
+    origins,
+    directions,
+    transmission,
+    micro_slope_rad,
+    reflectivity_sd,
+    roughness_m,
+    incidence_exponent,
+    specular,
+    specular_width_rad,
+    is_foliage,
+    foliage_solid,
+    ground_class,
+    rings,
+    slope_seed_term,
+    albedo_seed_term,
+    rough_seed_term,
+    scan_index,
+    cells,
+    chunk,
 ):
     """Step 1 and the hash half of step 2, in chunks of ``chunk`` beams on all threads: no
     transcendental function here.
@@ -492,8 +519,21 @@ def _reached_hits(
         used[c, 2] = u - 3 * cap_g[c]
     for c in range(n_chunks):
         if status[c] != 0:
-            return (status[c], start, out_flat[:0], out_range[:0], out_cos[:0], out_t[:0], out_tau[:0],
-                    out_passes[:0], out_ground[:0], ground_hit[:0], z_index[:, :0], normal_u[:0], normal_angle[:0])
+            return (
+                status[c],
+                start,
+                out_flat[:0],
+                out_range[:0],
+                out_cos[:0],
+                out_t[:0],
+                out_tau[:0],
+                out_passes[:0],
+                out_ground[:0],
+                ground_hit[:0],
+                z_index[:, :0],
+                normal_u[:0],
+                normal_angle[:0],
+            )
     # Close the gaps between the chunks' stretches (each moves left, so a forward copy is safe).
     n = 0
     g = 0
@@ -525,8 +565,21 @@ def _reached_hits(
         g += used[c, 1]
         u += used[c, 2]
     start[n_beams] = n
-    return (0, start, out_flat[:n], out_range[:n], out_cos[:n], out_t[:n], out_tau[:n],
-            out_passes[:n], out_ground[:n], ground_hit[:g], z_index[:, :g], normal_u[:u], normal_angle[:u])
+    return (
+        0,
+        start,
+        out_flat[:n],
+        out_range[:n],
+        out_cos[:n],
+        out_t[:n],
+        out_tau[:n],
+        out_passes[:n],
+        out_ground[:n],
+        ground_hit[:g],
+        z_index[:, :g],
+        normal_u[:u],
+        normal_angle[:u],
+    )
 
 
 @_jit(parallel=True)
@@ -541,10 +594,35 @@ def _normals(log_u, angle):
 
 @_jit(parallel=True)
 def _hit_power(
-    start, flat, range_m, cos_theta, t, tau, passes, ground, z_index, z, theta,
-    hit_class, hit_material, hit_wetness, n_sub, ground_class, weights,
-    reflectivity, wet_darkening, incidence_exponent, specular, specular_width_rad,
-    micro_slope_rad, reflectivity_sd, roughness_m, pulse_length_m, divergence_rad, divergence_v_rad, chunk,
+    start,
+    flat,
+    range_m,
+    cos_theta,
+    t,
+    tau,
+    passes,
+    ground,
+    z_index,
+    z,
+    theta,
+    hit_class,
+    hit_material,
+    hit_wetness,
+    n_sub,
+    ground_class,
+    weights,
+    reflectivity,
+    wet_darkening,
+    incidence_exponent,
+    specular,
+    specular_width_rad,
+    micro_slope_rad,
+    reflectivity_sd,
+    roughness_m,
+    pulse_length_m,
+    divergence_rad,
+    divergence_v_rad,
+    chunk,
 ):
     """Steps 2 and 3 for each reached hit, beams in chunks on all threads: the ground tilt
     ``cos theta' = cos(clamp(theta + sigma_t z, 0, MAX_TILT))`` (``theta = arccos`` from numpy),
@@ -594,7 +672,7 @@ def _hit_power(
                 elif k_exp == 0.0:
                     inc = 1.0
                 else:
-                    inc = floored ** k_exp
+                    inc = floored**k_exp
                 wet = wet_darkening[mat]
                 darkening = max(0.0, 1.0 - wet * hit_wetness[hit_row, k]) if wet != 0.0 else 1.0
                 rho_bs = reflectivity[mat] * darkening * inc
@@ -618,7 +696,6 @@ def _hit_power(
     return power, peak, nearest_solid
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Pass 2: clutter slabs
 # ---------------------------------------------------------------------------------------------
@@ -626,10 +703,25 @@ def _hit_power(
 
 @_jit
 def _clutter(
-    nearest_solid, columns, rings, min_range_m, slab_length_m, stop_limit_m,
-    drop_density_per_m3, exit_diameter_m, divergence_rad,
-    fog_term, rain_coefficient, s10, ring_r10, overlap_range_m, alpha, ambient, threshold,
-    rain_state, rain_inc,
+    nearest_solid,
+    columns,
+    rings,
+    min_range_m,
+    slab_length_m,
+    stop_limit_m,
+    drop_density_per_m3,
+    exit_diameter_m,
+    divergence_rad,
+    fog_term,
+    rain_coefficient,
+    s10,
+    ring_r10,
+    overlap_range_m,
+    alpha,
+    ambient,
+    threshold,
+    rain_state,
+    rain_inc,
 ):
     """Step 4: the clutter slabs of every beam that pass the skip rule, and their ``rho_slab``.
 
@@ -679,7 +771,9 @@ def _clutter(
     dry_kept = np.zeros((rings, most), np.bool_)  # a slab without drops: rho = fog_term
     for ring in range(rings):
         for k in range(most):
-            signal = _signal_from_geometry(fog_term + rain_coefficient * 0.0, geometry_k[k], 1.0, s10, ring_r10[ring], extinction_k[k])
+            signal = _signal_from_geometry(
+                fog_term + rain_coefficient * 0.0, geometry_k[k], 1.0, s10, ring_r10[ring], extinction_k[k]
+            )
             dry_kept[ring, k] = not (signal + 5.0 * math.sqrt(max(signal + ambient, 0.0)) < threshold)
 
     count_state = rain_state
@@ -724,7 +818,6 @@ def _clutter(
                 n += 1
             kept[beam] = n - start[beam]
     return start, kept, center_out[:n], rho_out[:n], energy_state
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -809,7 +902,6 @@ def _candidates(mode, first, last, strongest, second, cand_idx, cand_flag):
     return merged
 
 
-
 @_jit
 def _sort_span(hit_range_m, hit_power, slab_range_m):
     """The ``span`` of numpy's sort key ``cell * span + R``: the power of two above every lit
@@ -828,8 +920,23 @@ def _sort_span(hit_range_m, hit_power, slab_range_m):
 
 @_jit(parallel=True)
 def _echoes(
-    start, flat, hit_range_m, hit_power, hit_peak, hit_class, hit_material, hit_object,
-    slab_start, slab_count, slab_range_m, slab_power, echo_base, separation_m, span, cells, chunk,
+    start,
+    flat,
+    hit_range_m,
+    hit_power,
+    hit_peak,
+    hit_class,
+    hit_material,
+    hit_object,
+    slab_start,
+    slab_count,
+    slab_range_m,
+    slab_power,
+    echo_base,
+    separation_m,
+    span,
+    cells,
+    chunk,
 ):
     """Step 5 for every beam, beams in chunks on all threads: the beam's contributions (its
     lit hits, ``P > 0``, then its kept clutter slabs) sorted by range, echo formation and the
@@ -1010,8 +1117,23 @@ def _overlap_x(count, echo_base, e_range, overlap_range_m):
 
 @_jit
 def _echo_signals(
-    count, echo_base, cells, rings, range_m, reflectance, peak, x, expm1_minus_x, extinction,
-    s10, ring_r10, overlap_range_m, alpha, ambient, std_m, range_std_low_snr_m,
+    count,
+    echo_base,
+    cells,
+    rings,
+    range_m,
+    reflectance,
+    peak,
+    x,
+    expm1_minus_x,
+    extinction,
+    s10,
+    ring_r10,
+    overlap_range_m,
+    alpha,
+    ambient,
+    std_m,
+    range_std_low_snr_m,
 ):
     """The part of step 6 that draws nothing, for each echo of a block: the clear signal ``S_c``
     (range equation with the overlap term and the ring's R10), the signal after two-way
@@ -1050,8 +1172,28 @@ def _echo_signals(
 
 @_jit(parallel=True)
 def _returns(
-    count, echo_base, draw_base, n1, n2, range_m, reflectance, clear, signal, spread, sigma,
-    e_class, e_material, e_object, threshold, noise_on, min_range_m, max_range_m, signal_limit, mode, slots, chunk,
+    count,
+    echo_base,
+    draw_base,
+    n1,
+    n2,
+    range_m,
+    reflectance,
+    clear,
+    signal,
+    spread,
+    sigma,
+    e_class,
+    e_material,
+    e_object,
+    threshold,
+    noise_on,
+    min_range_m,
+    max_range_m,
+    signal_limit,
+    mode,
+    slots,
+    chunk,
 ):
     """Steps 6 and 7 for every beam, beams in chunks on all threads: the measured signal ``S' =
     S + sqrt(S + B) n1`` and detection; the returns among the detected echoes, with the range
@@ -1125,8 +1267,17 @@ def _returns(
                 out_material[beam, slot] = e_material[e]
                 out_object[beam, slot] = e_object[e]
                 out_flags[beam, slot] = cand_flag[slot]
-    return (out_range, out_valid, out_reflectivity, out_signal, out_intensity, out_class,
-            out_material, out_object, out_flags)
+    return (
+        out_range,
+        out_valid,
+        out_reflectivity,
+        out_signal,
+        out_intensity,
+        out_class,
+        out_material,
+        out_object,
+        out_flags,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1194,8 +1345,7 @@ class EchoBlock:
 def _check_numba() -> None:
     if NUMBA_IMPORT_ERROR is not None:
         raise ImportError(
-            "process_beams(backend='numba') needs numba (pip install numba), "
-            "or use backend='numpy'"
+            "process_beams(backend='numba') needs numba (pip install numba), or use backend='numpy'"
         ) from NUMBA_IMPORT_ERROR
 
 
@@ -1252,7 +1402,15 @@ def process_beams_compiled(
     """
     n_beams = params.rings * params.columns
     block = prepare_echoes(
-        hits, origins, directions, weights, params, options, atm, int(streams.seed), scan_index,
+        hits,
+        origins,
+        directions,
+        weights,
+        params,
+        options,
+        atm,
+        int(streams.seed),
+        scan_index,
         np.arange(n_beams, dtype=np.int64),
     )
     return finish_echoes([block], params, options, atm, streams)
@@ -1319,8 +1477,21 @@ def _prepare_locked(hits, origins, directions, weights, params, options, atm, se
     hit_object = np.ascontiguousarray(hits.object_id, dtype=np.int32)
 
     # --- Pass 1: reached hits and the hashes of the ground terms (no transcendentals). ---
-    (status, start, flat, range_m, cos_theta, t_hit, tau, passes, ground, ground_hit, z_index,
-     normal_u, normal_angle) = _reached_hits(
+    (
+        status,
+        start,
+        flat,
+        range_m,
+        cos_theta,
+        t_hit,
+        tau,
+        passes,
+        ground,
+        ground_hit,
+        z_index,
+        normal_u,
+        normal_angle,
+    ) = _reached_hits(
         np.ascontiguousarray(hits.range_m, dtype=np.float64),
         np.ascontiguousarray(hits.valid, dtype=np.bool_),
         hit_class,
@@ -1329,13 +1500,23 @@ def _prepare_locked(hits, origins, directions, weights, params, options, atm, se
         n_sub,
         np.ascontiguousarray(origins, dtype=np.float64),
         np.ascontiguousarray(directions, dtype=np.float64),
-        mats.transmission, mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
-        mats.incidence_exponent, mats.specular, mats.specular_width_rad,
-        _FOLIAGE_CLASS_TABLE, bool(options.foliage_solid), _GROUND_CLASS, n_rings,
+        mats.transmission,
+        mats.micro_slope_rad,
+        mats.reflectivity_sd,
+        mats.roughness_m,
+        mats.incidence_exponent,
+        mats.specular,
+        mats.specular_width_rad,
+        _FOLIAGE_CLASS_TABLE,
+        bool(options.foliage_solid),
+        _GROUND_CLASS,
+        n_rings,
         _u64(seed * PLACE_SEED_MUL),
         _u64((seed + 1) * PLACE_SEED_MUL),
         _u64(mix64(((seed + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)),
-        int(scan_index), cells, chunk,
+        int(scan_index),
+        cells,
+        chunk,
     )
     if status == _BAD_RANGE:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
@@ -1348,14 +1529,50 @@ def _prepare_locked(hits, origins, directions, weights, params, options, atm, se
     z = _normals(np.log(normal_u), normal_angle)
     theta = np.arccos(cos_theta[ground_hit])
     power, peak, nearest_solid = _hit_power(
-        start, flat, range_m, cos_theta, t_hit, tau, passes, ground, z_index, z, theta,
-        hit_class, hit_material, np.ascontiguousarray(hits.wetness, dtype=np.float64), n_sub, _GROUND_CLASS, weights,
-        mats.reflectivity, mats.wet_darkening, mats.incidence_exponent, mats.specular, mats.specular_width_rad,
-        mats.micro_slope_rad, mats.reflectivity_sd, mats.roughness_m,
-        float(params.pulse_length_m), float(params.beam_divergence_rad), float(params.beam_divergence_v_rad), chunk,
+        start,
+        flat,
+        range_m,
+        cos_theta,
+        t_hit,
+        tau,
+        passes,
+        ground,
+        z_index,
+        z,
+        theta,
+        hit_class,
+        hit_material,
+        np.ascontiguousarray(hits.wetness, dtype=np.float64),
+        n_sub,
+        _GROUND_CLASS,
+        weights,
+        mats.reflectivity,
+        mats.wet_darkening,
+        mats.incidence_exponent,
+        mats.specular,
+        mats.specular_width_rad,
+        mats.micro_slope_rad,
+        mats.reflectivity_sd,
+        mats.roughness_m,
+        float(params.pulse_length_m),
+        float(params.beam_divergence_rad),
+        float(params.beam_divergence_v_rad),
+        chunk,
     )
-    block = EchoBlock(cells, start, flat, range_m, power, peak, nearest_solid, hit_class, hit_material, hit_object,
-                      max(float(_sort_span(range_m, power, _EMPTY)), sort_span_m(float(params.range_m))), None)
+    block = EchoBlock(
+        cells,
+        start,
+        flat,
+        range_m,
+        power,
+        peak,
+        nearest_solid,
+        hit_class,
+        hit_material,
+        hit_object,
+        max(float(_sort_span(range_m, power, _EMPTY)), sort_span_m(float(params.range_m))),
+        None,
+    )
     if _has_clutter(params, atm):
         return block  # the slabs are contributions too: echoes in finish_echoes
     # --- Step 5 without clutter: the block's echoes, sorted with the block's span. ---
@@ -1378,19 +1595,46 @@ def _block_echoes(block: EchoBlock, slabs, span: float, params, atm) -> tuple:
     echo_base = np.zeros(n + 1, np.int64)
     np.cumsum(np.diff(block.start) + slab_count, out=echo_base[1:])
     fields = _echoes(
-        block.start, block.flat, block.range_m, block.power, block.peak, block.hit_class, block.hit_material,
-        block.hit_object, slab_start, slab_count, slab_range, slab_power, echo_base,
-        float(params.min_return_separation_m), span, block.cells, _chunk_beams(n),
+        block.start,
+        block.flat,
+        block.range_m,
+        block.power,
+        block.peak,
+        block.hit_class,
+        block.hit_material,
+        block.hit_object,
+        slab_start,
+        slab_count,
+        slab_range,
+        slab_power,
+        echo_base,
+        float(params.min_return_separation_m),
+        span,
+        block.cells,
+        _chunk_beams(n),
     )
     count, e_range, e_rho, e_peak = fields[0], fields[1], fields[2], fields[3]
     overlap = float(params.overlap_range_m)
     alpha = float(atm.alpha_per_m)
     x = _overlap_x(count, echo_base, e_range, overlap)
     signals = _echo_signals(
-        count, echo_base, block.cells, params.rings, e_range, e_rho, e_peak, x, np.expm1(-x),
+        count,
+        echo_base,
+        block.cells,
+        params.rings,
+        e_range,
+        e_rho,
+        e_peak,
+        x,
+        np.expm1(-x),
         np.exp(-2.0 * alpha * e_range) if alpha > 0.0 else e_range,
-        float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, overlap, alpha,
-        float(params.ambient_counts), float(params.std_m), float(params.range_std_low_snr_m),
+        float(params.signal_at_10pct_counts),
+        params.ring_range_at_10pct_m,
+        overlap,
+        alpha,
+        float(params.ambient_counts),
+        float(params.std_m),
+        float(params.range_std_low_snr_m),
     )
     return (count, echo_base) + tuple(fields[1:]) + signals
 
@@ -1426,7 +1670,7 @@ class NoiseDraws:
         self.n1 = np.concatenate([self.n1, n1]) if have else n1
         self.n2 = np.concatenate([self.n2, n2]) if have else n2
 
-    def advanced(self, pairs: int) -> "NoiseDraws":
+    def advanced(self, pairs: int) -> NoiseDraws:
         """The draws from ``pairs`` pairs further on (the kept pairs carry over)."""
         later = NoiseDraws(int(_pcg32_advance(_u64(self.state), _u64(self.inc), 2 * pairs)), self.inc)
         later.n1, later.n2 = self.n1[pairs:], self.n2[pairs:]
@@ -1484,10 +1728,16 @@ def finish_echoes(blocks, params, options, atm, streams: NoiseStreams) -> Return
     for block in blocks:
         if block.cells.size and (block.cells.min() < 0 or block.cells.max() >= n_beams):
             raise ValueError(f"an EchoBlock has a cell outside 0 .. {n_beams - 1}")
-    seen = np.bincount(np.concatenate([block.cells for block in blocks]), minlength=n_beams) if blocks else np.zeros(n_beams, np.int64)
+    seen = (
+        np.bincount(np.concatenate([block.cells for block in blocks]), minlength=n_beams)
+        if blocks
+        else np.zeros(n_beams, np.int64)
+    )
     if not (seen == 1).all():
-        raise ValueError(f"the blocks must hold each of the {n_beams} cells once; "
-                         f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated")
+        raise ValueError(
+            f"the blocks must hold each of the {n_beams} cells once; "
+            f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated"
+        )
     with _PARALLEL_LOCK:
         return _finish_locked(list(blocks), params, options, atm, streams)
 
@@ -1508,13 +1758,25 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
         for block in blocks:
             nearest_solid[block.cells] = block.nearest_solid_m
         slab_start, slab_count, slab_range, slab_power, rain_state = _clutter(
-            nearest_solid, n_columns, n_rings, float(params.min_range_m), separation,
+            nearest_solid,
+            n_columns,
+            n_rings,
+            float(params.min_range_m),
+            separation,
             float(min(params.weather.clutter_max_range_m, params.range_m)),
-            float(atm.drop_density_per_m3), float(params.weather.exit_diameter_m), float(params.beam_divergence_rad),
-            float(np.pi * atm.beta_fog_per_m_sr * separation), float(np.pi * atm.beta_rain_per_m_sr * separation),
-            float(params.signal_at_10pct_counts), params.ring_range_at_10pct_m, float(params.overlap_range_m),
-            float(atm.alpha_per_m), float(params.ambient_counts), float(params.detection_threshold_counts),
-            rain_state, _u64(rain.inc),
+            float(atm.drop_density_per_m3),
+            float(params.weather.exit_diameter_m),
+            float(params.beam_divergence_rad),
+            float(np.pi * atm.beta_fog_per_m_sr * separation),
+            float(np.pi * atm.beta_rain_per_m_sr * separation),
+            float(params.signal_at_10pct_counts),
+            params.ring_range_at_10pct_m,
+            float(params.overlap_range_m),
+            float(atm.alpha_per_m),
+            float(params.ambient_counts),
+            float(params.detection_threshold_counts),
+            rain_state,
+            _u64(rain.inc),
         )
         slabs = (slab_start, slab_count, slab_range, slab_power)
         span = max(span, _sort_span(_EMPTY, _EMPTY, slab_range))
@@ -1549,10 +1811,28 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
     draws = _noise_draws(streams)
     draws.extend(int(total))
     fields = _returns(
-        count, echo_base, draw_base, draws.n1, draws.n2, e_range, e_rho, clear, signal, spread, sigma,
-        e_class, e_material, e_object, float(params.detection_threshold_counts), bool(options.noise),
-        float(params.min_range_m), float(params.range_m),
-        float(min(params.saturation_counts, 65535)), MODE_CODES[params.return_mode], params.returns_per_beam, chunk,
+        count,
+        echo_base,
+        draw_base,
+        draws.n1,
+        draws.n2,
+        e_range,
+        e_rho,
+        clear,
+        signal,
+        spread,
+        sigma,
+        e_class,
+        e_material,
+        e_object,
+        float(params.detection_threshold_counts),
+        bool(options.noise),
+        float(params.min_range_m),
+        float(params.range_m),
+        float(min(params.saturation_counts, 65535)),
+        MODE_CODES[params.return_mode],
+        params.returns_per_beam,
+        chunk,
     )
     bright = fields[2] > 1.0
     if bright.any():  # IntensityByte's logarithmic scale, with numpy's log as the reference
@@ -1560,5 +1840,15 @@ def _finish_locked(blocks, params, options, atm, streams) -> Returns:
     streams.noise_draws = draws.advanced(int(total))
     noise.state = streams.noise_draws.state
     rain.state = int(rain_state)
-    names = ("range_m", "valid", "reflectivity", "signal", "intensity", "class_id", "material_id", "object_id", "return_flags")
+    names = (
+        "range_m",
+        "valid",
+        "reflectivity",
+        "signal",
+        "intensity",
+        "class_id",
+        "material_id",
+        "object_id",
+        "return_flags",
+    )
     return Returns(**dict(zip(names, fields)))

@@ -55,10 +55,9 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.config.sensors import MaterialTable
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
-from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.noise import NoiseStreams, place_normal, roughness_normal
 from acres_lidar_ros.radiometry.physics import (
     MAX_TILT_RAD,
@@ -90,6 +89,7 @@ from acres_lidar_ros.radiometry.weather import (
     slab_is_skipped,
     slab_reflectance,
 )
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 RETURN_MODES: dict[str, int] = {
     "strongest": 1,
@@ -165,10 +165,12 @@ class MaterialParams(MaterialTable):
                 )
 
     @classmethod
-    def from_table(cls, table: object) -> "MaterialParams":
+    def from_table(cls, table: object) -> MaterialParams:
         """From any object with the nine (M,) array attributes (``SensorConfig.material_table()``)."""
-        return cls(names=tuple(getattr(table, "names", MATERIAL_NAMES)),
-                   **{name: np.asarray(getattr(table, name), dtype=np.float64) for name in _MATERIAL_FIELDS})
+        return cls(
+            names=tuple(getattr(table, "names", MATERIAL_NAMES)),
+            **{name: np.asarray(getattr(table, name), dtype=np.float64) for name in _MATERIAL_FIELDS},
+        )
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,9 @@ class BeamModelParams:
         if self.wavelength_nm <= 0.0:
             raise ConfigError(f"lidar.wavelength_nm = {self.wavelength_nm!r}: must be > 0")
         if self.min_range_m > self.range_m:
-            raise ConfigError(f"lidar.min_range_m = {self.min_range_m!r}: must not exceed lidar.range_m = {self.range_m!r}")
+            raise ConfigError(
+                f"lidar.min_range_m = {self.min_range_m!r}: must not exceed lidar.range_m = {self.range_m!r}"
+            )
         r10 = _readonly(self.ring_range_at_10pct_m)
         if r10.shape != (self.rings,):
             raise ConfigError(
@@ -272,7 +276,9 @@ class BeamModelParams:
         object.__setattr__(self, "ring_range_at_10pct_m", r10)
         object.__setattr__(self, "columns", int(self.columns))
         object.__setattr__(self, "rings", int(self.rings))
-        threshold = detection_threshold(self.signal_at_10pct_counts, self.ambient_counts, self.detection_probability_at_spec)
+        threshold = detection_threshold(
+            self.signal_at_10pct_counts, self.ambient_counts, self.detection_probability_at_spec
+        )
         object.__setattr__(self, "detection_threshold_counts", threshold)
 
     @property
@@ -281,7 +287,7 @@ class BeamModelParams:
         return RETURN_MODES[self.return_mode]
 
     @classmethod
-    def from_config(cls, config: object) -> "BeamModelParams":
+    def from_config(cls, config: object) -> BeamModelParams:
         """From a ``SensorConfig`` (or any object with its attribute names; duck-typed).
 
         Reads ``columns, rings, min_range_m, range_m, std_m, wavelength_nm, beam_divergence_rad,
@@ -344,7 +350,7 @@ class BeamModelOptions:
         check_conditions(self.rain_mm_per_h, self.visibility_m)
 
     @classmethod
-    def from_scan_options(cls, options: object) -> "BeamModelOptions":
+    def from_scan_options(cls, options: object) -> BeamModelOptions:
         """From the scanner's options (duck-typed: ``noise``, ``weather``, ``ideal``, ``foliage``,
         ``rain_mm_per_h``, ``visibility_m``). ``ideal`` switches the weather off and keeps the
         noise, as ``-SensorLidarIdeal`` does; ``foliage`` False makes foliage solid."""
@@ -431,7 +437,11 @@ def _select_returns(
         columns = [(first, FLAG_FIRST), (strongest, FLAG_STRONGEST), (last, FLAG_LAST)]
     elif mode == "dual_strongest_last":
         # The second strongest joins only when the strongest is the last.
-        columns = [(np.where(strongest == last, second, none), FLAG_SECOND_STRONGEST), (strongest, FLAG_STRONGEST), (last, FLAG_LAST)]
+        columns = [
+            (np.where(strongest == last, second, none), FLAG_SECOND_STRONGEST),
+            (strongest, FLAG_STRONGEST),
+            (last, FLAG_LAST),
+        ]
     else:  # guarded by BeamModelParams
         raise ConfigError(f"lidar.return_mode = {mode!r}: must be one of {sorted(RETURN_MODES)}")
     idx = np.stack([c for c, _ in columns], axis=1)
@@ -514,9 +524,7 @@ def process_beams(
     origins = np.asarray(ray_origins_world, dtype=np.float64)
     directions = np.asarray(ray_directions_world, dtype=np.float64)
     if origins.shape != (n_rows, 3) or directions.shape != (n_rows, 3):
-        raise ValueError(
-            f"ray origins {origins.shape} and directions {directions.shape} must both be ({n_rows}, 3)"
-        )
+        raise ValueError(f"ray origins {origins.shape} and directions {directions.shape} must both be ({n_rows}, 3)")
     atm = scan_atmosphere(params, options)
     if backend == "numba":
         from acres_lidar_ros.radiometry.beam_kernel import process_beams_compiled
@@ -547,7 +555,12 @@ def process_beams(
     reached = np.flatnonzero(t_hit > 0.0)  # hits behind a solid surface get no light
     if reached.size != flat.size:
         flat, cls, mat, passes, tau_hit, t_hit = (
-            flat[reached], cls[reached], mat[reached], passes[reached], tau_hit[reached], t_hit[reached]
+            flat[reached],
+            cls[reached],
+            mat[reached],
+            passes[reached],
+            tau_hit[reached],
+            t_hit[reached],
         )
     row = flat // k_slots
     beam = row // n_sub
@@ -690,15 +703,15 @@ def process_beams(
     signal = clear_signal * np.exp(-2.0 * alpha * range_e) if alpha > 0.0 else clear_signal
     if options.noise:
         measured = signal + np.sqrt(np.maximum(signal + ambient, 0.0)) * n1
-        sigma_r = range_sigma_m(signal, ambient, params.signal_at_10pct_counts, params.std_m, params.range_std_low_snr_m)
+        sigma_r = range_sigma_m(
+            signal, ambient, params.signal_at_10pct_counts, params.std_m, params.range_std_low_snr_m
+        )
         range_meas = np.clip(range_e + sigma_r * n2, 0.0, params.range_m)
     else:
         measured = signal
         range_meas = np.clip(range_e, 0.0, params.range_m)
     detected = (
-        (measured >= params.detection_threshold_counts)
-        & (range_e >= params.min_range_m)
-        & (range_e <= params.range_m)
+        (measured >= params.detection_threshold_counts) & (range_e >= params.min_range_m) & (range_e <= params.range_m)
     )
     det = np.flatnonzero(detected)
     if det.size == 0:
@@ -739,7 +752,9 @@ def process_beams(
     out.range_m.reshape(-1)[at] = range_meas[pick]
     out.valid.reshape(-1)[at] = True
     out.reflectivity.reshape(-1)[at] = ret_reflectivity
-    out.signal.reshape(-1)[at] = np.floor(np.clip(ret_measured, 0.0, min(params.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5)
+    out.signal.reshape(-1)[at] = np.floor(
+        np.clip(ret_measured, 0.0, min(params.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5
+    )
     out.intensity.reshape(-1)[at] = intensity_byte(ret_reflectivity)
     out.class_id.reshape(-1)[at] = e_cls[pick]
     out.material_id.reshape(-1)[at] = e_mat[pick]

@@ -214,7 +214,9 @@ def place_normal(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float
 ROUGHNESS_SEED_OFFSET = 2
 
 
-def roughness_normal(seed: int, scan_index: int | np.ndarray, beam: np.ndarray | int, sub_ray: np.ndarray | int) -> np.ndarray:
+def roughness_normal(
+    seed: int, scan_index: int | np.ndarray, beam: np.ndarray | int, sub_ray: np.ndarray | int
+) -> np.ndarray:
     """The roughness normal ``z`` of a scan, beam and sub-ray, from a hash (no generator).
 
     ``key = (scan << 24) | (beam << 3) | sub_ray`` (a beam is a cell ``c N_r + r`` < 2^21, a
@@ -315,7 +317,7 @@ class Pcg32:
     def _step(self) -> None:
         self.state = (self.state * PCG32_MULT + self.inc) & MASK64
 
-    def copy(self) -> "Pcg32":
+    def copy(self) -> Pcg32:
         """An independent generator in the same state."""
         other = Pcg32.__new__(Pcg32)
         other.inc = self.inc
@@ -415,7 +417,7 @@ class NoiseStreams:
         self.rain = Pcg32((self.seed + RAIN_STATE_OFFSET) & MASK64, RAIN_SEQUENCE)
         self.noise_draws = None
 
-    def copy(self) -> "NoiseStreams":
+    def copy(self) -> NoiseStreams:
         """Independent streams in the same states (the same seed)."""
         other = NoiseStreams.__new__(NoiseStreams)
         other.seed = self.seed

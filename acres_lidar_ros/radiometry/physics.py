@@ -67,7 +67,9 @@ def _f64(x: np.ndarray | float) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def tilted_incidence_rad(cos_theta: np.ndarray | float, micro_slope_rad: np.ndarray | float, z: np.ndarray | float) -> np.ndarray:
+def tilted_incidence_rad(
+    cos_theta: np.ndarray | float, micro_slope_rad: np.ndarray | float, z: np.ndarray | float
+) -> np.ndarray:
     """Micro-slope tilt: ``theta' = clamp(theta + sigma_t z, 0, pi/2 - 1e-4)``.
 
     Parameters
@@ -173,7 +175,9 @@ def minnaert_backscatter(
     return rho_bs if rho_bs.ndim else rho_bs[()]
 
 
-def footprint_range_spread_m(range_m: np.ndarray | float, cos_theta: np.ndarray | float, divergence_rad: np.ndarray | float) -> np.ndarray:
+def footprint_range_spread_m(
+    range_m: np.ndarray | float, cos_theta: np.ndarray | float, divergence_rad: np.ndarray | float
+) -> np.ndarray:
     """FootprintRangeSpreadM: ``Delta R = R tan theta beta_p``.
 
     Parameters
@@ -449,7 +453,9 @@ def rain_extinction(
     (...) float64, 1/m (0 without rain).
     """
     rate = np.maximum(_f64(rain_mm_per_h), 0.0)
-    return np.where(rate > 0.0, _f64(extinction_db_per_km) * rate ** _f64(exponent), 0.0) / (DB_PER_NEPER_FACTOR * 1000.0)
+    return np.where(rate > 0.0, _f64(extinction_db_per_km) * rate ** _f64(exponent), 0.0) / (
+        DB_PER_NEPER_FACTOR * 1000.0
+    )
 
 
 def rain_visibility_extinction(rain_mm_per_h: np.ndarray | float) -> np.ndarray:
@@ -468,7 +474,9 @@ def rain_visibility_extinction(rain_mm_per_h: np.ndarray | float) -> np.ndarray:
     return np.where(heavy, KOSCHMIEDER_CONSTANT * np.where(heavy, rate, 1.0) ** 0.63 / 11100.0, 0.0)
 
 
-def fog_visibility_m(visibility_m: np.ndarray | float, rain_mm_per_h: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def fog_visibility_m(
+    visibility_m: np.ndarray | float, rain_mm_per_h: np.ndarray | float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Koschmieder with the rain part removed: ``sigma_550 = max(0, 3.912 / V - sigma_env)``, ``V_f = 3.912 / sigma_550``.
 
     Parameters

@@ -97,8 +97,15 @@ def nearest_hit_returns(
     Returns with ``R`` = 1: flags first | strongest | last, signal 0.
     """
     columns = _nearest_in_window(
-        hits.range_m, hits.valid, hits.class_id, hits.material_id, hits.object_id, len(weights),
-        float(min_range_m), float(max_range_m), np.asarray(reflectivity_by_material, dtype=np.float64),
+        hits.range_m,
+        hits.valid,
+        hits.class_id,
+        hits.material_id,
+        hits.object_id,
+        len(weights),
+        float(min_range_m),
+        float(max_range_m),
+        np.asarray(reflectivity_by_material, dtype=np.float64),
     )
     n = len(columns[0])
     range_m, valid, rho, intensity, class_id, material_id, object_id, flags = (c[:, None] for c in columns)
@@ -116,8 +123,9 @@ def nearest_hit_returns(
 
 
 @numba.njit(cache=True, nogil=True)
-def _nearest_in_window(range_m, valid, class_id, material_id, object_id, sub_rays, min_range_m, max_range_m,
-                       reflectivity_by_material):
+def _nearest_in_window(
+    range_m, valid, class_id, material_id, object_id, sub_rays, min_range_m, max_range_m, reflectivity_by_material
+):
     """Per beam, its nearest hit within the window and that hit's fields, in one pass.
 
     Hits of a sub-ray are sorted, so each sub-ray's first in-window hit is its nearest; the beam

@@ -73,7 +73,7 @@ class WeatherParams:
                 raise ConfigError(f"weather.{key} = {value!r}: must be a finite number >= 0")
 
     @classmethod
-    def from_config(cls, weather: object) -> "WeatherParams":
+    def from_config(cls, weather: object) -> WeatherParams:
         """From a config's ``weather`` block (any object with the attribute names above)."""
         return cls(
             enabled=bool(weather.enabled),
@@ -111,7 +111,9 @@ def rain_backscatter(alpha_rain_per_m: np.ndarray | float, rain_lidar_ratio_sr: 
     return np.asarray(alpha_rain_per_m, dtype=np.float64) / rain_lidar_ratio_sr
 
 
-def drop_density_per_m3(rain_mm_per_h: np.ndarray | float, drops_per_m3: float = 1951.0, exponent: float = 0.21) -> np.ndarray:
+def drop_density_per_m3(
+    rain_mm_per_h: np.ndarray | float, drops_per_m3: float = 1951.0, exponent: float = 0.21
+) -> np.ndarray:
     """Marshall-Palmer drop density ``n_d = 1951 R_r^0.21``, 1/m^3 (0 without rain)."""
     rate = np.maximum(np.asarray(rain_mm_per_h, dtype=np.float64), 0.0)
     return np.where(rate > 0.0, drops_per_m3 * rate**exponent, 0.0)
@@ -329,7 +331,9 @@ def check_conditions(rain_mm_per_h: float, visibility_m: float) -> None:
         raise ConfigError(f"rain_mm_per_h = {rain_mm_per_h!r}: must be between 0 and {MAX_RAIN_MM_PER_H:g} mm/h")
     vis = float(visibility_m)
     if math.isnan(vis) or vis < MIN_VISIBILITY_M:
-        raise ConfigError(f"visibility_m = {visibility_m!r}: must be at least {MIN_VISIBILITY_M:g} m (inf for clear air)")
+        raise ConfigError(
+            f"visibility_m = {visibility_m!r}: must be at least {MIN_VISIBILITY_M:g} m (inf for clear air)"
+        )
 
 
 def atmosphere(rain_mm_per_h: float, visibility_m: float, wavelength_nm: float, weather: WeatherParams) -> Atmosphere:
@@ -361,6 +365,8 @@ def atmosphere(rain_mm_per_h: float, visibility_m: float, wavelength_nm: float, 
         alpha_fog_per_m=alpha_fog,
         fog_visibility_m=v_f,
         beta_rain_per_m_sr=float(rain_backscatter(alpha_rain, weather.rain_lidar_ratio_sr)),
-        beta_fog_per_m_sr=float(fog_backscatter(alpha_fog, v_f, weather.fog_lidar_ratio_sr, weather.haze_lidar_ratio_sr)),
+        beta_fog_per_m_sr=float(
+            fog_backscatter(alpha_fog, v_f, weather.fog_lidar_ratio_sr, weather.haze_lidar_ratio_sr)
+        ),
         drop_density_per_m3=float(drop_density_per_m3(rain, weather.rain_drops_per_m3, weather.rain_drops_exponent)),
     )

@@ -77,9 +77,18 @@ def _wire(node: Any, drive: TourDrive) -> None:
     from rosgraph_msgs.msg import Clock
     from tf2_ros import TransformBroadcaster
 
-    p = {name: node.declare_parameter(name, default).value for name, default in (
-        ("rate_hz", 50.0), ("publish_clock", False), ("clock_hz", 500.0), ("time_scale", 1.0),
-        ("odom_frame", "odom"), ("base_frame", "base_footprint"), ("odom_topic", "/odom"))}
+    p = {
+        name: node.declare_parameter(name, default).value
+        for name, default in (
+            ("rate_hz", 50.0),
+            ("publish_clock", False),
+            ("clock_hz", 500.0),
+            ("time_scale", 1.0),
+            ("odom_frame", "odom"),
+            ("base_frame", "base_footprint"),
+            ("odom_topic", "/odom"),
+        )
+    }
     odom_pub = node.create_publisher(Odometry, p["odom_topic"], 50)
     tf_broadcaster = TransformBroadcaster(node)
     wall_start_ns = node.get_clock().now().nanoseconds
@@ -94,7 +103,9 @@ def _wire(node: Any, drive: TourDrive) -> None:
     if p["publish_clock"]:
         clock_pub = node.create_publisher(Clock, "/clock", 10)
         sim["start_ns"] = 0
-        node.create_timer(1.0 / p["clock_hz"], lambda: clock_pub.publish(Clock(clock=Time(nanoseconds=now_ns()).to_msg())))
+        node.create_timer(
+            1.0 / p["clock_hz"], lambda: clock_pub.publish(Clock(clock=Time(nanoseconds=now_ns()).to_msg()))
+        )
 
     def publish_pose() -> None:
         stamp_ns = now_ns()
@@ -121,7 +132,8 @@ def _wire(node: Any, drive: TourDrive) -> None:
     node.get_logger().info(
         f"driving the built-in tour ({drive.duration_s:.0f} s, looping): {p['odom_topic']} and TF "
         f"{p['odom_frame']} -> {p['base_frame']} at {p['rate_hz']:g} Hz"
-        + (f", /clock at {p['clock_hz']:g} Hz x{p['time_scale']:g}" if p["publish_clock"] else ""))
+        + (f", /clock at {p['clock_hz']:g} Hz x{p['time_scale']:g}" if p["publish_clock"] else "")
+    )
 
 
 def main(args: list[str] | None = None) -> None:

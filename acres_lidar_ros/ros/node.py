@@ -37,6 +37,7 @@ from std_msgs.msg import Header
 from tf2_ros import Buffer, TransformException, TransformListener
 from visualization_msgs.msg import MarkerArray
 
+from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, PoseError
 from acres_lidar_ros.outputs.layouts import organised_cloud
@@ -52,8 +53,6 @@ from acres_lidar_ros.ros.params import (
     split_changes,
     startup_overrides,
 )
-from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
-from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.runtime.scheduler import (
     GIL_SWITCH_INTERVAL_S,
     Event,
@@ -67,6 +66,7 @@ from acres_lidar_ros.runtime.scheduler import (
     diagnostic_status,
     mount_overrides,
 )
+from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
 
 POLL_PERIOD_S = 0.002
 TF_POSE_PERIOD_S = 0.02
@@ -86,9 +86,11 @@ def cloud_qos(depth: int) -> QoSProfile:
     spec = qos_profile_dict()
     return QoSProfile(
         reliability={"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}[
-            spec["reliability"]],
+            spec["reliability"]
+        ],
         durability={"volatile": DurabilityPolicy.VOLATILE, "transient_local": DurabilityPolicy.TRANSIENT_LOCAL}[
-            spec["durability"]],
+            spec["durability"]
+        ],
         history={"keep_last": HistoryPolicy.KEEP_LAST, "keep_all": HistoryPolicy.KEEP_ALL}[spec["history"]],
         depth=depth,
     )
@@ -137,8 +139,9 @@ class LidarNode(Node):
         self._declare(d for d in self._decls.values() if d.group != "node")
         values = {name: self._value(name) for name in self._decls}
         self.config: SensorConfig = config.with_overrides(startup_overrides(values, config))
-        self.scanner = Scanner(self.config, self._load_scene(option_values(values).get("seed", 0)),
-                               ScanOptions(**option_values(values)))
+        self.scanner = Scanner(
+            self.config, self._load_scene(option_values(values).get("seed", 0)), ScanOptions(**option_values(values))
+        )
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
         self.get_logger().info(f"kernels ready in {self.scanner.warm_up():.1f} s")
         freeze_startup_objects()  # no full garbage collection walks the start-up objects mid-scan
@@ -152,8 +155,11 @@ class LidarNode(Node):
         s = self.settings
         self.tracker = PoseTracker(self.config.period_s, odom_frame=s["odom_frame"], base_frame=s["base_frame"])
         self.scheduler = ScanScheduler(
-            self.config.period_s, self.config.delay_s, lambda: self.get_clock().now().nanoseconds,
-            ts_first_point=s["ts_first_point"], pose_timeout_s=s["pose_timeout_s"],
+            self.config.period_s,
+            self.config.delay_s,
+            lambda: self.get_clock().now().nanoseconds,
+            ts_first_point=s["ts_first_point"],
+            pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
         )
         self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lidar-trace")
@@ -226,9 +232,10 @@ class LidarNode(Node):
 
     def _on_odom(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        result = self.tracker.add(stamp_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
-                                  msg.header.frame_id, msg.child_frame_id)
-        if not result.kind == "accepted":
+        result = self.tracker.add(
+            stamp_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w), msg.header.frame_id, msg.child_frame_id
+        )
+        if result.kind != "accepted":
             self._log([Event(result.level, result.kind, result.message)])
             return
         self._on_poll()  # a scan this pose completes starts now, ahead of the pretraces
@@ -238,8 +245,11 @@ class LidarNode(Node):
         """Trace, in a worker, the columns of the running and waiting sweeps the new pose covers."""
         newest_ns = self.tracker.newest_ns
         # A job whose sweep the poses now cover is about to start: its finish does the rest.
-        targets = [(job.sweep_end_ns, job.index) for job in self.scheduler.jobs()
-                   if job.state == "waiting_pose" and newest_ns is not None and newest_ns < job.sweep_end_ns]
+        targets = [
+            (job.sweep_end_ns, job.index)
+            for job in self.scheduler.jobs()
+            if job.state == "waiting_pose" and newest_ns is not None and newest_ns < job.sweep_end_ns
+        ]
         upcoming = self.scheduler.upcoming()
         if upcoming is not None:
             targets.append(upcoming)
@@ -257,15 +267,30 @@ class LidarNode(Node):
         if future.cancelled() or future.exception() is None:
             return
         exc = future.exception()
-        self._log([Event("warn", "pretrace_failed", f"tracing a sweep ahead failed ({type(exc).__name__}: {exc}); "
-                                                    "its scan traces those columns when it finishes")])
+        self._log(
+            [
+                Event(
+                    "warn",
+                    "pretrace_failed",
+                    f"tracing a sweep ahead failed ({type(exc).__name__}: {exc}); "
+                    "its scan traces those columns when it finishes",
+                )
+            ]
+        )
 
     def _on_tf_pose(self) -> None:
         try:
             tf = self._tf.lookup_transform(self.settings["odom_frame"], self.settings["base_frame"], Time())
         except TransformException as exc:
-            self._log([Event("warn", "tf_pose", f"no TF pose {self.settings['odom_frame']} -> "
-                                                f"{self.settings['base_frame']}: {exc}")])
+            self._log(
+                [
+                    Event(
+                        "warn",
+                        "tf_pose",
+                        f"no TF pose {self.settings['odom_frame']} -> {self.settings['base_frame']}: {exc}",
+                    )
+                ]
+            )
             return
         t, q = tf.transform.translation, tf.transform.rotation
         result = self.tracker.add(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w))
@@ -298,7 +323,8 @@ class LidarNode(Node):
                 self.get_logger().warning(
                     f"no TF {self.settings['base_frame']} -> {self.config.frame_id}: using the sensors file's "
                     f"position_flu_m {self.config.position_flu_m.tolist()} and rpy_deg "
-                    f"{np.degrees(self.config.rpy_rad).round(3).tolist()}")
+                    f"{np.degrees(self.config.rpy_rad).round(3).tolist()}"
+                )
             return
         self._mount_from_tf = True
         overrides = mount_overrides(*found, self.config.position_flu_m, self.config.rpy_rad)
@@ -343,7 +369,8 @@ class LidarNode(Node):
         with self._markers_lock:
             markers = list(self._markers)
         boxes, events = boxes_from_markers(
-            markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns))
+            markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns)
+        )
         self._log(events)
         future = self._workers.submit(self._trace, job, poses, boxes)
         future.add_done_callback(lambda f: self._finished(job, f))
@@ -386,9 +413,13 @@ class LidarNode(Node):
         current = self.scheduler.diagnostics(DIAGNOSTICS_PERIOD_S)
         level, message, values = diagnostic_status(current, self._last_diagnostics)
         self._last_diagnostics = current
-        status = DiagnosticStatus(level=_DIAGNOSTIC_LEVEL[level], name="lidar_node: simulated lidar",
-                                  message=message, hardware_id=f"acres_lidar_sim:{self.config.frame_id}",
-                                  values=[KeyValue(key=k, value=v) for k, v in values])
+        status = DiagnosticStatus(
+            level=_DIAGNOSTIC_LEVEL[level],
+            name="lidar_node: simulated lidar",
+            message=message,
+            hardware_id=f"acres_lidar_sim:{self.config.frame_id}",
+            values=[KeyValue(key=k, value=v) for k, v in values],
+        )
         header = Header(stamp=self.get_clock().now().to_msg(), frame_id="")
         self._diag_pub.publish(DiagnosticArray(header=header, status=[status]))
 
@@ -433,7 +464,7 @@ def main(args: list[str] | None = None) -> None:
         rclpy.logging.get_logger("lidar_node").fatal(f"cannot start: {exc}")
         code = 1
     except RuntimeError:  # rclpy's RCLError "the given context is not valid": SIGINT shut the
-        if rclpy.ok():    # context down while the executor was building its wait set
+        if rclpy.ok():  # context down while the executor was building its wait set
             raise
     finally:
         _ignore_further_sigint()

@@ -19,21 +19,29 @@ is the on-set validation: ``(ok, reason)``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
 
 LIDAR_PREFIX = "lidar."
 
 # rcl_interfaces/msg/ParameterType
 PARAMETER_TYPE = {"bool": 1, "integer": 2, "double": 3, "string": 4, "double_array": 8}
-_TYPE_OF_KIND = {"bool": "bool", "int": "integer", "float": "double", "str": "string", "path": "string",
-                 "float_list": "double_array"}
+_TYPE_OF_KIND = {
+    "bool": "bool",
+    "int": "integer",
+    "float": "double",
+    "str": "string",
+    "path": "string",
+    "float_list": "double_array",
+}
 
 _TOPIC = re.compile(r"^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
 _FRAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
@@ -70,17 +78,21 @@ class ParamDecl:
         int_range: list[dict[str, Any]] = []
         if self.low is not None or self.high is not None:
             if self.type == "double":
-                fp_range.append({
-                    "from_value": float(-math.inf if self.low is None else self.low),
-                    "to_value": float(math.inf if self.high is None else self.high),
-                    "step": float(self.step),
-                })
+                fp_range.append(
+                    {
+                        "from_value": float(-math.inf if self.low is None else self.low),
+                        "to_value": float(math.inf if self.high is None else self.high),
+                        "step": float(self.step),
+                    }
+                )
             elif self.type == "integer":
-                int_range.append({
-                    "from_value": int(-(2**63) if self.low is None else self.low),
-                    "to_value": int(2**63 - 1 if self.high is None else self.high),
-                    "step": int(self.step or 1),
-                })
+                int_range.append(
+                    {
+                        "from_value": int(-(2**63) if self.low is None else self.low),
+                        "to_value": int(2**63 - 1 if self.high is None else self.high),
+                        "step": int(self.step or 1),
+                    }
+                )
         return {
             "name": self.name,
             "type": PARAMETER_TYPE[self.type],
@@ -111,8 +123,11 @@ class NodeParam:
             return "one of " + ", ".join(self.choices)
         if self.low is not None:
             return f"{self.low:g} to {self.high:g}"
-        return {"topic": "a topic name", "topic_or_empty": "a topic name, or empty for none",
-                "frame": "a frame name"}.get(self.pattern, "a string")
+        return {
+            "topic": "a topic name",
+            "topic_or_empty": "a topic name, or empty for none",
+            "frame": "a frame name",
+        }.get(self.pattern, "a string")
 
     def check(self, value: Any) -> Any:
         where = self.name
@@ -144,27 +159,75 @@ class NodeParam:
 NODE_PARAMS: tuple[NodeParam, ...] = (
     NodeParam("sensors", "string", "polaris", "Sensors file: polaris, default, or a path to a JSON file."),
     NodeParam("scene", "string", "", "Scene file; empty (or default): the built-in farm."),
-    NodeParam("topic", "string", "/lidar/points", "Cloud topic (rslidar_sdk: ros_send_point_cloud_topic, "
-              "/rslidar_points).", pattern="topic"),
-    NodeParam("point_type", "string", "XYZI", "Point layout of the cloud: XYZI (the vehicle's) or XYZIRT "
-              "(rslidar_sdk's PointXYZIRT).", choices=("XYZI", "XYZIRT")),
-    NodeParam("qos_depth", "integer", 100, "Keep-last depth of the reliable, volatile cloud publisher "
-              "(rslidar_sdk: 100).", low=1, high=10000),
-    NodeParam("ts_first_point", "bool", False, "Stamp the cloud with its first point instead of its last, "
-              "as rslidar_sdk's ts_first_point."),
-    NodeParam("pose_source", "string", "odom", "Base pose from nav_msgs/Odometry (odom) or from TF "
-              "odom_frame -> base_frame (tf).", choices=("odom", "tf")),
+    NodeParam(
+        "topic",
+        "string",
+        "/lidar/points",
+        "Cloud topic (rslidar_sdk: ros_send_point_cloud_topic, /rslidar_points).",
+        pattern="topic",
+    ),
+    NodeParam(
+        "point_type",
+        "string",
+        "XYZI",
+        "Point layout of the cloud: XYZI (the vehicle's) or XYZIRT (rslidar_sdk's PointXYZIRT).",
+        choices=("XYZI", "XYZIRT"),
+    ),
+    NodeParam(
+        "qos_depth",
+        "integer",
+        100,
+        "Keep-last depth of the reliable, volatile cloud publisher (rslidar_sdk: 100).",
+        low=1,
+        high=10000,
+    ),
+    NodeParam(
+        "ts_first_point",
+        "bool",
+        False,
+        "Stamp the cloud with its first point instead of its last, as rslidar_sdk's ts_first_point.",
+    ),
+    NodeParam(
+        "pose_source",
+        "string",
+        "odom",
+        "Base pose from nav_msgs/Odometry (odom) or from TF odom_frame -> base_frame (tf).",
+        choices=("odom", "tf"),
+    ),
     NodeParam("odom_topic", "string", "/odom", "nav_msgs/Odometry topic (pose_source odom).", pattern="topic"),
-    NodeParam("odom_frame", "string", "odom", "World frame of the poses (the odometry's header.frame_id).",
-              pattern="frame"),
-    NodeParam("base_frame", "string", "base_footprint", "Vehicle frame the lidar is mounted on (the odometry's "
-              "child_frame_id).", pattern="frame"),
-    NodeParam("pose_timeout_s", "double", 0.05, "Wait after the end of a sweep for a pose at or after it; "
-              "then extrapolate.", low=0.0, high=1.0),
-    NodeParam("max_extrapolation_s", "double", 0.1, "Longest extrapolation beyond the newest pose; a scan "
-              "further away is skipped.", low=0.0, high=1.0),
-    NodeParam("vehicle_markers_topic", "string", "/vehicle_markers", "visualization_msgs/MarkerArray of other "
-              "vehicles (CUBE markers become boxes); empty: none.", pattern="topic_or_empty"),
+    NodeParam(
+        "odom_frame", "string", "odom", "World frame of the poses (the odometry's header.frame_id).", pattern="frame"
+    ),
+    NodeParam(
+        "base_frame",
+        "string",
+        "base_footprint",
+        "Vehicle frame the lidar is mounted on (the odometry's child_frame_id).",
+        pattern="frame",
+    ),
+    NodeParam(
+        "pose_timeout_s",
+        "double",
+        0.05,
+        "Wait after the end of a sweep for a pose at or after it; then extrapolate.",
+        low=0.0,
+        high=1.0,
+    ),
+    NodeParam(
+        "max_extrapolation_s",
+        "double",
+        0.1,
+        "Longest extrapolation beyond the newest pose; a scan further away is skipped.",
+        low=0.0,
+        high=1.0,
+    ),
+    NodeParam(
+        "vehicle_markers_topic",
+        "string",
+        "/vehicle_markers",
+        "visualization_msgs/MarkerArray of other vehicles (CUBE markers become boxes); empty: none.",
+        pattern="topic_or_empty",
+    ),
 )
 NODE_PARAM: dict[str, NodeParam] = {p.name: p for p in NODE_PARAMS}
 
@@ -221,8 +284,15 @@ def node_declarations() -> list[ParamDecl]:
     """The node's own parameters (declared first: ``sensors`` names the file the rest come from)."""
     return [
         ParamDecl(
-            name=p.name, type=p.type, default=p.default, description=p.description, read_only=True,
-            group="node", key=p.name, low=p.low, high=p.high,
+            name=p.name,
+            type=p.type,
+            default=p.default,
+            description=p.description,
+            read_only=True,
+            group="node",
+            key=p.name,
+            low=p.low,
+            high=p.high,
             step=1 if p.type == "integer" else 0,
             additional_constraints=p.allowed() + "; read-only: set it at start-up",
             choices=p.choices,
@@ -235,8 +305,9 @@ def declarations(config: SensorConfig) -> list[ParamDecl]:
     """Every parameter of the node, defaults from ``config`` (the loaded sensors file)."""
     out = node_declarations()
     for param in LIDAR_PARAMS:
-        out.append(_decl(param, LIDAR_PREFIX + param.name, _ros_default(param, _effective_value(config, param.name)),
-                         "lidar"))
+        out.append(
+            _decl(param, LIDAR_PREFIX + param.name, _ros_default(param, _effective_value(config, param.name)), "lidar")
+        )
     for param in OPTION_PARAMS:
         out.append(_decl(param, param.name, _ros_default(param, param.default), "option"))
     return out
@@ -265,10 +336,8 @@ def check_value(decl: ParamDecl, value: Any) -> Any:
     if param.kind == "float_list" and isinstance(value, tuple):
         value = list(value)
     if param.kind == "float_list" and value is not None and not isinstance(value, list):
-        try:  # rclpy hands a double_array as array.array
+        with contextlib.suppress(TypeError):  # rclpy hands a double_array as array.array
             value = [float(v) for v in value]
-        except TypeError:
-            pass
     return param.validate(value, decl.name)
 
 
@@ -374,6 +443,7 @@ def markdown_table(decls: Iterable[ParamDecl], groups: tuple[str, ...] = ("node"
         elif default == "":
             default = '""'
         allowed = d.additional_constraints.replace("; read-only: set it at start-up", "")
-        rows.append(f"| `{d.name}` | {d.type} | {default} | {allowed} | "
-                    f"{'no' if d.read_only else 'yes'} | {d.description} |")
+        rows.append(
+            f"| `{d.name}` | {d.type} | {default} | {allowed} | {'no' if d.read_only else 'yes'} | {d.description} |"
+        )
     return "\n".join(rows)

@@ -29,15 +29,16 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.errors import ConfigError, PoseError, SceneError
+from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.sensor.poses import UNIT_QUATERNION_TOLERANCE, PoseHistory
 
 NS_PER_S = 1_000_000_000
@@ -50,6 +51,7 @@ GIL_SWITCH_INTERVAL_S = 0.001
 5 ms). A timer or callback waiting for the GIL while a worker runs Python code waits up to one
 interval, which showed as publications up to 5 ms past their release time; with 1 ms they sit
 at it. ``simulate_schedule`` runs with it too."""
+
 
 @dataclass(frozen=True)
 class Event:
@@ -165,8 +167,11 @@ class ScanScheduler:
     ) -> None:
         if not (math.isfinite(period_s) and period_s > 0):
             raise ConfigError(f"period_s = {period_s!r}: expected a number > 0")
-        for name, value in (("delay_s", delay_s), ("pose_timeout_s", pose_timeout_s),
-                            ("max_extrapolation_s", max_extrapolation_s)):
+        for name, value in (
+            ("delay_s", delay_s),
+            ("pose_timeout_s", pose_timeout_s),
+            ("max_extrapolation_s", max_extrapolation_s),
+        ):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} = {value!r}: expected a number >= 0")
         if isinstance(max_in_work, bool) or not isinstance(max_in_work, int) or max_in_work < 1:
@@ -178,7 +183,7 @@ class ScanScheduler:
         self.ts_first_point = bool(ts_first_point)
         self.max_in_work = max_in_work
         self.clock = clock
-        self.counts: dict[str, int] = {key: 0 for key in COUNT_KEYS}
+        self.counts: dict[str, int] = dict.fromkeys(COUNT_KEYS, 0)
         self._lock = threading.Lock()
         self._jobs: list[ScanJob] = []  # open jobs, oldest first
         self._next_due_ns: int | None = None
@@ -253,8 +258,14 @@ class ScanScheduler:
         with self._lock:
             out = PollResult()
             if job.state != "tracing":
-                out.events.append(Event("debug", "stale_result", f"scan {job.index} finished after it was "
-                                        f"{job.state}; result discarded", job.index))
+                out.events.append(
+                    Event(
+                        "debug",
+                        "stale_result",
+                        f"scan {job.index} finished after it was {job.state}; result discarded",
+                        job.index,
+                    )
+                )
                 return out
             now = int(self.clock())
             job.state, job.result, job.finished_ns, job.trace_wall_s = "ready", result, now, trace_wall_s
@@ -272,8 +283,14 @@ class ScanScheduler:
             job.state = "failed"
             self._jobs.remove(job)
             self.counts["failed"] += 1
-            out.events.append(Event("error", "trace_failed", f"scan {job.index} (stamp "
-                                    f"{job.stamp_ns * 1e-9:.3f} s) failed: {reason}", job.index))
+            out.events.append(
+                Event(
+                    "error",
+                    "trace_failed",
+                    f"scan {job.index} (stamp {job.stamp_ns * 1e-9:.3f} s) failed: {reason}",
+                    job.index,
+                )
+            )
             self._release(int(self.clock()), out)
             return out
 
@@ -312,11 +329,14 @@ class ScanScheduler:
         self.counts["abandoned"] += abandoned
         self._next_due_ns = None
         self._last_published_ns = None
-        out.events.append(Event(
-            "warn", "clock_jump_back",
-            f"ROS time jumped back from {last * 1e-9:.3f} s to {now * 1e-9:.3f} s (a looping bag or a "
-            f"simulator reset): {abandoned} scan(s) in work abandoned, due times restart",
-        ))
+        out.events.append(
+            Event(
+                "warn",
+                "clock_jump_back",
+                f"ROS time jumped back from {last * 1e-9:.3f} s to {now * 1e-9:.3f} s (a looping bag or a "
+                f"simulator reset): {abandoned} scan(s) in work abandoned, due times restart",
+            )
+        )
 
     def _open_due(self, now: int, out: PollResult) -> None:
         if self._stopped:
@@ -331,22 +351,28 @@ class ScanScheduler:
             skipped = backlog - 1
             self.counts["skipped_time_jump"] += skipped
             self._next_due_ns += skipped * T
-            out.events.append(Event(
-                "warn", "clock_jump_forward",
-                f"ROS time reached {now * 1e-9:.3f} s, {skipped} scan period(s) past the last due time: "
-                f"those {skipped} scan(s) are skipped",
-            ))
+            out.events.append(
+                Event(
+                    "warn",
+                    "clock_jump_forward",
+                    f"ROS time reached {now * 1e-9:.3f} s, {skipped} scan period(s) past the last due time: "
+                    f"those {skipped} scan(s) are skipped",
+                )
+            )
         while self._next_due_ns <= now:
             due = self._next_due_ns
             self._next_due_ns += T
             self.counts["due"] += 1
             if len(self._jobs) >= self.max_in_work:
                 self.counts["dropped_busy"] += 1
-                out.events.append(Event(
-                    "warn", "dropped_busy",
-                    f"scan due at {due * 1e-9:.3f} s dropped: {len(self._jobs)} scans already in work "
-                    f"(lidar_busy = {self.counts['dropped_busy']})",
-                ))
+                out.events.append(
+                    Event(
+                        "warn",
+                        "dropped_busy",
+                        f"scan due at {due * 1e-9:.3f} s dropped: {len(self._jobs)} scans already in work "
+                        f"(lidar_busy = {self.counts['dropped_busy']})",
+                    )
+                )
                 continue
             stamp = due - T if self.ts_first_point else due
             job = ScanJob(self._next_index, due, stamp, due + self.delay_ns, opened_ns=now)
@@ -359,19 +385,30 @@ class ScanScheduler:
                 continue
             if pose_end_ns is not None and pose_end_ns >= job.sweep_end_ns:
                 if self._extrapolating or self._skipping:
-                    out.events.append(Event("info", "pose_recovered", f"poses cover the sweep of scan "
-                                            f"{job.index} again; tracing resumes normally", job.index))
+                    out.events.append(
+                        Event(
+                            "info",
+                            "pose_recovered",
+                            f"poses cover the sweep of scan {job.index} again; tracing resumes normally",
+                            job.index,
+                        )
+                    )
                 self._extrapolating = self._skipping = False
                 self._start(job, now, extrapolated=False, out=out)
             elif now >= job.sweep_end_ns + self.pose_timeout_ns:
                 if pose_end_ns is not None and job.sweep_end_ns - pose_end_ns <= self.max_extrapolation_ns:
                     self.counts["extrapolated"] += 1
                     if not self._extrapolating:
-                        out.events.append(Event(
-                            "warn", "extrapolate",
-                            f"no pose at or after {job.sweep_end_ns * 1e-9:.3f} s within "
-                            f"{self.pose_timeout_ns * 1e-6:.0f} ms (newest at {pose_end_ns * 1e-9:.3f} s): "
-                            "extrapolating; warned once until poses catch up", job.index))
+                        out.events.append(
+                            Event(
+                                "warn",
+                                "extrapolate",
+                                f"no pose at or after {job.sweep_end_ns * 1e-9:.3f} s within "
+                                f"{self.pose_timeout_ns * 1e-6:.0f} ms (newest at {pose_end_ns * 1e-9:.3f} s): "
+                                "extrapolating; warned once until poses catch up",
+                                job.index,
+                            )
+                        )
                     self._extrapolating = True
                     self._start(job, now, extrapolated=True, out=out)
                 else:
@@ -380,11 +417,16 @@ class ScanScheduler:
                     self.counts["skipped_no_pose"] += 1
                     if not self._skipping:
                         newest = "none yet" if pose_end_ns is None else f"newest at {pose_end_ns * 1e-9:.3f} s"
-                        out.events.append(Event(
-                            "warn", "no_pose",
-                            f"scan {job.index} (sweep end {job.sweep_end_ns * 1e-9:.3f} s) skipped: no pose "
-                            f"within {self.max_extrapolation_ns * 1e-6:.0f} ms of it ({newest}); "
-                            "warned once until poses return", job.index))
+                        out.events.append(
+                            Event(
+                                "warn",
+                                "no_pose",
+                                f"scan {job.index} (sweep end {job.sweep_end_ns * 1e-9:.3f} s) skipped: no pose "
+                                f"within {self.max_extrapolation_ns * 1e-6:.0f} ms of it ({newest}); "
+                                "warned once until poses return",
+                                job.index,
+                            )
+                        )
                     self._skipping = True
 
     def _start(self, job: ScanJob, now: int, extrapolated: bool, out: PollResult) -> None:
@@ -405,11 +447,15 @@ class ScanScheduler:
             self.counts["published"] += 1
             if job.late:
                 self.counts["late"] += 1
-                out.events.append(Event(
-                    "debug", "late",
-                    f"scan {job.index} ready {(ready_ns - job.sweep_end_ns) * 1e-6:.1f} ms after the end of its "
-                    f"sweep, {(ready_ns - job.release_ns) * 1e-6:.1f} ms after its release time: published late",
-                    job.index))
+                out.events.append(
+                    Event(
+                        "debug",
+                        "late",
+                        f"scan {job.index} ready {(ready_ns - job.sweep_end_ns) * 1e-6:.1f} ms after the end of its "
+                        f"sweep, {(ready_ns - job.release_ns) * 1e-6:.1f} ms after its release time: published late",
+                        job.index,
+                    )
+                )
             self._last_published_ns = now
             out.publish.append(job)
 
@@ -447,7 +493,9 @@ DIAGNOSTIC_KEYS = (
 )
 
 
-def diagnostic_status(current: dict[str, Any], previous: dict[str, Any] | None) -> tuple[str, str, list[tuple[str, str]]]:
+def diagnostic_status(
+    current: dict[str, Any], previous: dict[str, Any] | None
+) -> tuple[str, str, list[tuple[str, str]]]:
     """Level (``OK``, ``WARN``, ``ERROR``), message and key/value pairs of the node's
     ``diagnostic_msgs/DiagnosticStatus`` from two successive ``ScanScheduler.diagnostics()``.
 
@@ -462,8 +510,10 @@ def diagnostic_status(current: dict[str, Any], previous: dict[str, Any] | None) 
         level = "WARN"
     else:
         level = "OK"
-    message = (f"{delta['published']} published, {delta['late']} late, {delta['dropped_busy']} dropped (busy), "
-               f"{delta['skipped_no_pose']} without pose since the last report")
+    message = (
+        f"{delta['published']} published, {delta['late']} late, {delta['dropped_busy']} dropped (busy), "
+        f"{delta['skipped_no_pose']} without pose since the last report"
+    )
     values = [(key, str(int(current.get(name, 0)))) for key, name in DIAGNOSTIC_KEYS]
     trace_ms, rtf = current.get("trace_ms", math.nan), current.get("real_time_factor", math.nan)
     values.append(("trace_ms", "nan" if math.isnan(trace_ms) else f"{trace_ms:.1f}"))
@@ -517,8 +567,9 @@ class PoseTracker:
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.jump_back_ns = int(round(jump_back_s * NS_PER_S))
-        self.counts: dict[str, int] = {k: 0 for k in ("accepted", "duplicate", "out_of_order", "time_jump",
-                                                      "invalid", "wrong_frame")}
+        self.counts: dict[str, int] = dict.fromkeys(
+            ("accepted", "duplicate", "out_of_order", "time_jump", "invalid", "wrong_frame"), 0
+        )
         self._newest_ns: int | None = None
         self._lock = threading.Lock()
 
@@ -545,36 +596,58 @@ class PoseTracker:
         if (frame_id is not None and frame_id != self.odom_frame) or (
             child_frame_id is not None and child_frame_id != self.base_frame
         ):
-            return IngestResult(False, "wrong_frame", "warn",
-                                f"pose sample {frame_id!r} -> {child_frame_id!r} rejected: expected "
-                                f"{self.odom_frame!r} -> {self.base_frame!r} (parameters odom_frame, base_frame)")
+            return IngestResult(
+                False,
+                "wrong_frame",
+                "warn",
+                f"pose sample {frame_id!r} -> {child_frame_id!r} rejected: expected "
+                f"{self.odom_frame!r} -> {self.base_frame!r} (parameters odom_frame, base_frame)",
+            )
         p = np.asarray(position_m, dtype=np.float64).reshape(-1)
         q = np.asarray(quaternion_xyzw, dtype=np.float64).reshape(-1)
         if p.shape != (3,) or q.shape != (4,) or not (np.isfinite(p).all() and np.isfinite(q).all()):
-            return IngestResult(False, "invalid", "warn",
-                                f"pose sample at {stamp_ns * 1e-9:.3f} s rejected: position {p.tolist()} and "
-                                f"quaternion {q.tolist()} must be 3 and 4 finite numbers")
+            return IngestResult(
+                False,
+                "invalid",
+                "warn",
+                f"pose sample at {stamp_ns * 1e-9:.3f} s rejected: position {p.tolist()} and "
+                f"quaternion {q.tolist()} must be 3 and 4 finite numbers",
+            )
         norm = float(np.linalg.norm(q))
         if abs(norm - 1.0) > UNIT_QUATERNION_TOLERANCE:
-            return IngestResult(False, "invalid", "warn",
-                                f"pose sample at {stamp_ns * 1e-9:.3f} s rejected: quaternion {q.tolist()} has "
-                                f"norm {norm:.6g}; expected a unit quaternion (within {UNIT_QUATERNION_TOLERANCE})")
+            return IngestResult(
+                False,
+                "invalid",
+                "warn",
+                f"pose sample at {stamp_ns * 1e-9:.3f} s rejected: quaternion {q.tolist()} has "
+                f"norm {norm:.6g}; expected a unit quaternion (within {UNIT_QUATERNION_TOLERANCE})",
+            )
         with self._lock:
             newest = self._newest_ns
             cleared = ""
             if newest is not None:
                 if stamp_ns == newest:
-                    return IngestResult(False, "duplicate", "debug",
-                                        f"pose sample at {stamp_ns * 1e-9:.6f} s repeats the newest stamp: ignored")
+                    return IngestResult(
+                        False,
+                        "duplicate",
+                        "debug",
+                        f"pose sample at {stamp_ns * 1e-9:.6f} s repeats the newest stamp: ignored",
+                    )
                 if stamp_ns < newest:
                     back_ns = newest - stamp_ns
                     if back_ns <= self.jump_back_ns:
-                        return IngestResult(False, "out_of_order", "warn",
-                                            f"pose sample at {stamp_ns * 1e-9:.6f} s is {back_ns * 1e-6:.1f} ms older "
-                                            f"than the newest ({newest * 1e-9:.6f} s): dropped")
+                        return IngestResult(
+                            False,
+                            "out_of_order",
+                            "warn",
+                            f"pose sample at {stamp_ns * 1e-9:.6f} s is {back_ns * 1e-6:.1f} ms older "
+                            f"than the newest ({newest * 1e-9:.6f} s): dropped",
+                        )
                     self.history.clear()
-                    cleared = (f"pose time jumped back {back_ns * 1e-9:.3f} s, from {newest * 1e-9:.3f} s to "
-                               f"{stamp_ns * 1e-9:.3f} s (a looping bag or a simulator reset): history cleared")
+                    cleared = (
+                        f"pose time jumped back {back_ns * 1e-9:.3f} s, from {newest * 1e-9:.3f} s to "
+                        f"{stamp_ns * 1e-9:.3f} s (a looping bag or a simulator reset): history cleared"
+                    )
             try:
                 self.history.append(stamp_ns / NS_PER_S, p, q)
             except PoseError as exc:  # two ns stamps that are one float second apart, for instance
@@ -801,19 +874,27 @@ def boxes_from_markers(
             cache[frame] = None if transform is None else _matrix(*transform)
         T_world_frame = cache[frame]
         if T_world_frame is None:
-            events.append(Event("warn", "box_no_tf", f"marker {marker.ns!r}/{marker.id} in frame {frame!r} "
-                                "skipped: no transform into the world at the scan stamp"))
+            events.append(
+                Event(
+                    "warn",
+                    "box_no_tf",
+                    f"marker {marker.ns!r}/{marker.id} in frame {frame!r} "
+                    "skipped: no transform into the world at the scan stamp",
+                )
+            )
             continue
         o = marker.pose.orientation
         p = marker.pose.position
         try:
             T = T_world_frame @ _matrix((p.x, p.y, p.z), (o.x, o.y, o.z, o.w))
-            boxes.append(VehicleBox(
-                centre_m=T[:3, 3],
-                quaternion_xyzw=Rotation.from_matrix(T[:3, :3]).as_quat(),
-                half_extents_m=0.5 * np.array([marker.scale.x, marker.scale.y, marker.scale.z], dtype=np.float64),
-                object_id=int(marker.id),
-            ))
+            boxes.append(
+                VehicleBox(
+                    centre_m=T[:3, 3],
+                    quaternion_xyzw=Rotation.from_matrix(T[:3, :3]).as_quat(),
+                    half_extents_m=0.5 * np.array([marker.scale.x, marker.scale.y, marker.scale.z], dtype=np.float64),
+                    object_id=int(marker.id),
+                )
+            )
         except (SceneError, ValueError) as exc:
             events.append(Event("warn", "box_invalid", f"marker {marker.ns!r}/{marker.id} skipped: {exc}"))
     return boxes, events
@@ -836,7 +917,11 @@ class OdometrySample:
 
 
 def odometry_stream(
-    history: PoseHistory, start_ns: int, end_ns: int, rate_hz: float = 50.0, latency_s: float = 0.001,
+    history: PoseHistory,
+    start_ns: int,
+    end_ns: int,
+    rate_hz: float = 50.0,
+    latency_s: float = 0.001,
     loop: bool = True,
 ) -> list[OdometrySample]:
     """Samples of a trajectory at ``rate_hz`` from ``start_ns`` to ``end_ns`` (ROS time), each
@@ -872,7 +957,7 @@ def simulate_schedule(
     odometry: Sequence[OdometrySample],
     n_scans: int,
     *,
-    sweeps: "SweepTracer | None" = None,
+    sweeps: SweepTracer | None = None,
     period_s: float,
     delay_s: float,
     ts_first_point: bool = False,
@@ -902,14 +987,16 @@ def simulate_schedule(
     switch_interval_s = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     try:
-        return _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_point, pose_timeout_s,
-                         workers, start_ns)
+        return _simulate(
+            trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_point, pose_timeout_s, workers, start_ns
+        )
     finally:
         sys.setswitchinterval(switch_interval_s)
 
 
-def _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_point, pose_timeout_s, workers,
-              start_ns) -> dict[str, Any]:
+def _simulate(
+    trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_point, pose_timeout_s, workers, start_ns
+) -> dict[str, Any]:
     t0 = time.perf_counter_ns()
 
     def clock() -> int:
@@ -954,8 +1041,9 @@ def _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_poin
             arrived = False
             while heap and heap[0][0] <= now:
                 sample = pending[heapq.heappop(heap)[1]]
-                result = tracker.add(sample.stamp_ns, sample.position_m, sample.quaternion_xyzw,
-                                     sample.frame_id, sample.child_frame_id)
+                result = tracker.add(
+                    sample.stamp_ns, sample.position_m, sample.quaternion_xyzw, sample.frame_id, sample.child_frame_id
+                )
                 if result.kind != "accepted":
                     events[result.kind] = events.get(result.kind, 0) + 1
                 arrived = True
@@ -980,8 +1068,11 @@ def _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_poin
             # After the poll: a finish just started goes to the pool first.
             if arrived and sweeps is not None and tracker.newest_ns is not None:
                 # A job whose sweep the poses now cover is about to start: its finish does the rest.
-                targets = [(job.sweep_end_ns, job.index) for job in scheduler.jobs()
-                           if job.state == "waiting_pose" and tracker.newest_ns < job.sweep_end_ns]
+                targets = [
+                    (job.sweep_end_ns, job.index)
+                    for job in scheduler.jobs()
+                    if job.state == "waiting_pose" and tracker.newest_ns < job.sweep_end_ns
+                ]
                 upcoming = scheduler.upcoming()
                 if upcoming is not None:
                     targets.append(upcoming)
@@ -1006,8 +1097,11 @@ def _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_poin
         "delay_ms": delay_s * 1e3,
         "counts": dict(scheduler.counts),
         "pose_counts": dict(tracker.counts),
-        "publish_minus_stamp_ms": {"on_time": _summary(on_time), "late": _summary(late),
-                                   "all": _summary(on_time + late)},
+        "publish_minus_stamp_ms": {
+            "on_time": _summary(on_time),
+            "late": _summary(late),
+            "all": _summary(on_time + late),
+        },
         "trace_wall_ms": _summary(traces),
         "events": events,
         "wall_s": (time.perf_counter_ns() - t0) * 1e-9,
@@ -1015,8 +1109,13 @@ def _simulate(trace, odometry, n_scans, sweeps, period_s, delay_s, ts_first_poin
 
 
 def run_schedule_benchmark(
-    n_scans: int = 600, sensors: str = "polaris", seed: int = 0, point_type: str = "XYZI",
-    odom_hz: float = 50.0, odom_latency_s: float = 0.001, options: dict[str, Any] | None = None,
+    n_scans: int = 600,
+    sensors: str = "polaris",
+    seed: int = 0,
+    point_type: str = "XYZI",
+    odom_hz: float = 50.0,
+    odom_latency_s: float = 0.001,
+    options: dict[str, Any] | None = None,
     pretrace_columns: bool = True,
 ) -> dict[str, Any]:
     """The figures of ``acres-lidar bench --schedule``: ``n_scans`` scans of the real ``Scanner``
@@ -1053,11 +1152,24 @@ def run_schedule_benchmark(
         scan = sweeps.finish(job, poses)
         return pointcloud2_message(organised_cloud(scan, point_type), scan.frame_id, job.stamp_ns, typestore)
 
-    odometry = odometry_stream(tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns,
-                               rate_hz=odom_hz, latency_s=odom_latency_s)
-    result = simulate_schedule(trace, odometry, n_scans, period_s=config.period_s, delay_s=config.delay_s,
-                               start_ns=start_ns - period_ns // 2, sweeps=sweeps if pretrace_columns else None)
-    result.update(sensors=sensors, rays_per_scan=scanner.ray_count, odom_hz=odom_hz,
-                  odom_latency_ms=odom_latency_s * 1e3, options=dict(options or {}),
-                  pretrace_columns=pretrace_columns)
+    odometry = odometry_stream(
+        tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns, rate_hz=odom_hz, latency_s=odom_latency_s
+    )
+    result = simulate_schedule(
+        trace,
+        odometry,
+        n_scans,
+        period_s=config.period_s,
+        delay_s=config.delay_s,
+        start_ns=start_ns - period_ns // 2,
+        sweeps=sweeps if pretrace_columns else None,
+    )
+    result.update(
+        sensors=sensors,
+        rays_per_scan=scanner.ray_count,
+        odom_hz=odom_hz,
+        odom_latency_ms=odom_latency_s * 1e3,
+        options=dict(options or {}),
+        pretrace_columns=pretrace_columns,
+    )
     return result

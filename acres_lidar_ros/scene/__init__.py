@@ -7,5 +7,12 @@ from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.scene.tour import default_tour
 
 __all__ = [
-    "CellGrid", "TerrainGrid", "CropPatches", "Scene", "SceneBuilder", "load_scene", "build_default_farm", "default_tour",
+    "CellGrid",
+    "CropPatches",
+    "Scene",
+    "SceneBuilder",
+    "TerrainGrid",
+    "build_default_farm",
+    "default_tour",
+    "load_scene",
 ]

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
-from acres_lidar_ros.scene.boxes import VehicleBox
 from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene.boxes import VehicleBox
 
 UNIT_QUATERNION_TOLERANCE = 1e-3
 SAMPLE_KEYS = ("t_s", "centre_m", "quaternion_xyzw", "half_extents_m")
@@ -79,7 +79,7 @@ class BoxTrack:
         lam = (t - t0) / (t1 - t0)
         centre = (1.0 - lam) * self.centres_m[i] + lam * self.centres_m[i + 1]
         half = (1.0 - lam) * self.half_extents_m[i] + lam * self.half_extents_m[i + 1]
-        slerp = Slerp([0.0, 1.0], Rotation.from_quat(self.quaternions_xyzw[i:i + 2]))
+        slerp = Slerp([0.0, 1.0], Rotation.from_quat(self.quaternions_xyzw[i : i + 2]))
         q = slerp([lam]).as_quat()[0]
         return VehicleBox(centre, q / np.linalg.norm(q), half, self.object_id)
 
@@ -110,7 +110,7 @@ class BoxTracks:
         return (min(float(t.times_s[0]) for t in self.tracks), max(float(t.times_s[-1]) for t in self.tracks))
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "box tracks", path: Path | None = None) -> "BoxTracks":
+    def from_dict(cls, data: Any, where: str = "box tracks", path: Path | None = None) -> BoxTracks:
         """Validate a parsed file (see the module docstring); ``SceneError`` naming ``where``."""
         if not isinstance(data, dict) or not isinstance(data.get("tracks"), list):
             raise SceneError(f"{where}: expected an object with a list 'tracks'")
@@ -122,7 +122,9 @@ class BoxTracks:
         for k, entry in enumerate(data["tracks"]):
             track = _track(entry, f"{where}: tracks[{k}]")
             if track.object_id in seen:
-                raise SceneError(f"{where}: tracks[{k}]: object_id {track.object_id} appears twice; expected unique ids")
+                raise SceneError(
+                    f"{where}: tracks[{k}]: object_id {track.object_id} appears twice; expected unique ids"
+                )
             seen.add(track.object_id)
             tracks.append(track)
         return cls(tuple(tracks), path)

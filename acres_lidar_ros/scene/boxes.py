@@ -6,8 +6,8 @@ behind it (see ``trace.Tracer.trace``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -146,8 +146,20 @@ def build_default_farm(seed: int = 0) -> Scene:
         b.add_tree((x + rng.uniform(-1, 1), 80.0 + rng.uniform(-1, 1)), rng.uniform(10.0, 15.0), name=f"windbreak_{k}")
     for k, x in enumerate(np.arange(-487.5, 500.0, 25.0)):
         b.add_tree((x, ROAD_Y_M + 12.0), rng.uniform(8.0, 13.0), name=f"road_tree_{k}")
-    singles = [(-100.0, 20.0), (-120.0, -60.0), (240.0, 40.0), (120.0, -20.0), (-300.0, 40.0), (300.0, 200.0),
-               (-60.0, 140.0), (40.0, 150.0), (-250.0, -300.0), (150.0, -300.0), (-190.0, 120.0), (-250.0, 185.0)]
+    singles = [
+        (-100.0, 20.0),
+        (-120.0, -60.0),
+        (240.0, 40.0),
+        (120.0, -20.0),
+        (-300.0, 40.0),
+        (300.0, 200.0),
+        (-60.0, 140.0),
+        (40.0, 150.0),
+        (-250.0, -300.0),
+        (150.0, -300.0),
+        (-190.0, 120.0),
+        (-250.0, 185.0),
+    ]
     for k, xy in enumerate(singles):
         b.add_tree(xy, rng.uniform(9.0, 18.0), name=f"tree_{k}")
 
@@ -155,12 +167,14 @@ def build_default_farm(seed: int = 0) -> Scene:
     for k in range(14):
         a = 2 * np.pi * k / 14 + rng.uniform(-0.1, 0.1)
         r = POND_RADIUS_M + rng.uniform(4.0, 8.0)
-        b.add_shrub(POND_CENTRE_XY_M + r * np.array([np.cos(a), np.sin(a)]), rng.uniform(1.2, 3.0), name=f"pond_shrub_{k}")
+        b.add_shrub(
+            POND_CENTRE_XY_M + r * np.array([np.cos(a), np.sin(a)]), rng.uniform(1.2, 3.0), name=f"pond_shrub_{k}"
+        )
     for k, x in enumerate(np.arange(-400.0, 401.0, 50.0)):
         b.add_shrub((x + 12.0, ROAD_Y_M - 9.0), rng.uniform(1.0, 2.2), name=f"verge_shrub_{k}")
 
     # Crop fields with crushed wheel tracks and a harvested strip.
-    for (corner, (nx, ny), cls, h_crop, growth) in CROP_FIELDS:
+    for corner, (nx, ny), cls, h_crop, growth in CROP_FIELDS:
         state = np.zeros((CROP_CELLS * ny, CROP_CELLS * nx), np.int64)
         rows = np.arange(CROP_CELLS * ny)
         track = (rows % 24 == 5) | (rows % 24 == 6)  # wheel tracks every 6 m along x
@@ -174,12 +188,20 @@ def build_default_farm(seed: int = 0) -> Scene:
         xy = np.array([rng.uniform(-450, 450), rng.uniform(100, 450)])
         if np.hypot(*(xy - POND_CENTRE_XY_M)) < POND_RADIUS_M + 15:
             xy = xy + [0.0, 60.0]
-        b.add_ground_cover(xy, [rng.uniform(2, 5), rng.uniform(1.5, 4), rng.uniform(0.15, 0.4)],
-                           rng.uniform(0, np.pi), name=f"ground_cover_{k}")
+        b.add_ground_cover(
+            xy,
+            [rng.uniform(2, 5), rng.uniform(1.5, 4), rng.uniform(0.15, 0.4)],
+            rng.uniform(0, np.pi),
+            name=f"ground_cover_{k}",
+        )
     for k in range(12):
         xy = (rng.uniform(80.0, 190.0), 5.0 + (4.0 if k % 2 else -4.0) + rng.uniform(-0.3, 0.3))
-        b.add_mud_clod(xy, [rng.uniform(0.3, 0.7), rng.uniform(0.25, 0.5), rng.uniform(0.08, 0.18)],
-                       rng.uniform(0, np.pi), name=f"mud_clod_{k}")
+        b.add_mud_clod(
+            xy,
+            [rng.uniform(0.3, 0.7), rng.uniform(0.25, 0.5), rng.uniform(0.08, 0.18)],
+            rng.uniform(0, np.pi),
+            name=f"mud_clod_{k}",
+        )
     for k, x in enumerate(np.arange(-147.0, 60.0, 6.0)):
         b.add_box((x, -49.0), (0.12, 0.12, 1.2), "other", name=f"fence_post_{k}")
     return b.build()

@@ -141,7 +141,7 @@ class CellGrid:
         padded = np.pad(values, 1, constant_values=np.asarray(self.fill, values.dtype))
         object.__setattr__(self, "_padded_flat", padded.ravel())
 
-    def same_cells(self, other: "CellGrid") -> bool:
+    def same_cells(self, other: CellGrid) -> bool:
         """True when ``other`` has the same origin, cell size and shape (so the same indices)."""
         return (
             self.values.shape == other.values.shape
@@ -222,9 +222,7 @@ def points_in_polygon(x_m: np.ndarray, y_m: np.ndarray, polygon_xy_m: np.ndarray
 NO_POLYGON = 255
 
 
-def rasterise_polygons(
-    polygons: list[tuple[np.ndarray, int]], cell_m: float
-) -> CellGrid:
+def rasterise_polygons(polygons: list[tuple[np.ndarray, int]], cell_m: float) -> CellGrid:
     """Raster of polygon materials: later polygons paint over earlier ones.
 
     Parameters

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.config.materials import (
     CLASS_ID,
     CLASS_NAMES,
@@ -21,6 +20,7 @@ from acres_lidar_ros.config.materials import (
     MATERIAL_NAMES,
     MATERIAL_OF_CLASS,
 )
+from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import shapes
 from acres_lidar_ros.scene.grids import NO_POLYGON, CellGrid, TerrainGrid, rasterise_polygons
 
@@ -90,10 +90,15 @@ class CropPatches:
     object_id: np.ndarray
 
     @classmethod
-    def empty(cls) -> "CropPatches":
+    def empty(cls) -> CropPatches:
         return cls(
-            np.zeros((0, 2)), np.zeros(0), np.zeros((0, CROP_CELLS, CROP_CELLS)), np.zeros((0, CROP_CELLS, CROP_CELLS)),
-            np.zeros(0, np.uint8), np.zeros(0, np.uint8), np.zeros(0, np.int32),
+            np.zeros((0, 2)),
+            np.zeros(0),
+            np.zeros((0, CROP_CELLS, CROP_CELLS)),
+            np.zeros((0, CROP_CELLS, CROP_CELLS)),
+            np.zeros(0, np.uint8),
+            np.zeros(0, np.uint8),
+            np.zeros(0, np.int32),
         )
 
     def __len__(self) -> int:
@@ -243,19 +248,46 @@ class Scene:
         """SHA-256 hex digest of every array of the scene (equal digests: equal scenes)."""
         h = hashlib.sha256()
         arrays = [
-            self.vertices_m, self.triangles, self.triangle_class, self.triangle_material,
-            self.triangle_object, self.triangle_closed, self.terrain.origin_xy_m, self.terrain.height_m,
-            self.cover.origin_xy_m, self.cover.values, self.polygon_raster.origin_xy_m, self.polygon_raster.values,
-            self.pond_depth.origin_xy_m, self.pond_depth.values, self.soil_wetness.origin_xy_m,
-            self.soil_wetness.values, self.crops.centre_xy_m, self.crops.yaw_rad, self.crops.cell_base_z_m,
-            self.crops.cell_top_z_m, self.crops.class_id, self.crops.material_id, self.crops.object_id,
+            self.vertices_m,
+            self.triangles,
+            self.triangle_class,
+            self.triangle_material,
+            self.triangle_object,
+            self.triangle_closed,
+            self.terrain.origin_xy_m,
+            self.terrain.height_m,
+            self.cover.origin_xy_m,
+            self.cover.values,
+            self.polygon_raster.origin_xy_m,
+            self.polygon_raster.values,
+            self.pond_depth.origin_xy_m,
+            self.pond_depth.values,
+            self.soil_wetness.origin_xy_m,
+            self.soil_wetness.values,
+            self.crops.centre_xy_m,
+            self.crops.yaw_rad,
+            self.crops.cell_base_z_m,
+            self.crops.cell_top_z_m,
+            self.crops.class_id,
+            self.crops.material_id,
+            self.crops.object_id,
         ]
         for a in arrays:
             a = np.ascontiguousarray(a)
             h.update(str((a.dtype.str, a.shape)).encode())
             h.update(a.tobytes())
-        h.update(repr((self.terrain.cell_m, self.cover.cell_m, self.polygon_raster.cell_m,
-                       self.pond_depth.cell_m, self.soil_wetness.cell_m, self.object_names)).encode())
+        h.update(
+            repr(
+                (
+                    self.terrain.cell_m,
+                    self.cover.cell_m,
+                    self.polygon_raster.cell_m,
+                    self.pond_depth.cell_m,
+                    self.soil_wetness.cell_m,
+                    self.object_names,
+                )
+            ).encode()
+        )
         for vertices, material in self.polygons:
             h.update(np.ascontiguousarray(vertices, np.float64).tobytes() + bytes([material]))
         return h.hexdigest()
@@ -364,13 +396,18 @@ class SceneBuilder:
         v = np.asarray(vertices_xy_m, float)
         if v.ndim != 2 or v.shape[1] != 2 or len(v) < 3 or not np.all(np.isfinite(v)):
             raise SceneError(f"{what}.vertices_xy_m has shape {v.shape}: must be 3 or more finite [x, y] pairs")
-        mid = material_number(material, f"{what}.material", COVER_MATERIAL_NAMES) if isinstance(material, str) else int(material)
+        mid = (
+            material_number(material, f"{what}.material", COVER_MATERIAL_NAMES)
+            if isinstance(material, str)
+            else int(material)
+        )
         if mid not in COVER_MATERIAL_IDS:
             raise SceneError(f"{what}.material = {material!r}: allowed: {', '.join(COVER_MATERIAL_NAMES)}")
         self.polygons.append((v, mid))
 
-    def add_mesh(self, vertices_m, triangles, class_name: str, material=None, closed: bool = False,
-                 name: str | None = None) -> int:
+    def add_mesh(
+        self, vertices_m, triangles, class_name: str, material=None, closed: bool = False, name: str | None = None
+    ) -> int:
         """Add a triangle mesh given in world coordinates.
 
         ``closed`` marks a closed, outward-wound foliage mesh whose exits are not hits.
@@ -379,15 +416,28 @@ class SceneBuilder:
         v = np.asarray(vertices_m, float)
         t = np.asarray(triangles)
         if v.ndim != 2 or v.shape[1] != 3 or not np.all(np.isfinite(v)):
-            raise SceneError(f"mesh {name!r}: vertices have shape {v.shape} or non-finite values: must be (v, 3) finite")
+            raise SceneError(
+                f"mesh {name!r}: vertices have shape {v.shape} or non-finite values: must be (v, 3) finite"
+            )
         if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0 or t.min() < 0 or t.max() >= len(v):
-            raise SceneError(f"mesh {name!r}: triangles have shape {t.shape}: must be (t >= 1, 3) indices below {len(v)}")
+            raise SceneError(
+                f"mesh {name!r}: triangles have shape {t.shape}: must be (t >= 1, 3) indices below {len(v)}"
+            )
         oid = self._new_object(name, class_name)
         self._add(v, t, cid, self._material(cid, material), oid, closed and bool(IS_FOLIAGE_CLASS[cid]))
         return oid
 
-    def add_box(self, base_xy_m, size_m, class_name: str, yaw_rad: float = 0.0, material=None,
-                roof_height_m: float = 0.0, base_z_m: float | None = None, name: str | None = None) -> int:
+    def add_box(
+        self,
+        base_xy_m,
+        size_m,
+        class_name: str,
+        yaw_rad: float = 0.0,
+        material=None,
+        roof_height_m: float = 0.0,
+        base_z_m: float | None = None,
+        name: str | None = None,
+    ) -> int:
         """Box of ``size_m`` (lx, ly, lz) standing on its base, with an optional gable roof (ridge along x)."""
         cid = class_number(class_name)
         size = np.asarray(size_m, float)
@@ -403,9 +453,18 @@ class SceneBuilder:
             self._add(v + [0, 0, size[2]], t, cid, mat, oid, False, yaw_rad, base)
         return oid
 
-    def add_cylinder(self, base_xy_m, radius_m: float, height_m: float, class_name: str, material=None,
-                     segments: int = 16, cone_height_m: float = 0.0, base_z_m: float | None = None,
-                     name: str | None = None) -> int:
+    def add_cylinder(
+        self,
+        base_xy_m,
+        radius_m: float,
+        height_m: float,
+        class_name: str,
+        material=None,
+        segments: int = 16,
+        cone_height_m: float = 0.0,
+        base_z_m: float | None = None,
+        name: str | None = None,
+    ) -> int:
         """Upright closed cylinder with an optional cone roof."""
         cid = class_number(class_name)
         if not (radius_m > 0 and height_m > 0 and cone_height_m >= 0 and segments >= 3):
@@ -415,13 +474,28 @@ class SceneBuilder:
             )
         oid = self._new_object(name, class_name)
         v, t = shapes.cylinder(radius_m, height_m, int(segments), cone_height_m)
-        self._add(v, t, cid, self._material(cid, material), oid, bool(IS_FOLIAGE_CLASS[cid]),
-                  0.0, self._base(base_xy_m, base_z_m))
+        self._add(
+            v,
+            t,
+            cid,
+            self._material(cid, material),
+            oid,
+            bool(IS_FOLIAGE_CLASS[cid]),
+            0.0,
+            self._base(base_xy_m, base_z_m),
+        )
         return oid
 
-    def add_tree(self, base_xy_m, height_m: float, trunk_radius_m: float | None = None,
-                 crown_material=None, trunk_material=None, base_z_m: float | None = None,
-                 name: str | None = None) -> int:
+    def add_tree(
+        self,
+        base_xy_m,
+        height_m: float,
+        trunk_radius_m: float | None = None,
+        crown_material=None,
+        trunk_material=None,
+        base_z_m: float | None = None,
+        name: str | None = None,
+    ) -> int:
         """Tree of height H: trunk cylinder (tree_trunk) to 0.62 H, crown sphere (tree) r 0.33 H at 0.62 H."""
         if not height_m > 0:
             raise SceneError(f"tree {name!r}: height_m = {height_m!r}: must be > 0")
@@ -434,24 +508,40 @@ class SceneBuilder:
         v, t = shapes.cylinder(r_trunk, CROWN_CENTRE_PER_HEIGHT * height_m, 8)
         self._add(v, t, trunk, self._material(trunk, trunk_material), oid, False, 0.0, base)
         v, t = shapes.sphere(CROWN_RADIUS_PER_HEIGHT * height_m, 2)
-        self._add(v + [0, 0, CROWN_CENTRE_PER_HEIGHT * height_m], t, crown, self._material(crown, crown_material),
-                  oid, True, 0.0, base)
+        self._add(
+            v + [0, 0, CROWN_CENTRE_PER_HEIGHT * height_m],
+            t,
+            crown,
+            self._material(crown, crown_material),
+            oid,
+            True,
+            0.0,
+            base,
+        )
         return oid
 
-    def add_shrub(self, base_xy_m, height_m: float, material=None, base_z_m: float | None = None,
-                  name: str | None = None) -> int:
+    def add_shrub(
+        self, base_xy_m, height_m: float, material=None, base_z_m: float | None = None, name: str | None = None
+    ) -> int:
         """Shrub of height H: sphere proxy of radius 0.5 H at 0.5 H (class shrub)."""
         if not height_m > 0:
             raise SceneError(f"shrub {name!r}: height_m = {height_m!r}: must be > 0")
         cid = CLASS_ID["shrub"]
         oid = self._new_object(name, "shrub")
         v, t = shapes.sphere(SHRUB_RADIUS_PER_HEIGHT * height_m, 1)
-        self._add(v + [0, 0, SHRUB_CENTRE_PER_HEIGHT * height_m], t, cid, self._material(cid, material), oid, True,
-                  0.0, self._base(base_xy_m, base_z_m))
+        self._add(
+            v + [0, 0, SHRUB_CENTRE_PER_HEIGHT * height_m],
+            t,
+            cid,
+            self._material(cid, material),
+            oid,
+            True,
+            0.0,
+            self._base(base_xy_m, base_z_m),
+        )
         return oid
 
-    def add_mud_clod(self, base_xy_m, size_m, yaw_rad: float = 0.0, material=None,
-                     name: str | None = None) -> int:
+    def add_mud_clod(self, base_xy_m, size_m, yaw_rad: float = 0.0, material=None, name: str | None = None) -> int:
         """Mud clod (class mud_clod, solid, wetness 1): half-buried ellipsoid of extent ``size_m``.
 
         ``size_m`` (3,) = (length, width, height above the ground).
@@ -465,8 +555,7 @@ class SceneBuilder:
         self._add(v, t, cid, self._material(cid, material), oid, False, yaw_rad, self._base(base_xy_m, None))
         return oid
 
-    def add_ground_cover(self, base_xy_m, size_m, yaw_rad: float = 0.0, material=None,
-                         name: str | None = None) -> int:
+    def add_ground_cover(self, base_xy_m, size_m, yaw_rad: float = 0.0, material=None, name: str | None = None) -> int:
         """Low ground cover (class ground_cover, foliage): half-buried ellipsoid dome of extent ``size_m``."""
         size = np.asarray(size_m, float)
         if size.shape != (3,) or not np.all(size > 0):
@@ -477,9 +566,18 @@ class SceneBuilder:
         self._add(v, t, cid, self._material(cid, material), oid, True, yaw_rad, self._base(base_xy_m, None))
         return oid
 
-    def add_crop_field(self, corner_xy_m, patches_xy: tuple[int, int], class_name: str, crop_height_m: float,
-                       growth: float, yaw_rad: float = 0.0, cell_state=None, material=None,
-                       name: str | None = None) -> int:
+    def add_crop_field(
+        self,
+        corner_xy_m,
+        patches_xy: tuple[int, int],
+        class_name: str,
+        crop_height_m: float,
+        growth: float,
+        yaw_rad: float = 0.0,
+        cell_state=None,
+        material=None,
+        name: str | None = None,
+    ) -> int:
         """Field of ``nx x ny`` crop patches from ``corner_xy_m`` along the rotated local x and y.
 
         Parameters
@@ -508,9 +606,18 @@ class SceneBuilder:
             )
         cid = class_number(class_name)
         oid = self._new_object(name, class_name)
-        self._crops.append(dict(corner=np.asarray(corner_xy_m, float), n=(nx, ny), yaw=float(yaw_rad),
-                                h_max=crop_box_height_m(crop_height_m, growth), state=state.astype(np.int64),
-                                class_id=cid, material=self._material(cid, material), oid=oid))
+        self._crops.append(
+            dict(
+                corner=np.asarray(corner_xy_m, float),
+                n=(nx, ny),
+                yaw=float(yaw_rad),
+                h_max=crop_box_height_m(crop_height_m, growth),
+                state=state.astype(np.int64),
+                class_id=cid,
+                material=self._material(cid, material),
+                oid=oid,
+            )
+        )
         return oid
 
     def _build_crops(self) -> CropPatches:
@@ -529,12 +636,26 @@ class SceneBuilder:
             cx, cy = np.meshgrid(cell * CROP_PATCH_SIZE_M[0], cell * CROP_PATCH_SIZE_M[1])
             wx = centre[:, 0, None, None] + c * cx - s * cy
             wy = centre[:, 1, None, None] + s * cx + c * cy
-            state = f["state"].reshape(ny, CROP_CELLS, nx, CROP_CELLS).transpose(0, 2, 1, 3).reshape(-1, CROP_CELLS, CROP_CELLS)
+            state = (
+                f["state"]
+                .reshape(ny, CROP_CELLS, nx, CROP_CELLS)
+                .transpose(0, 2, 1, 3)
+                .reshape(-1, CROP_CELLS, CROP_CELLS)
+            )
             base = self.terrain.height_at(wx, wy)
             top = base + f["h_max"] * CROP_CELL_HEIGHT_FRACTION[state]
             p = len(centre)
-            parts.append((centre, np.full(p, f["yaw"]), base, top, np.full(p, f["class_id"], np.uint8),
-                          np.full(p, f["material"], np.uint8), np.full(p, f["oid"], np.int32)))
+            parts.append(
+                (
+                    centre,
+                    np.full(p, f["yaw"]),
+                    base,
+                    top,
+                    np.full(p, f["class_id"], np.uint8),
+                    np.full(p, f["material"], np.uint8),
+                    np.full(p, f["oid"], np.int32),
+                )
+            )
         return CropPatches(*(np.concatenate(arrays) for arrays in zip(*parts)))
 
     def build(self) -> Scene:
@@ -559,7 +680,13 @@ class SceneBuilder:
             crops=self._build_crops(),
             object_names=tuple(self._names),
         )
-        for a in (scene.vertices_m, scene.triangles, scene.triangle_class, scene.triangle_material,
-                  scene.triangle_object, scene.triangle_closed):
+        for a in (
+            scene.vertices_m,
+            scene.triangles,
+            scene.triangle_class,
+            scene.triangle_material,
+            scene.triangle_object,
+            scene.triangle_closed,
+        ):
             a.setflags(write=False)
         return scene

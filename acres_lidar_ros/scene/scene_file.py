@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.config.materials import CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID, MATERIAL_NAMES
+from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.scene.model import CROP_CLASS_NAMES, Scene, SceneBuilder
 
@@ -50,7 +50,9 @@ class _Reader:
             raise self.fail(key, value, "must be a JSON object")
         unknown = sorted(set(value) - allowed_keys)
         if unknown:
-            raise SceneError(f"{self.path}: {key}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed_keys))}")
+            raise SceneError(
+                f"{self.path}: {key}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed_keys))}"
+            )
         return value
 
     def required(self, table: dict, name: str, key: str) -> Any:
@@ -58,8 +60,15 @@ class _Reader:
             raise SceneError(f"{self.path}: {key}.{name} is missing")
         return table[name]
 
-    def number(self, table: dict, name: str, key: str, default: float | None = None, low: float = -math.inf,
-               low_open: bool = False) -> float:
+    def number(
+        self,
+        table: dict,
+        name: str,
+        key: str,
+        default: float | None = None,
+        low: float = -math.inf,
+        low_open: bool = False,
+    ) -> float:
         if name in table:
             value = table[name]
         elif default is not None:
@@ -77,14 +86,20 @@ class _Reader:
 
     def vector(self, table: dict, name: str, key: str, size: int, positive: bool = False) -> np.ndarray:
         value = self.required(table, name, key)
-        ok = isinstance(value, list) and len(value) == size and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+        ok = (
+            isinstance(value, list)
+            and len(value) == size
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
         )
         if not ok or (positive and min(value) <= 0):
-            raise self.fail(f"{key}.{name}", value, f"must be a list of {size} finite numbers{' > 0' if positive else ''}")
+            raise self.fail(
+                f"{key}.{name}", value, f"must be a list of {size} finite numbers{' > 0' if positive else ''}"
+            )
         return np.array(value, float)
 
-    def name_of(self, table: dict, name: str, key: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
+    def name_of(
+        self, table: dict, name: str, key: str, allowed: tuple[str, ...], default: str | None = None
+    ) -> str | None:
         if name not in table:
             if default is None:
                 return None
@@ -162,14 +177,19 @@ def load_scene(path: str | Path) -> Scene:
             bad = ~np.isin(values, [MATERIAL_ID[n] for n in COVER_MATERIAL_NAMES])
             if bad.any():
                 i, j = np.argwhere(bad)[0]
-                raise r.fail(f"cover.material[{i}][{j}]", int(values[i, j]), "allowed material numbers: "
-                             + ", ".join(f"{MATERIAL_ID[n]} ({n})" for n in COVER_MATERIAL_NAMES))
+                raise r.fail(
+                    f"cover.material[{i}][{j}]",
+                    int(values[i, j]),
+                    "allowed material numbers: " + ", ".join(f"{MATERIAL_ID[n]} ({n})" for n in COVER_MATERIAL_NAMES),
+                )
         else:
             names = r.array(raw, "cover.material", str)
             bad = ~np.isin(names, COVER_MATERIAL_NAMES)
             if bad.any():
                 i, j = np.argwhere(bad)[0]
-                raise r.fail(f"cover.material[{i}][{j}]", str(names[i, j]), f"allowed: {', '.join(COVER_MATERIAL_NAMES)}")
+                raise r.fail(
+                    f"cover.material[{i}][{j}]", str(names[i, j]), f"allowed: {', '.join(COVER_MATERIAL_NAMES)}"
+                )
             values = np.vectorize(MATERIAL_ID.__getitem__, otypes=[np.int64])(names)
         cover = CellGrid(c_origin, c_cell, values.astype(np.uint8))
 
@@ -236,31 +256,58 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str) -> None:
         if kind == "mesh":
             _add_mesh(r, b, obj, key, cls, material, yaw, name)
         elif kind == "box":
-            b.add_box(r.vector(obj, "base_xy_m", key, 2), r.vector(obj, "size_m", key, 3, positive=True), cls, yaw,
-                      material, r.number(obj, "roof_height_m", key, default=0.0, low=0.0),
-                      r.optional_number(obj, "base_z_m", key), name)
+            b.add_box(
+                r.vector(obj, "base_xy_m", key, 2),
+                r.vector(obj, "size_m", key, 3, positive=True),
+                cls,
+                yaw,
+                material,
+                r.number(obj, "roof_height_m", key, default=0.0, low=0.0),
+                r.optional_number(obj, "base_z_m", key),
+                name,
+            )
         elif kind == "cylinder":
             segments = obj.get("segments", 16)
             if isinstance(segments, bool) or not isinstance(segments, int) or segments < 3:
                 raise r.fail(f"{key}.segments", segments, "must be an integer >= 3")
-            b.add_cylinder(r.vector(obj, "base_xy_m", key, 2), r.number(obj, "radius_m", key, low=0.0, low_open=True),
-                           r.number(obj, "height_m", key, low=0.0, low_open=True), cls, material, segments,
-                           r.number(obj, "cone_height_m", key, default=0.0, low=0.0),
-                           r.optional_number(obj, "base_z_m", key), name)
+            b.add_cylinder(
+                r.vector(obj, "base_xy_m", key, 2),
+                r.number(obj, "radius_m", key, low=0.0, low_open=True),
+                r.number(obj, "height_m", key, low=0.0, low_open=True),
+                cls,
+                material,
+                segments,
+                r.number(obj, "cone_height_m", key, default=0.0, low=0.0),
+                r.optional_number(obj, "base_z_m", key),
+                name,
+            )
         elif kind == "tree":
-            b.add_tree(r.vector(obj, "base_xy_m", key, 2), r.number(obj, "height_m", key, low=0.0, low_open=True),
-                       r.optional_number(obj, "trunk_radius_m", key),
-                       r.name_of(obj, "crown_material", key, MATERIAL_NAMES),
-                       r.name_of(obj, "trunk_material", key, MATERIAL_NAMES), r.optional_number(obj, "base_z_m", key), name)
+            b.add_tree(
+                r.vector(obj, "base_xy_m", key, 2),
+                r.number(obj, "height_m", key, low=0.0, low_open=True),
+                r.optional_number(obj, "trunk_radius_m", key),
+                r.name_of(obj, "crown_material", key, MATERIAL_NAMES),
+                r.name_of(obj, "trunk_material", key, MATERIAL_NAMES),
+                r.optional_number(obj, "base_z_m", key),
+                name,
+            )
         elif kind == "shrub":
-            b.add_shrub(r.vector(obj, "base_xy_m", key, 2), r.number(obj, "height_m", key, low=0.0, low_open=True),
-                        material, r.optional_number(obj, "base_z_m", key), name)
+            b.add_shrub(
+                r.vector(obj, "base_xy_m", key, 2),
+                r.number(obj, "height_m", key, low=0.0, low_open=True),
+                material,
+                r.optional_number(obj, "base_z_m", key),
+                name,
+            )
         elif kind == "crop_field":
             if cls not in CROP_CLASS_NAMES:
                 raise r.fail(f"{key}.class", cls, f"allowed for crop_field: {', '.join(CROP_CLASS_NAMES)}")
             patches = r.required(obj, "patches", key)
-            if not (isinstance(patches, list) and len(patches) == 2
-                    and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in patches)):
+            if not (
+                isinstance(patches, list)
+                and len(patches) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in patches)
+            ):
                 raise r.fail(f"{key}.patches", patches, "must be [nx, ny], integers >= 1")
             state = None
             if "cell_state" in obj:
@@ -268,15 +315,25 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str) -> None:
             growth = r.number(obj, "growth", key, low=0.0)
             if growth > 1.0:
                 raise r.fail(f"{key}.growth", growth, "must be from 0 to 1")
-            b.add_crop_field(r.vector(obj, "corner_xy_m", key, 2), tuple(patches), cls,
-                             r.number(obj, "crop_height_m", key, low=0.0, low_open=True), growth, yaw, state, material,
-                             name)
+            b.add_crop_field(
+                r.vector(obj, "corner_xy_m", key, 2),
+                tuple(patches),
+                cls,
+                r.number(obj, "crop_height_m", key, low=0.0, low_open=True),
+                growth,
+                yaw,
+                state,
+                material,
+                name,
+            )
         elif kind == "mud_clod":
-            b.add_mud_clod(r.vector(obj, "base_xy_m", key, 2), r.vector(obj, "size_m", key, 3, positive=True), yaw,
-                           material, name)
+            b.add_mud_clod(
+                r.vector(obj, "base_xy_m", key, 2), r.vector(obj, "size_m", key, 3, positive=True), yaw, material, name
+            )
         elif kind == "ground_cover":
-            b.add_ground_cover(r.vector(obj, "base_xy_m", key, 2), r.vector(obj, "size_m", key, 3, positive=True), yaw,
-                               material, name)
+            b.add_ground_cover(
+                r.vector(obj, "base_xy_m", key, 2), r.vector(obj, "size_m", key, 3, positive=True), yaw, material, name
+            )
     except SceneError as err:
         message = str(err)
         if message.startswith(str(r.path)):

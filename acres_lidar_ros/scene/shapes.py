@@ -39,9 +39,7 @@ def orient_outward(vertices_m: np.ndarray, triangles: np.ndarray, inside_m: np.n
 def box(size_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Box of ``size_m`` (3,) = (lx, ly, lz) with its base centre at the origin (z from 0 to lz)."""
     lx, ly, lz = (float(s) for s in size_m)
-    corners = np.array(
-        [[sx * lx / 2, sy * ly / 2, sz * lz] for sz in (0, 1) for sy in (-1, 1) for sx in (-1, 1)]
-    )
+    corners = np.array([[sx * lx / 2, sy * ly / 2, sz * lz] for sz in (0, 1) for sy in (-1, 1) for sx in (-1, 1)])
     # Corner index = 4 * z + 2 * y + x.
     quads = [(0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5)]
     tris = np.array([t for q in quads for t in ((q[0], q[1], q[2]), (q[0], q[2], q[3]))], np.int64)
@@ -53,16 +51,23 @@ def gable_roof(size_m: np.ndarray, roof_height_m: float) -> tuple[np.ndarray, np
     lx, ly = float(size_m[0]), float(size_m[1])
     h = float(roof_height_m)
     v = np.array(
-        [[-lx / 2, -ly / 2, 0], [lx / 2, -ly / 2, 0], [lx / 2, ly / 2, 0], [-lx / 2, ly / 2, 0], [-lx / 2, 0, h], [lx / 2, 0, h]],
+        [
+            [-lx / 2, -ly / 2, 0],
+            [lx / 2, -ly / 2, 0],
+            [lx / 2, ly / 2, 0],
+            [-lx / 2, ly / 2, 0],
+            [-lx / 2, 0, h],
+            [lx / 2, 0, h],
+        ],
         float,
     )
-    tris = np.array(
-        [[0, 1, 2], [0, 2, 3], [0, 1, 5], [0, 5, 4], [3, 2, 5], [3, 5, 4], [0, 4, 3], [1, 2, 5]], np.int64
-    )
+    tris = np.array([[0, 1, 2], [0, 2, 3], [0, 1, 5], [0, 5, 4], [3, 2, 5], [3, 5, 4], [0, 4, 3], [1, 2, 5]], np.int64)
     return v, orient_outward(v, tris, np.array([0.0, 0.0, h / 3]))
 
 
-def cylinder(radius_m: float, height_m: float, segments: int, cone_height_m: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def cylinder(
+    radius_m: float, height_m: float, segments: int, cone_height_m: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Closed cylinder on the z axis from z = 0 to ``height_m``, with an optional cone on top."""
     angle = 2.0 * np.pi * np.arange(segments) / segments
     ring = np.stack([radius_m * np.cos(angle), radius_m * np.sin(angle)], axis=1)
@@ -102,7 +107,7 @@ def _unit_icosphere(subdivisions: int) -> tuple[np.ndarray, np.ndarray]:
         verts = list(v)
         mid_cache: dict[tuple[int, int], int] = {}
 
-        def mid(a: int, b: int) -> int:
+        def mid(a: int, b: int, verts: list = verts, mid_cache: dict = mid_cache) -> int:
             key = (min(a, b), max(a, b))
             if key not in mid_cache:
                 m = verts[a] + verts[b]

@@ -11,8 +11,15 @@ TOUR_RATE_HZ = 100.0
 # Loop from the farmyard: driveway, road, grass lane, field lane, grass lanes, yard exit.
 TOUR_WAYPOINTS_XY_M = np.array(
     [
-        [0.0, -35.0], [0.0, -196.0], [70.0, -196.0], [70.0, 5.0], [200.0, 5.0], [200.0, 66.0],
-        [-160.0, 66.0], [-160.0, -35.0], [-10.0, -35.0],
+        [0.0, -35.0],
+        [0.0, -196.0],
+        [70.0, -196.0],
+        [70.0, 5.0],
+        [200.0, 5.0],
+        [200.0, 66.0],
+        [-160.0, 66.0],
+        [-160.0, -35.0],
+        [-10.0, -35.0],
     ]
 )
 TURN_RADIUS_M = 10.0
@@ -89,8 +96,10 @@ def default_tour(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sx = np.interp(times_s, t, s)
     x = np.interp(sx, s, xy[:, 0])
     y = np.interp(sx, s, xy[:, 1])
-    heading = np.arctan2(np.interp(sx + 0.5, s, xy[:, 1]) - np.interp(sx - 0.5, s, xy[:, 1]),
-                         np.interp(sx + 0.5, s, xy[:, 0]) - np.interp(sx - 0.5, s, xy[:, 0]))
+    heading = np.arctan2(
+        np.interp(sx + 0.5, s, xy[:, 1]) - np.interp(sx - 0.5, s, xy[:, 1]),
+        np.interp(sx + 0.5, s, xy[:, 0]) - np.interp(sx - 0.5, s, xy[:, 0]),
+    )
     z = scene.height_at(x, y)
     # Ground normal from height differences over +-1 m.
     e = 1.0

@@ -24,7 +24,14 @@ UP_AXIS_LIMIT = 0.9  # |d_z| >= this uses the forward axis to build the sub-ray 
 def mount_rotation(rpy_rad: np.ndarray) -> np.ndarray:
     """``M = Rz(yaw) Ry(pitch) Rx(roll)``: (3, 3) float64, sensor frame -> base_footprint frame."""
     roll, pitch, yaw = (float(a) for a in rpy_rad)
-    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(roll),
+        math.sin(roll),
+        math.cos(pitch),
+        math.sin(pitch),
+        math.cos(yaw),
+        math.sin(yaw),
+    )
     rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
     ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
     rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
@@ -125,7 +132,7 @@ class BeamPattern:
     ring_rank: np.ndarray
 
     @classmethod
-    def from_config(cls, config: SensorConfig, sub_rays: int | None = None) -> "BeamPattern":
+    def from_config(cls, config: SensorConfig, sub_rays: int | None = None) -> BeamPattern:
         """The pattern of a sensor; ``sub_rays`` overrides the configured count (1 or 7)."""
         alpha_c = column_azimuths_rad(config.columns, config.azimuth_order)
         azimuth = alpha_c[:, None] + config.azimuth_offsets_rad[None, :]

@@ -87,7 +87,7 @@ class PoseHistory:
     @classmethod
     def from_arrays(
         cls, times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, where: str = "trajectory"
-    ) -> "PoseHistory":
+    ) -> PoseHistory:
         check_poses(times_s, positions_m, quaternions_xyzw, where)
         history = cls()
         history._times_s = np.array(times_s, dtype=np.float64)
@@ -131,7 +131,7 @@ class PoseHistory:
             self._times_s = self._times_s[keep_from:]
             self._positions_m = self._positions_m[keep_from:]
             self._quaternions_xyzw = self._quaternions_xyzw[keep_from:]
-    
+
     def clear(self) -> None:
         self.__init__(self.max_age_s)
 

@@ -53,7 +53,7 @@ class Hits:
         return self.range_m.shape
 
     @classmethod
-    def empty(cls, n: int, k: int) -> "Hits":
+    def empty(cls, n: int, k: int) -> Hits:
         """``n`` sub-rays with ``k`` empty slots each."""
         return cls(
             range_m=np.full((n, k), np.inf),

@@ -28,18 +28,18 @@ walk, proxy exits, continuation, ground rules, writing the hits) is compiled, on
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import open3d as o3d
 
-from acres_lidar_ros.tracing import trace_kernel as kernel
-from acres_lidar_ros.scene.boxes import VehicleBox, trace_boxes
-from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.scene.boxes import VehicleBox, trace_boxes
 from acres_lidar_ros.scene.grids import NO_POLYGON
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
+from acres_lidar_ros.tracing import trace_kernel as kernel
+from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
 CROP_STEP_M = 0.05  # spec: step of the walk through crop cells
@@ -109,8 +109,13 @@ class Tracer:
         grids = [g.lookup_table() for g in (scene.cover, scene.polygon_raster, scene.pond_depth, scene.soil_wetness)]
         contiguous = np.ascontiguousarray
         self._tables = (
-            self._class, self._material, self._object, self._closed, contiguous(IS_FOLIAGE_CLASS, bool),
-            contiguous(crops.class_id, np.uint8), contiguous(crops.material_id, np.uint8),
+            self._class,
+            self._material,
+            self._object,
+            self._closed,
+            contiguous(IS_FOLIAGE_CLASS, bool),
+            contiguous(crops.class_id, np.uint8),
+            contiguous(crops.material_id, np.uint8),
             contiguous(crops.object_id, np.int32),
             edges * CROP_PATCH_SIZE_M[0],  # cell edges along the patch's x (the 1.52 m side) from its corner
             edges * CROP_PATCH_SIZE_M[1],
@@ -123,8 +128,20 @@ class Tracer:
             np.stack([numbers for _, numbers in grids]),
         )
         self._params = (
-            self._miss, self._first_box, n_box - 1, START_M, CROP_STEP_M, EXIT_STEP_M, CROP_COS_INCIDENCE, _GROUND,
-            _MUD, _GRASS, _SOIL, _WATER, NO_POLYGON, 1.0 / WETNESS_DEPTH_M,
+            self._miss,
+            self._first_box,
+            n_box - 1,
+            START_M,
+            CROP_STEP_M,
+            EXIT_STEP_M,
+            CROP_COS_INCIDENCE,
+            _GROUND,
+            _MUD,
+            _GRASS,
+            _SOIL,
+            _WATER,
+            NO_POLYGON,
+            1.0 / WETNESS_DEPTH_M,
         )
         self._local = threading.local()  # per-thread state buffers of trace (see _buffers)
 
@@ -183,7 +200,9 @@ class Tracer:
         if start is None:
             rays[:, :3] = origins_local
         else:
-            np.multiply(directions, start if np.isscalar(start) else start[:, None], out=rays[:, :3], casting="same_kind")
+            np.multiply(
+                directions, start if np.isscalar(start) else start[:, None], out=rays[:, :3], casting="same_kind"
+            )
             np.add(rays[:, :3], origins_local, out=rays[:, :3], casting="same_kind")
         rays[:, 3:] = directions
         return rc.cast_rays(o3d.core.Tensor(rays), nthreads=self._nthreads)
@@ -263,9 +282,23 @@ class Tracer:
         else:
             limit = np.array([float(max_range_m)])
         tables = self._tables + (limit, np.nextafter(limit, np.inf), self.local_origin_m)
-        params = (k, bool(foliage_solid), 1 if boxes else 0, float(continue_step_m), float(pond_threshold_m)) + self._params
-        out = (hits.range_m, hits.valid, hits.class_id, hits.material_id, hits.cos_incidence, hits.object_id,
-               hits.wetness, hits.pond_depth_m)
+        params = (
+            k,
+            bool(foliage_solid),
+            1 if boxes else 0,
+            float(continue_step_m),
+            float(pond_threshold_m),
+        ) + self._params
+        out = (
+            hits.range_m,
+            hits.valid,
+            hits.class_id,
+            hits.material_id,
+            hits.cos_incidence,
+            hits.object_id,
+            hits.wetness,
+            hits.pond_depth_m,
+        )
         state, rays, rows, next_rows, fresh, listed, walk, done = self._buffers(n)
         n_rows = n
         for round_index in range(_MAX_ROUNDS):
@@ -276,15 +309,28 @@ class Tracer:
             if m:
                 t_hit, ids, normals = self._cast_rays(self._rc, rays[:m])
                 r, nd = kernel.first_cast_results(
-                    fresh, m, t_hit, ids, normals, ol, d, state, params, rays, listed, done, nd,
+                    fresh,
+                    m,
+                    t_hit,
+                    ids,
+                    normals,
+                    ol,
+                    d,
+                    state,
+                    params,
+                    rays,
+                    listed,
+                    done,
+                    nd,
                 )
                 if r:
                     t_hit, ids, normals = self._cast_rays(self._main_rc, rays[:r])
                     w = kernel.triangle_cast_results(listed, r, t_hit, ids, normals, d, state, params, walk, w)
             if w:
                 no_hit = np.zeros(0, np.float32)
-                w, nd = kernel.crop_walk(walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params,
-                                         rays, done, nd)
+                w, nd = kernel.crop_walk(
+                    walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params, rays, done, nd
+                )
                 for _ in range(_MAX_CROP_ROUNDS - 1):
                     if not w:
                         break
@@ -309,4 +355,4 @@ class Tracer:
         return hits
 
 
-__all__ = ["Tracer", "START_M", "CROP_STEP_M", "CROP_COS_INCIDENCE", "EXIT_STEP_M"]
+__all__ = ["CROP_COS_INCIDENCE", "CROP_STEP_M", "EXIT_STEP_M", "START_M", "Tracer"]

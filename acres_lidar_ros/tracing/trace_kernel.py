@@ -137,8 +137,27 @@ def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, wal
     in its cached patch (listed in ``walk``); the others are written to ``rays[:m]`` (sub-rays
     ``fresh[:m]``). Returns ``(m, w)``.
     """
-    (s, t, prim, cos_signed, first_t, first_patch, _ct, crop_patch, _wf, _we, _wt, _wp,
-     cache_t, cache_prim, cache_cos, cache_patch, known, slot, _ended) = state
+    (
+        s,
+        t,
+        prim,
+        cos_signed,
+        first_t,
+        first_patch,
+        _ct,
+        crop_patch,
+        _wf,
+        _we,
+        _wt,
+        _wp,
+        cache_t,
+        cache_prim,
+        cache_cos,
+        cache_patch,
+        known,
+        slot,
+        _ended,
+    ) = state
     start_m = params[8]
     if first_round:  # every sub-ray, none cached: one straight pass
         for g in range(n_rows):
@@ -334,16 +353,77 @@ def finish(done, nd, ol, d, state, tables, params, out, next_rows):
     and pond depth by the ground rules (``Scene.ground_properties``). Returns the number of
     sub-rays written to ``next_rows``.
     """
-    (s, t, prim, cos_signed, _ft, _fp, crop_t, crop_patch, _wf, _we, _wt, _wp,
-     cache_t, cache_prim, cache_cos, cache_patch, known, slot, ended) = state
-    (tri_class, tri_material, tri_object, tri_closed, is_foliage, crop_class, crop_material, crop_object,
-     _xs, _ys, _pc, _pcos, _psin, _pb, _pt, ground_grids, gp, limit, _limit_next, local_origin) = tables
-    (k, foliage_solid, per_ray_limit, continue_step_m, pond_threshold_m, _miss, _fb, _lcp, _start_m, _step_m,
-     exit_step_m, crop_cos, ground_class, mud_class, grass, soil, water, no_polygon, wetness_per_depth) = params
+    (
+        s,
+        t,
+        prim,
+        cos_signed,
+        _ft,
+        _fp,
+        crop_t,
+        crop_patch,
+        _wf,
+        _we,
+        _wt,
+        _wp,
+        cache_t,
+        cache_prim,
+        cache_cos,
+        cache_patch,
+        known,
+        slot,
+        ended,
+    ) = state
+    (
+        tri_class,
+        tri_material,
+        tri_object,
+        tri_closed,
+        is_foliage,
+        crop_class,
+        crop_material,
+        crop_object,
+        _xs,
+        _ys,
+        _pc,
+        _pcos,
+        _psin,
+        _pb,
+        _pt,
+        ground_grids,
+        gp,
+        limit,
+        _limit_next,
+        local_origin,
+    ) = tables
+    (
+        k,
+        foliage_solid,
+        per_ray_limit,
+        continue_step_m,
+        pond_threshold_m,
+        _miss,
+        _fb,
+        _lcp,
+        _start_m,
+        _step_m,
+        exit_step_m,
+        crop_cos,
+        ground_class,
+        mud_class,
+        grass,
+        soil,
+        water,
+        no_polygon,
+        wetness_per_depth,
+    ) = params
     range_m, valid, class_id, material_id, cos_incidence, object_id, wetness, pond_depth_m = out
     cover, polygon, pond, soil_w = ground_grids
-    water_cells_shared = gp[2, 0] == gp[3, 0] and gp[2, 1] == gp[3, 1] and gp[2, 2] == gp[3, 2] and (
-        gp[2, 3] == gp[3, 3] and gp[2, 4] == gp[3, 4]
+    water_cells_shared = (
+        gp[2, 0] == gp[3, 0]
+        and gp[2, 1] == gp[3, 1]
+        and gp[2, 2] == gp[3, 2]
+        and (gp[2, 3] == gp[3, 3] and gp[2, 4] == gp[3, 4])
     )  # pond depth and soil wetness on the same cells: one index (as ground_properties)
     n_next = 0
     for i in range(nd):
