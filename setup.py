@@ -29,6 +29,8 @@ setup(
             "plyfile>=1.0",
             "pyyaml>=6",
             "pillow>=9.0",
+            "ruff==0.17.6",
+            "mypy==2.4.1",
         ]
     },
     data_files=[
