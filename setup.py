@@ -31,7 +31,13 @@ setup(
             "pillow>=9.0",
             "ruff==0.17.6",
             "mypy==2.4.1",
-        ]
+            "matplotlib>=3.6",
+            "ray>=2.9",
+        ],
+        # bench --scaling --plot: the log-log plot
+        "plot": ["matplotlib>=3.6"],
+        # acres-lidar dataset: drives as shards on a local or remote Ray cluster
+        "dataset": ["ray>=2.9"],
     },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),

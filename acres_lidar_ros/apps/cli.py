@@ -21,6 +21,8 @@ examples:
   acres-lidar record --duration 20 --out runs/drive  drive the built-in farm tour, write a bag and PCD files
   acres-lidar record --trajectory my.tum --point-type XYZIRT --files none --rain 10
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
+  acres-lidar bench --scaling --plot scaling.png     ns per ray against scene size, Embree vs brute force
+  acres-lidar bench --deadline-ms 0.05 0.5 2         planar rays completed per frame under a budget
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
 """
 
@@ -134,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HZ",
         help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
     )
+    from acres_lidar_ros.apps.scaling_bench import add_scaling_arguments
+
+    add_scaling_arguments(bench)
 
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
     try:
@@ -273,6 +278,10 @@ def cmd_bench(args) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
     from acres_lidar_ros.scan import freeze_startup_objects
 
+    if args.scaling or args.deadline_ms is not None or args.plot is not None:
+        from acres_lidar_ros.apps.scaling_bench import run_scaling_bench
+
+        return run_scaling_bench(args)
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
     if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
