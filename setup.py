@@ -33,6 +33,7 @@ setup(
             "mypy==2.4.1",
             "matplotlib>=3.6",
             "ray>=2.9",
+            "psutil>=5.9",
         ],
         # bench --scaling --plot: the log-log plot
         "plot": ["matplotlib>=3.6"],

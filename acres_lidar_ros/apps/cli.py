@@ -23,6 +23,7 @@ examples:
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar bench --scaling --plot scaling.png     ns per ray against scene size, Embree vs brute force
   acres-lidar bench --deadline-ms 0.05 0.5 2         planar rays completed per frame under a budget
+  acres-lidar dataset --config my_dataset.json --out runs/dataset   drives as shards on Ray (docs/datasets.md)
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
 """
 
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table,dataset}")
 
     scan = sub.add_parser(
         "scan",
@@ -147,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
         table.set_defaults(_missing=str(exc))
     else:
         add_self_table_arguments(table)
+    from acres_lidar_ros.apps.dataset import add_dataset_parser
+
+    add_dataset_parser(sub)
     return parser
 
 
@@ -329,11 +333,23 @@ def cmd_self_table(args) -> int:
     return run_self_table(args)
 
 
+def cmd_dataset(args) -> int:
+    from acres_lidar_ros.apps.dataset import cmd_dataset as run_dataset_command
+
+    return run_dataset_command(args)
+
+
 def vars_for_json(args) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if not k.startswith("_")}
 
 
-COMMANDS = {"scan": cmd_scan, "record": cmd_record, "bench": cmd_bench, "self-table": cmd_self_table}
+COMMANDS = {
+    "scan": cmd_scan,
+    "record": cmd_record,
+    "bench": cmd_bench,
+    "self-table": cmd_self_table,
+    "dataset": cmd_dataset,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

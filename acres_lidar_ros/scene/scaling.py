@@ -15,7 +15,7 @@ see exactly the same geometry. The same ``(n_obstacles, seed)`` gives the same s
 Memory: a scene of ``t`` triangles and about ``t / 2`` vertices takes 16 bytes per triangle
 here (int32 indices and object ids, float64 vertices); with Embree's copy and its BVH and the
 brute-force tracer's float32 corners the whole benchmark peaks near ``SCALING_BYTES_PER_TRIANGLE``
-per triangle. ``MAX_OBSTACLES`` keeps a run under about 3.5 GiB.
+per triangle (2.1 GiB at 10,000 obstacles). ``MAX_OBSTACLES`` is the memory limit of a run.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ BOX_SIDE_M = (0.4, 1.5)
 BOX_HEIGHT_M = (0.5, 2.0)
 GROUND_MARGIN_M = 100.0  # the ground reaches this far beyond the corridor
 MAX_OBSTACLES = 10_000
-SCALING_BYTES_PER_TRIANGLE = 330  # measured peak of `bench --scaling` per triangle (README, "Speed")
+SCALING_BYTES_PER_TRIANGLE = 230  # measured peak of `bench --scaling` per triangle (README, "Speed")
 GROUND, LEFT_WALL, RIGHT_WALL = 0, 1, 2
 FIRST_OBSTACLE = 3
 
