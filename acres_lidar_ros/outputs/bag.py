@@ -180,14 +180,14 @@ class BagWriter:
         exc_type: type[BaseException] | None,
         exc_val: BaseException | None,
         exc_tb: TracebackType | None,
-    ) -> bool:
+    ) -> None:
+        """Close the bag; an exception on the way out propagates, noted if closing failed too."""
         try:
             self.close()
         except OutputError as error:
             if exc_val is None:
                 raise
             exc_val.add_note(f"closing the bag also failed: {error}")
-        return False
 
     # Messages -----------------------------------------------------------------------------------
 

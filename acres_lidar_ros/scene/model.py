@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from acres_lidar_ros.config.materials import (
     CLASS_ID,
@@ -183,7 +184,7 @@ class Scene:
         """(2, 2) float64 ``[[x_min, y_min], [x_max, y_max]]`` of the terrain."""
         return self.terrain.extent_xy_m
 
-    def height_at(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
+    def height_at(self, x_m: ArrayLike, y_m: ArrayLike) -> np.ndarray:
         """Ground height at world ``(x, y)``, m (the traced terrain surface; see ``TerrainGrid``)."""
         return self.terrain.height_at(x_m, y_m)
 
@@ -627,8 +628,7 @@ class SceneBuilder:
         for f in self._crops:
             nx, ny = f["n"]
             c, s = np.cos(f["yaw"]), np.sin(f["yaw"])
-            ix, iy = np.meshgrid(np.arange(nx), np.arange(ny))
-            ix, iy = ix.ravel(), iy.ravel()
+            ix, iy = (index.ravel() for index in np.meshgrid(np.arange(nx), np.arange(ny)))
             local = np.stack([(ix + 0.5) * CROP_PATCH_SIZE_M[0], (iy + 0.5) * CROP_PATCH_SIZE_M[1]], 1)
             centre = f["corner"] + local @ np.array([[c, s], [-s, c]])
             # Cell centres in the patch frame: x (k + 0.5) 0.38 - 0.76, y (k + 0.5) 0.25 - 0.5.

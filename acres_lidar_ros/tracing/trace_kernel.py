@@ -436,7 +436,7 @@ def finish(done, nd, ol, d, state, tables, params, out, next_rows):
         exits = (not is_crop) and tri_closed[p] and ok and cos_signed[g] > 0.0
         rec = ok and not exits
         col = slot[g]
-        cls = 0
+        cls = np.int64(0)
         if rec:
             if is_crop:
                 patch = crop_patch[g]
