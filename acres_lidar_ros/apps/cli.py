@@ -205,7 +205,7 @@ def _run_dir(out: Path | None, command: str) -> Path:
     return Path("runs") / f"{command}_{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
 
 
-def cmd_scan(args) -> int:
+def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
@@ -223,7 +223,7 @@ def cmd_scan(args) -> int:
     return 0
 
 
-def cmd_record(args) -> int:
+def cmd_record(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.scan import freeze_startup_objects
@@ -274,7 +274,7 @@ def cmd_record(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
     from acres_lidar_ros.scan import freeze_startup_objects
 
@@ -317,7 +317,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_self_table(args) -> int:
+def cmd_self_table(args: argparse.Namespace) -> int:
     """Trace the URDF body (``body.self_table``), write the table and its statistics whole
     (``outputs``), print the statistics."""
     from acres_lidar_ros.body.self_table import generate_self_table
