@@ -102,7 +102,6 @@ def test_imports_point_inward():
     assert wrong == [], "\n".join(sorted(wrong))
 
 
-@pytest.mark.xfail(strict=True, reason="beam_model and beam_kernel import each other until radiometry is written once")
 def test_no_import_cycles():
     # Tarjan's strongly connected components; any component of two or more modules is a cycle.
     index: dict[str, int] = {}
@@ -152,12 +151,15 @@ def test_only_the_ros_layer_imports_ros_packages():
     assert wrong == [], wrong
 
 
-@pytest.mark.xfail(strict=True, reason="beam_kernel, beam_model and scheduler are over 600 lines until they are split")
+LONG_MODULES_ALLOWED = {"acres_lidar_ros.runtime.scheduler"}
+"""Modules allowed over MAX_MODULE_LINES for now, each by name: the node loop (issue 9 part 3 splits it)."""
+
+
 def test_modules_stay_readable_in_size():
     long = sorted(
         f"{m}: {len(p.read_text().splitlines())} lines"
         for m, p in SOURCES.items()
-        if len(p.read_text().splitlines()) > MAX_MODULE_LINES
+        if len(p.read_text().splitlines()) > MAX_MODULE_LINES and m not in LONG_MODULES_ALLOWED
     )
     assert long == [], long
 
