@@ -221,7 +221,7 @@ def cmd_scan(args) -> int:
 def cmd_record(args) -> int:
     from acres_lidar_ros.apps.recorder import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
-    from acres_lidar_ros.scan import freeze_startup_objects
+    from acres_lidar_ros.runtime.startup import freeze_startup_objects
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
@@ -271,7 +271,7 @@ def cmd_record(args) -> int:
 
 def cmd_bench(args) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
-    from acres_lidar_ros.scan import freeze_startup_objects
+    from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
@@ -291,7 +291,7 @@ def cmd_bench(args) -> int:
         peak_memory_mb=peak_memory_mb(),
     )
     if args.schedule:
-        from acres_lidar_ros.runtime.scheduler import run_schedule_benchmark
+        from acres_lidar_ros.runtime.simulate import run_schedule_benchmark
 
         result["schedule"] = run_schedule_benchmark(n_scans=600, odom_hz=args.odom_hz)
     if args.json:
