@@ -37,6 +37,7 @@ from std_msgs.msg import Header
 from tf2_ros import Buffer, TransformException, TransformListener
 from visualization_msgs.msg import MarkerArray
 
+from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError
 from acres_lidar_ros.outputs.layouts import organised_cloud
@@ -135,7 +136,10 @@ class LidarNode(Node):
         values = {name: self._value(name) for name in self._decls}
         config = config.with_overrides(startup_overrides(values, config))
         scanner = Scanner(
-            config, self._load_scene(option_values(values).get("seed", 0)), ScanOptions(**option_values(values))
+            config,
+            self._load_scene(option_values(values).get("seed", 0)),
+            ScanOptions(**option_values(values)),
+            self_table=sensor_self_table(config),
         )
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
         self.get_logger().info(f"kernels ready in {scanner.warm_up():.1f} s")

@@ -267,7 +267,9 @@ class NodeLoop:
                 self.config = scanner.config
                 return
             self.config = self.config.with_overrides(overrides)
-            scanner = type(scanner)(self.config, options=scanner.options, tracer=scanner.tracer)
+            scanner = type(scanner)(
+                self.config, options=scanner.options, tracer=scanner.tracer, self_table=scanner.self_table
+            )
         self.sweeps.replace_scanner(scanner)
 
     def set_options(self, **options: Any) -> None:
