@@ -151,15 +151,11 @@ def test_only_the_ros_layer_imports_ros_packages():
     assert wrong == [], wrong
 
 
-LONG_MODULES_ALLOWED = {"acres_lidar_ros.runtime.scheduler"}
-"""Modules allowed over MAX_MODULE_LINES for now, each by name: the node loop (issue 9 part 3 splits it)."""
-
-
 def test_modules_stay_readable_in_size():
     long = sorted(
         f"{m}: {len(p.read_text().splitlines())} lines"
         for m, p in SOURCES.items()
-        if len(p.read_text().splitlines()) > MAX_MODULE_LINES and m not in LONG_MODULES_ALLOWED
+        if len(p.read_text().splitlines()) > MAX_MODULE_LINES
     )
     assert long == [], long
 

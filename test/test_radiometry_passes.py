@@ -79,7 +79,7 @@ def material_table(**overrides: dict[int, float]) -> SimpleNamespace:
 def stand_in_config(
     columns: int = 1, rings: int = 1, materials: SimpleNamespace | None = None, **lidar
 ) -> SimpleNamespace:
-    """An object with SensorConfig's attribute names (BeamModelParams.from_config is duck-typed)."""
+    """An object with SensorConfig's attribute names (the model reads its blocks by name)."""
     radiometry = SimpleNamespace(
         range_at_10pct_m=60.0,
         ring_range_at_10pct_m=np.full(rings, 60.0),
