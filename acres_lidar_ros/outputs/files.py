@@ -1,13 +1,19 @@
 """Writing output files: atomically, never over an existing file.
 
 Every file writer of ``acres_lidar_ros.outputs`` goes through ``atomic_write``: the bytes go to a
-temporary file in the target's directory, are flushed to disk, and only then appear under the
+temporary file in the target's directory, are synced to the disk, and only then appear under the
 target name. A reader never sees a half-written scan, an error (or Ctrl-C) midway leaves no file,
 and an existing output is never replaced.
+
+The temporary file is an anonymous one (Linux ``O_TMPFILE``) where the file system offers it: it
+has no name until it is linked under the target's, so a kill or a power cut at any moment leaves
+no stray file. Elsewhere it is a named ``.<target>.<random>.tmp`` that an error removes and that
+``acres-lidar bag-repair`` removes after a kill.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -67,18 +73,20 @@ def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memo
     if not directory.is_dir():
         raise OutputError(f"cannot write {path}: directory {directory} does not exist")
     try:
+        fd = _anonymous_file(directory)
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error}") from error
+    if fd is not None:
+        _write_anonymous(fd, path, content)
+        return path
+    try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
         raise OutputError(f"cannot write {path}: {error}") from error
     tmp_path = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
-            if callable(content):
-                content(handle)
-            else:
-                handle.write(content)
-            handle.flush()  # no fsync: the rename makes the file whole or absent for every reader;
-            # fsync would add durability against a power cut at 1-2 ms per scan file.
+            _fill(handle, content)
         _publish(tmp_path, path)
     except BaseException as error:
         tmp_path.unlink(missing_ok=True)
@@ -86,6 +94,48 @@ def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memo
             raise
         raise OutputError(f"cannot write {path}: {error}") from error
     return path
+
+
+def _fill(handle: BinaryIO, content: bytes | bytearray | memoryview | Writer) -> None:
+    """Write ``content`` into the open file and sync it to the disk (whole after a power cut)."""
+    if callable(content):
+        content(handle)
+    else:
+        handle.write(content)
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def _anonymous_file(directory: Path) -> int | None:
+    """An unnamed file in ``directory`` (``O_TMPFILE``), or None where the file system has none."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(directory, flag | os.O_WRONLY, 0o644)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
+        raise
+
+
+def _write_anonymous(fd: int, path: Path, content: bytes | bytearray | memoryview | Writer) -> None:
+    """Fill the unnamed file ``fd`` and link it as ``path``; it vanishes on any failure."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _fill(handle, content)
+            # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N names an O_TMPFILE file, and fails
+            # atomically when ``path`` exists. A src_dir_fd makes os.link call linkat (without
+            # one, CPython calls link(2), which does not follow the /proc link).
+            proc_fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.link(str(handle.fileno()), path, src_dir_fd=proc_fd, follow_symlinks=True)
+            finally:
+                os.close(proc_fd)
+    except FileExistsError as error:
+        raise OutputError(f"output {path} exists already; refusing to overwrite it") from error
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error}") from error
 
 
 def _publish(tmp_path: Path, path: Path) -> None:
