@@ -5,7 +5,6 @@ Cells are organised as the real driver lays them out: cell = column x rings + ri
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections.abc import Sequence
@@ -372,21 +371,6 @@ class Scanner:
             self._streams,
             index,
         )
-
-
-def freeze_startup_objects() -> int:
-    """Put every object alive now out of the garbage collector's reach (``gc.freeze``).
-
-    After start-up a process holds about 120,000 container objects (numba, Open3D, scipy, the
-    scene); a full collection walks them all and holds the GIL for about 60 ms on the 2-core
-    development machine, long enough to hold up a scan in work by as much. Frozen, they are
-    never walked again; objects made later are collected as usual. Call it once the scene is
-    loaded and the kernels are warm (the node, ``acres-lidar record`` and ``bench`` and the
-    schedule benchmark do). Returns the number of objects frozen.
-    """
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
 
 
 @numba.njit(cache=True, nogil=True)

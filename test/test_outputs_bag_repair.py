@@ -22,7 +22,7 @@ from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.bag import BagWriter
 from acres_lidar_ros.outputs.bag_repair import bag_is_readable, repair_bag
 from acres_lidar_ros.outputs.files import atomic_write
-from acres_lidar_ros.outputs.records import trim_jsonl
+from acres_lidar_ros.outputs.json_files import trim_jsonl
 
 N_SCANS = 6
 PERIOD_NS = 100_000_000

@@ -345,27 +345,6 @@ def test_warm_up_leaves_the_scanners_streams_and_numbers_alone(polaris, plane_tr
     _assert_same_returns(a.returns, b.returns)
 
 
-def test_freeze_startup_objects_takes_them_out_of_full_collections():
-    # Objects alive at the call are frozen (a full collection no longer walks them); objects
-    # made afterwards are still collected.
-    import gc
-
-    from acres_lidar_ros.scan import freeze_startup_objects
-
-    class Cycle:
-        pass
-
-    try:
-        frozen = freeze_startup_objects()
-        assert frozen == gc.get_freeze_count() > 1000
-        a = Cycle()
-        a.self = a
-        del a
-        assert gc.collect() >= 1  # the later cycle is found and freed
-    finally:
-        gc.unfreeze()
-
-
 def test_the_scanner_applies_the_table_it_is_given_while_self_returns_is_on(polaris, plane_tracer):
     """The caller loads the table (``sensor_self_table``); ``self_returns`` turns it on and off."""
     from acres_lidar_ros.body.self_returns import apply_self_returns, sensor_self_table

@@ -7,7 +7,7 @@ full disk the bag lacks its MCAP summary and ``metadata.yaml``; this command
 
 1. rebuilds them from the complete chunks (``outputs.bag_repair.repair_bag``, as ``ros2 bag
    reindex`` rebuilds ``metadata.yaml``), keeping every message written before the failure;
-2. cuts ``lidar.jsonl`` back to its last complete row (``outputs.records.trim_jsonl``);
+2. cuts ``lidar.jsonl`` back to its last complete row (``outputs.json_files.trim_jsonl``);
 3. removes the temporary files a kill can leave (``.<name>.<random>.tmp`` of the file writers
    where the file system lacks ``O_TMPFILE``, ``metadata.yaml.tmp``, ``.<bag>.repair/``).
 
@@ -60,7 +60,7 @@ def repair_run(path: str | Path) -> list[str]:
         ``path`` is not a directory, holds no bag, or a bag cannot be rebuilt.
     """
     from acres_lidar_ros.outputs.bag_repair import repair_bag
-    from acres_lidar_ros.outputs.records import trim_jsonl
+    from acres_lidar_ros.outputs.json_files import trim_jsonl
 
     path = Path(path)
     if not path.is_dir():
