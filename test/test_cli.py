@@ -231,10 +231,10 @@ def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
 
 
 def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, monkeypatch):
-    import acres_lidar_ros.runtime.scheduler as scheduler
+    import acres_lidar_ros.runtime.simulate as simulate
 
     asked = []
-    monkeypatch.setattr(scheduler, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})
+    monkeypatch.setattr(simulate, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})
     code, out, _ = run(
         capsys, "bench", "--sensor", "default", "--scans", "1", "--json", "--schedule", "--odom-hz", "100"
     )
