@@ -401,7 +401,7 @@ def cmd_self_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bag_repair(args) -> int:
+def cmd_bag_repair(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.bag_repair import repair_run
 
     for line in repair_run(args.dir):
