@@ -19,6 +19,8 @@ setup(
         "rosbags>=0.10.4",
         "tqdm>=4.60",
         "numba>=0.59",
+        # PROSPECT-D leaves and the soil spectra: materials at the sensor's wavelength (GPL-3.0)
+        "prosail>=2.0.5",
     ],
     extras_require={
         "test": [
