@@ -10,6 +10,7 @@ import numpy as np
 import prosail
 import pytest
 
+from acres_lidar_ros.apps import cli
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
 from acres_lidar_ros.config.schema import DEFAULT_SPECTRA, SPECTRUM_KEYS, SPECTRUM_PARAM, markdown_table
 from acres_lidar_ros.config.sensors import load_sensor_config
@@ -219,3 +220,32 @@ def test_the_readme_table_lists_every_spectrum_key():
     table = markdown_table()
     for key in SPECTRUM_PARAM:
         assert f"`lidar.materials.<name>.spectrum.{key}`" in table
+
+
+# --- acres-lidar materials ---
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_materials_command_prints_the_table_at_a_wavelength(capsys):
+    code, out, _ = run(capsys, "materials", "--sensor", "default", "--wavelength", "1550", "--json")
+    assert code == 0
+    table = json.loads(out)
+    assert table["wavelength_nm"] == 1550.0 and [r["name"] for r in table["materials"]] == list(MATERIAL_NAMES)
+    corn = table["materials"][MATERIAL_NAMES.index("corn_leaf")]
+    t = DEFAULT_SPECTRA["corn_leaf"]
+    expected = prospect_direct(1550, t["structure"], t["chlorophyll_ug_cm2"], t["water_cm"], t["dry_matter_g_cm2"])
+    assert (corn["reflectivity"], corn["transmission"]) == expected and corn["source"].startswith("prospect:")
+    code, out, _ = run(capsys, "materials", "--sensor", "default", "--wavelength", "1550")
+    assert code == 0 and "materials of default at 1550 nm" in out
+    assert f" 7  corn_leaf     {expected[0]:6.3f} {expected[1]:6.3f}" in out
+
+
+@pytest.mark.parametrize("wavelength", ["399", "2500.5"])
+def test_materials_command_rejects_a_wavelength_outside_400_to_2500(capsys, wavelength):
+    code, _, err = run(capsys, "materials", "--wavelength", wavelength)
+    assert code == 2 and f"--wavelength {float(wavelength):g}: expected 400 to 2500 nm" in err

@@ -22,6 +22,7 @@ examples:
   acres-lidar record --trajectory my.tum --point-type XYZIRT --files none --rain 10
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
+  acres-lidar materials --sensor default --wavelength 1550   the material table at 1550 nm
 """
 
 
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table,materials}")
 
     scan = sub.add_parser(
         "scan",
@@ -142,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
         table.set_defaults(_missing=str(exc))
     else:
         add_self_table_arguments(table)
+
+    from acres_lidar_ros.apps.materials import add_materials_arguments
+
+    add_materials_arguments(sub.add_parser("materials", help="the material table at a wavelength, 400 to 2500 nm"))
     return parser
 
 
@@ -324,7 +329,19 @@ def vars_for_json(args) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if not k.startswith("_")}
 
 
-COMMANDS = {"scan": cmd_scan, "record": cmd_record, "bench": cmd_bench, "self-table": cmd_self_table}
+def cmd_materials(args) -> int:
+    from acres_lidar_ros.apps.materials import run_materials
+
+    return run_materials(args)
+
+
+COMMANDS = {
+    "scan": cmd_scan,
+    "record": cmd_record,
+    "bench": cmd_bench,
+    "self-table": cmd_self_table,
+    "materials": cmd_materials,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
