@@ -8,7 +8,6 @@ the ground-truth trajectory.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import deque
@@ -22,7 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.outputs.files import atomic_write
+from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.sensor.poses import PoseHistory
 
@@ -38,30 +37,9 @@ def prepare_run_dir(out_dir: Path) -> Path:
     return out_dir
 
 
-def write_json(path: Path, data: dict) -> Path:
-    return atomic_write(path, (json.dumps(_jsonable(data), indent=2) + "\n").encode())
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if math.isfinite(v) else str(v)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOptions, run: dict) -> None:
     """The run's effective configuration beside its results."""
-    write_json(out_dir / "config.json", {"sensors": config.effective, "options": asdict(options), "run": run})
+    write_json(out_dir / "config.json", jsonable({"sensors": config.effective, "options": asdict(options), "run": run}))
 
 
 def write_scan_outputs(
@@ -69,7 +47,7 @@ def write_scan_outputs(
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
-    from acres_lidar_ros.outputs.records import append_jsonl, scan_row
+    from acres_lidar_ros.outputs.records import scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
     if files == "none":

@@ -1,9 +1,11 @@
-"""Writing output files: atomically, never over an existing file.
+"""Writing files: whole or not at all, and never over an existing file unless asked.
 
-Every file writer of ``acres_lidar_ros.outputs`` goes through ``atomic_write``: the bytes go to a
-temporary file in the target's directory, are flushed to disk, and only then appear under the
-target name. A reader never sees a half-written scan, an error (or Ctrl-C) midway leaves no file,
-and an existing output is never replaced.
+Every file the package writes goes through ``atomic_write``: the bytes go to a temporary file in
+the target's directory, are flushed and ``fsync``ed to disk, and only then appear under the target
+name (a hard link, or ``os.replace`` when overwriting is asked for), and the directory entry is
+synced too. A reader never sees a half-written file, an error (or Ctrl-C) midway leaves neither a
+target nor a temporary file, a power cut leaves the old state or the new file, and an existing
+file is replaced only with ``overwrite=True`` (``acres-lidar self-table --force``).
 """
 
 from __future__ import annotations
@@ -41,15 +43,19 @@ def refuse_existing(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memoryview | Writer) -> Path:
-    """Write a new file at ``path`` all at once, or not at all.
+def atomic_write(
+    path: str | os.PathLike[str], content: bytes | bytearray | memoryview | Writer, overwrite: bool = False
+) -> Path:
+    """Write the file at ``path`` all at once, or not at all.
 
     Parameters
     ----------
     path : str or PathLike
-        Target file. Its directory must exist; the file must not.
+        Target file. Its directory must exist; the file must not, unless ``overwrite``.
     content : bytes-like, or callable(binary file) -> None
         The file's bytes, or a function that writes them into the open temporary file.
+    overwrite : bool
+        Replace an existing file (atomically: readers see the old file or the new one).
 
     Returns
     -------
@@ -58,11 +64,12 @@ def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memo
     Raises
     ------
     OutputError
-        The target exists, its directory is missing, or the write failed (the cause is chained).
-        Whatever ``content`` raises (including ``KeyboardInterrupt``) propagates unchanged, and in
-        every failure no temporary file and no target file is left behind.
+        The target exists (without ``overwrite``), its directory is missing, or the write failed
+        (the cause is chained). Whatever ``content`` raises (including ``KeyboardInterrupt``)
+        propagates unchanged, and in every failure no temporary file is left behind and the target
+        is as it was.
     """
-    path = refuse_existing(path)
+    path = Path(path) if overwrite else refuse_existing(path)
     directory = path.parent
     if not directory.is_dir():
         raise OutputError(f"cannot write {path}: directory {directory} does not exist")
@@ -77,9 +84,13 @@ def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memo
                 content(handle)
             else:
                 handle.write(content)
-            handle.flush()  # no fsync: the rename makes the file whole or absent for every reader;
-            # fsync would add durability against a power cut at 1-2 ms per scan file.
-        _publish(tmp_path, path)
+            handle.flush()
+            os.fsync(handle.fileno())  # the bytes are on disk before the name points at them
+        if overwrite:
+            os.replace(tmp_path, path)
+        else:
+            _publish(tmp_path, path)
+        _sync_directory(directory)
     except BaseException as error:
         tmp_path.unlink(missing_ok=True)
         if isinstance(error, OutputError) or not isinstance(error, OSError):
@@ -103,3 +114,17 @@ def _publish(tmp_path: Path, path: Path) -> None:
         os.replace(tmp_path, path)
         return
     tmp_path.unlink()
+
+
+def _sync_directory(directory: Path) -> None:
+    """``fsync`` the directory so the new name survives a power cut (where the platform allows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # e.g. a platform without directory handles: the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a directory; the file itself is synced
+    finally:
+        os.close(fd)
