@@ -10,11 +10,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from acres_lidar_ros.body.urdf import LIDAR_LINK
+# Only light imports here: main() installs the signal handlers first, and everything heavy
+# (numpy, the scene, numba) is imported after that, inside the commands.
+from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
-from acres_lidar_ros.outputs.json_files import json_text, jsonable
 
 EXAMPLES = """\
 examples:
@@ -24,6 +23,7 @@ examples:
   acres-lidar record --trajectory my.tum --point-type XYZIRT --files none --rain 10
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
+  acres-lidar bag-repair runs/drive                  after a kill or a full disk: rebuild the bag's index
   acres-lidar materials --sensor default --wavelength 1550   the material table at 1550 nm
 """
 
@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table,materials}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{scan,record,bench,self-table,bag-repair,materials}"
+    )
 
     scan = sub.add_parser(
         "scan",
@@ -138,12 +140,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
     )
 
+    repair = sub.add_parser(
+        "bag-repair",
+        help="make a run's bag readable after a kill, a power cut or a full disk",
+        description="Rebuild the MCAP summary and metadata.yaml of the bag from its complete chunks (as "
+        "`ros2 bag reindex` does), cut lidar.jsonl back to its last complete row and remove stray "
+        "temporary files. Every scan listed in lidar.jsonl is in the repaired bag. A readable bag is "
+        "left as it is.",
+    )
+    repair.add_argument("dir", type=Path, metavar="DIR", help="run directory (with bag/) or bag directory")
+
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
     table.add_argument("--urdf", required=True, type=Path, help="URDF of the vehicle (links base_footprint and lidar)")
     table.add_argument("--sensor", default="polaris", help="named sensor (polaris, default) or a sensors file")
     table.add_argument(
         "--out", required=True, type=Path, help="table file (.f32); the statistics go to .json beside it"
     )
+    from acres_lidar_ros.body.urdf import LIDAR_LINK
+
     table.add_argument("--lidar-link", default=LIDAR_LINK, help=f"URDF link of the sensor (default: {LIDAR_LINK})")
     table.add_argument("--force", action="store_true", help="overwrite existing files")
 
@@ -210,11 +224,22 @@ def _run_dir(out: Path | None, command: str) -> Path:
     return Path("runs") / f"{command}_{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
 
 
+def _stopped(args) -> int | None:
+    """The exit status when a stop signal came (``128 + signal``), else None."""
+    stop: StopSignals = args._stop
+    return None if stop.requested is None else exit_code(stop.requested)
+
+
 def cmd_scan(args) -> int:
+    import numpy as np
+
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
     config, scene, scanner = _load(args)
+    if (code := _stopped(args)) is not None:
+        print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
+        return code
     if args.pose is not None:
         values = np.asarray(args.pose, dtype=np.float64)
         if not np.isfinite(values).all():
@@ -225,6 +250,11 @@ def cmd_scan(args) -> int:
     out = _run_dir(args.out, "scan")
     scan = single_scan(scanner, T_world_base, out, files=args.format or config.output, run=vars_for_json(args))
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
+    if (code := _stopped(args)) is not None:
+        print(
+            f"acres-lidar scan: stopped by {args._stop.name}; the scan in work was finished -> {out}", file=sys.stderr
+        )
+        return code
     return 0
 
 
@@ -237,6 +267,9 @@ def cmd_record(args) -> int:
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
     config, scene, scanner = _load(args)
+    if (code := _stopped(args)) is not None:
+        print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
+        return code
     if args.trajectory == "default":
         trajectory = _tour(scene)
     else:
@@ -271,16 +304,25 @@ def cmd_record(args) -> int:
             boxes_at=boxes_at,
             run=vars_for_json(args),
             progress=progress,
+            should_stop=lambda: args._stop.requested is not None,
         )
     finally:
         if bar is not None:
             bar.close()
     print(f"{summary.line()} -> {out}")
+    if (code := _stopped(args)) is not None:
+        print(
+            f"acres-lidar record: stopped by {args._stop.name} after {summary.scans} scans; "
+            f"bag and files closed -> {out}",
+            file=sys.stderr,
+        )
+        return code
     return 0
 
 
 def cmd_bench(args) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
+    from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
     if args.scans < 1:
@@ -366,12 +408,22 @@ def cmd_self_table(args) -> int:
     return 0
 
 
+def cmd_bag_repair(args) -> int:
+    from acres_lidar_ros.apps.bag_repair import repair_run
+
+    for line in repair_run(args.dir):
+        print(line)
+    return 0
+
+
 def vars_for_json(args: argparse.Namespace) -> dict[str, Any]:
     """The command line's values as plain JSON data, for the run's ``config.json``."""
+    from acres_lidar_ros.outputs.json_files import jsonable
+
     return jsonable({k: v for k, v in vars(args).items() if not k.startswith("_")})
 
 
-def cmd_materials(args) -> int:
+def cmd_materials(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.materials import run_materials
 
     return run_materials(args)
@@ -382,21 +434,33 @@ COMMANDS = {
     "record": cmd_record,
     "bench": cmd_bench,
     "self-table": cmd_self_table,
+    "bag-repair": cmd_bag_repair,
     "materials": cmd_materials,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except AcresLidarError as exc:
-        print(f"acres-lidar {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"acres-lidar {args.command}: interrupted; files written so far are complete", file=sys.stderr)
-        return 130
+    # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a
+    # Ctrl-C never raises inside an import or a compiled kernel; record and scan stop between scans.
+    with StopSignals("acres-lidar") as stop:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        stop.prog = f"acres-lidar {args.command}"
+        args._stop = stop
+        try:
+            code = COMMANDS[args.command](args)
+        except AcresLidarError as exc:
+            print(f"acres-lidar {args.command}: error: {exc}", file=sys.stderr)
+            for note in getattr(exc, "__notes__", ()):
+                print(f"  {note}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:  # where no handler could be installed (not the main thread)
+            print(f"acres-lidar {args.command}: interrupted; files written so far are complete", file=sys.stderr)
+            return 130
+        if stop.requested is not None and code == 0:
+            print(f"acres-lidar {args.command}: stopped by {stop.name}", file=sys.stderr)
+            return exit_code(stop.requested)
+        return code
 
 
 if __name__ == "__main__":

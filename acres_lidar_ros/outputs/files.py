@@ -2,14 +2,20 @@
 
 Every file the package writes goes through ``atomic_write``: the bytes go to a temporary file in
 the target's directory, are flushed and ``fsync``ed to disk, and only then appear under the target
-name (a hard link, or ``os.replace`` when overwriting is asked for), and the directory entry is
-synced too. A reader never sees a half-written file, an error (or Ctrl-C) midway leaves neither a
-target nor a temporary file, a power cut leaves the old state or the new file, and an existing
-file is replaced only with ``overwrite=True`` (``acres-lidar self-table --force``).
+name (a link, or ``os.replace`` when overwriting is asked for), and the directory entry is synced
+too. A reader never sees a half-written file, an error (or Ctrl-C) midway leaves neither a target
+nor a temporary file, a power cut leaves the old state or the new file, and an existing file is
+replaced only with ``overwrite=True`` (``acres-lidar self-table --force``).
+
+For a new file the temporary is an anonymous one (Linux ``O_TMPFILE``) where the file system
+offers it: it has no name until it is linked under the target's, so a kill at any moment leaves no
+stray file. Elsewhere (and to overwrite) it is a named ``.<target>.<random>.tmp`` that an error
+removes and that ``acres-lidar bag-repair`` removes after a kill.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -74,18 +80,21 @@ def atomic_write(
     if not directory.is_dir():
         raise OutputError(f"cannot write {path}: directory {directory} does not exist")
     try:
+        fd = None if overwrite else _anonymous_file(directory)  # linkat cannot replace a file
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error}") from error
+    if fd is not None:
+        _write_anonymous(fd, path, content)
+        _sync_directory(directory)
+        return path
+    try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
         raise OutputError(f"cannot write {path}: {error}") from error
     tmp_path = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
-            if callable(content):
-                content(handle)
-            else:
-                handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())  # the bytes are on disk before the name points at them
+            _fill(handle, content)
         if overwrite:
             os.replace(tmp_path, path)
         else:
@@ -97,6 +106,48 @@ def atomic_write(
             raise
         raise OutputError(f"cannot write {path}: {error}") from error
     return path
+
+
+def _fill(handle: BinaryIO, content: bytes | bytearray | memoryview | Writer) -> None:
+    """Write ``content`` into the open file and sync it to the disk (whole after a power cut)."""
+    if callable(content):
+        content(handle)
+    else:
+        handle.write(content)
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def _anonymous_file(directory: Path) -> int | None:
+    """An unnamed file in ``directory`` (``O_TMPFILE``), or None where the file system has none."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(directory, flag | os.O_WRONLY, 0o644)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
+        raise
+
+
+def _write_anonymous(fd: int, path: Path, content: bytes | bytearray | memoryview | Writer) -> None:
+    """Fill the unnamed file ``fd`` and link it as ``path``; it vanishes on any failure."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _fill(handle, content)
+            # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N names an O_TMPFILE file, and fails
+            # atomically when ``path`` exists. A src_dir_fd makes os.link call linkat (without
+            # one, CPython calls link(2), which does not follow the /proc link).
+            proc_fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.link(str(handle.fileno()), path, src_dir_fd=proc_fd, follow_symlinks=True)
+            finally:
+                os.close(proc_fd)
+    except FileExistsError as error:
+        raise OutputError(f"output {path} exists already; refusing to overwrite it") from error
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error}") from error
 
 
 def _publish(tmp_path: Path, path: Path) -> None:

@@ -97,3 +97,36 @@ def append_jsonl(path: str | os.PathLike[str], row: Mapping[str, Any]) -> Path:
     except OSError as error:
         raise OutputError(f"cannot append to {path}: {error}") from error
     return path
+
+
+def trim_jsonl(path: str | os.PathLike[str]) -> int:
+    """Cut a JSON-lines file back to its last complete row; return the bytes cut (0: it was whole).
+
+    A row is complete when it ends with a newline and holds a JSON object. A kill in the middle
+    of an append (a row longer than a page can be written in part) or a power cut (a tail of
+    zeros) leaves an incomplete end; everything from the first incomplete row on is cut.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise OutputError(f"cannot read {path}: {error}") from error
+    good = 0
+    while good < len(data):
+        end = data.find(b"\n", good)
+        if end < 0:
+            break
+        try:
+            row = json.loads(data[good:end])
+        except (UnicodeDecodeError, ValueError):
+            break
+        if not isinstance(row, dict):
+            break
+        good = end + 1
+    if good == len(data):
+        return 0
+    try:
+        os.truncate(path, good)
+    except OSError as error:
+        raise OutputError(f"cannot cut {path} back to its last complete row: {error}") from error
+    return len(data) - good
