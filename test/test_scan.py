@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
 from acres_lidar_ros.sensor.pattern import mount_rotation
@@ -169,8 +170,9 @@ def _assert_same_returns(got, expected):
 @pytest.mark.parametrize("weather", [{}, {"rain_mm_per_h": 5.0, "visibility_m": 500.0}], ids=["clear", "rain"])
 def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour, sensor, weather):
     """The node traces columns, and runs the radiometry that draws nothing, as their poses
-    arrive; the scan must be bit for bit the one-shot ``process_beams`` over the whole scan."""
-    from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams, process_beams
+    arrive; the scan must be bit for bit the whole scan's hits prepared as one block."""
+    from acres_lidar_ros.radiometry.detection import finish_returns
+    from acres_lidar_ros.radiometry.echoes import prepare_block
     from acres_lidar_ros.radiometry.noise import NoiseStreams
 
     config = load_sensor_config(sensor)
@@ -189,11 +191,11 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour,
         history.append(t[i], p[i], q[i])
         traced += sweep.trace_covered(history)
     assert 0 < traced == config.columns and sweep.done
-    assert len(sweep._echo_blocks) == len(sweep._blocks) > 2  # prepared block by block
+    assert len(sweep._blocks) > 2 and all(block.beams is not None for block in sweep._blocks)  # block by block
     chunked = sweep.finish(history)
     np.testing.assert_array_equal(chunked.T_world_sensor, full.T_world_sensor)
 
-    # The reference: the whole scan's hits through one process_beams.
+    # The reference: the whole scan's hits as one block.
     origins, directions = scanner.rays_world(full.T_world_sensor)
     hits = tracer.trace(
         origins,
@@ -204,19 +206,14 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour,
         pond_threshold_m=config.pond_threshold_m,
     )
     streams = NoiseStreams(5)
-    one_shot = process_beams(
-        hits,
-        origins,
-        directions,
-        scanner.pattern.sub_ray_weights,
-        BeamModelParams.from_config(config),
-        BeamModelOptions.from_scan_options(options),
-        streams,
-        sweep.index,
+    cells = np.arange(config.columns * config.rings)
+    block = prepare_block(
+        hits, origins, directions, scanner.pattern.sub_ray_weights, scanner.model, 5, sweep.index, cells
     )
+    one_shot, _ = finish_returns([block], scanner.model, streams, sweep.index)
     _assert_same_returns(chunked.returns, one_shot)
     _assert_same_returns(full.returns, one_shot)
-    assert (scanner._streams.noise.state, scanner._streams.rain.state) == (streams.noise.state, streams.rain.state)
+    assert (scanner.streams.noise.state, scanner.streams.rain.state) == (streams.noise.state, streams.rain.state)
 
 
 def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(polaris, farm_tour):
@@ -227,7 +224,7 @@ def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(pol
     poses = PoseHistory.from_arrays(times, positions, quaternions)
     scanner = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5))
     sweep = scanner.start_sweep(stamp_ns)
-    sweep._trace(poses, np.arange(100), extrapolate=False)
+    sweep.trace_columns(poses, np.arange(100))
     scanner.set_options(noise=False)
     changed = sweep.finish(poses)
     expected = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5, noise=False)).scan(poses, stamp_ns)
@@ -294,7 +291,7 @@ def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(po
     assert always.sum() > 1000
     scene = build_default_farm()
     tour = PoseHistory.from_arrays(*default_tour(scene))
-    scanner = Scanner(polaris, scene, ScanOptions(seed=1))
+    scanner = Scanner(polaris, scene, ScanOptions(seed=1), self_table=table)
     scan = scanner.scan(tour, stamp_ns=int((tour.start_s + 2.0) * 1e9))
     returns = scan.returns
     assert (returns.class_id[always, 0] == 12).all() and (returns.valid[always].sum(axis=1) == 1).all()
@@ -308,13 +305,14 @@ def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(po
 
 def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour):
     """The body's part is decided while the sweep runs; the scan is the one-shot scan."""
-    from acres_lidar_ros.body.self_returns import apply_self_returns
+    from acres_lidar_ros.body.self_returns import apply_self_returns, sensor_self_table
 
     tracer, (times, positions, quaternions) = farm_tour
+    table = sensor_self_table(polaris)
     stamp_ns = int(round((times[0] + 2.0) * 1e9))
     poses = PoseHistory.from_arrays(times, positions, quaternions)
     with_body = ScanOptions(seed=3)
-    sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body)
+    sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body, self_table=table)
     sweep = sweep_scanner.start_sweep(stamp_ns)
     early = PoseHistory.from_arrays(
         times[times <= stamp_ns * 1e-9 - 0.05],
@@ -326,10 +324,10 @@ def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour)
     chunked = sweep.finish(poses)
     without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False)).scan(poses, stamp_ns)
     reference = apply_self_returns(
-        sweep_scanner._self_table, without.returns, scan_index=0, seed=3, std_m=polaris.std_m, noise_on=True
+        table, without.returns, scan_index=0, seed=3, std_m=polaris.std_m, noise_on=True
     ).returns
     _assert_same_returns(chunked.returns, reference)
-    one_shot = Scanner(polaris, tracer=tracer, options=with_body).scan(poses, stamp_ns)
+    one_shot = Scanner(polaris, tracer=tracer, options=with_body, self_table=table).scan(poses, stamp_ns)
     _assert_same_returns(chunked.returns, one_shot.returns)
 
 
@@ -343,22 +341,30 @@ def test_warm_up_leaves_the_scanners_streams_and_numbers_alone(polaris, plane_tr
     _assert_same_returns(a.returns, b.returns)
 
 
-def test_freeze_startup_objects_takes_them_out_of_full_collections():
-    # Objects alive at the call are frozen (a full collection no longer walks them); objects
-    # made afterwards are still collected.
-    import gc
+def test_the_scanner_applies_the_table_it_is_given_while_self_returns_is_on(polaris, plane_tracer):
+    """The caller loads the table (``sensor_self_table``); ``self_returns`` turns it on and off."""
+    from acres_lidar_ros.body.self_returns import apply_self_returns, sensor_self_table
 
-    from acres_lidar_ros.scan import freeze_startup_objects
+    table = sensor_self_table(polaris)
+    poses = at_rest([0.0, 0.0, 0.0])
+    bare = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=6, radiometry=False)).scan(
+        poses, stamp_ns=10**9, index=0
+    )
+    scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=6, radiometry=False), self_table=table)
+    assert scanner.self_table is table
+    body = scanner.scan(poses, stamp_ns=10**9, index=0)
+    expected = apply_self_returns(table, bare.returns, scan_index=0, seed=6, std_m=polaris.std_m).returns
+    _assert_same_returns(body.returns, expected)
+    scanner.set_options(self_returns=False)
+    _assert_same_returns(scanner.scan(poses, stamp_ns=10**9, index=0).returns, bare.returns)
+    scanner.set_options(self_returns=True)
+    _assert_same_returns(scanner.scan(poses, stamp_ns=10**9, index=0).returns, expected)
 
-    class Cycle:
-        pass
 
-    try:
-        frozen = freeze_startup_objects()
-        assert frozen == gc.get_freeze_count() > 1000
-        a = Cycle()
-        a.self = a
-        del a
-        assert gc.collect() >= 1  # the later cycle is found and freed
-    finally:
-        gc.unfreeze()
+def test_a_self_table_of_another_sensor_size_is_refused(polaris, plane_tracer):
+    from acres_lidar_ros.body.self_returns import SelfReturnTable, sensor_self_table
+
+    small = SelfReturnTable.from_planes(np.zeros((4, 8)), 4, 2)
+    with pytest.raises(ConfigError, match=r"self_table .* is for 4 columns x 2 rings; the sensor has 1800 x 32"):
+        Scanner(polaris, tracer=plane_tracer, self_table=small)
+    assert sensor_self_table(polaris.with_overrides({"self_returns": None})) is None

@@ -23,7 +23,9 @@ Failures: Ray retries a shard whose task raised or whose worker died (``max_retr
 ``"failed"`` in the manifest with its error, the command names it on stderr and exits 1.
 
 Ray: by default the command starts a local Ray instance of ``--workers`` CPUs and stops it at
-the end; ``--ray-address ADDR`` joins a running cluster instead (docs/datasets.md).
+the end; ``--ray-address ADDR`` joins a running cluster instead (docs/datasets.md). Ctrl-C (or
+SIGTERM) cancels the shards in work, writes the manifest (them as ``"stopped"``) and exits 130
+(143); a rerun goes on from there.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from acres_lidar_ros.config.dataset import Dataset, ShardSpec, load_dataset
@@ -73,9 +76,11 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1) -> dict:
     import numba
 
     from acres_lidar_ros.apps.recorder import record_drive, write_json
+    from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.tum import read_tum
-    from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
+    from acres_lidar_ros.runtime.startup import freeze_startup_objects
+    from acres_lidar_ros.scan import Scanner, ScanOptions
     from acres_lidar_ros.scene import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
 
@@ -93,7 +98,8 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1) -> dict:
     config = load_sensor_config(spec.sensor)
     scene, tracer = _tracer(spec.scene, threads)
     options = ScanOptions(seed=spec.seed, rain_mm_per_h=spec.rain_mm_per_h, visibility_m=spec.visibility_m)
-    scanner = Scanner(config, options=options, tracer=tracer)
+    self_table = sensor_self_table(config) if options.self_returns else None
+    scanner = Scanner(config, options=options, tracer=tracer, self_table=self_table)
     if spec.tour == "default":
         times, positions, quaternions = default_tour(scene)
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where="built-in tour")
@@ -170,6 +176,9 @@ def _prepare_out(dataset: Dataset, out: Path) -> None:
 
 def _write_manifest(out: Path, entries: list[dict], retries: int) -> Path:
     counts = {status: sum(e["status"] == status for e in entries) for status in ("done", "failed")}
+    stopped = sum(e["status"] == "stopped" for e in entries)
+    if stopped:
+        counts["stopped"] = stopped
     manifest = {"shards": entries, "counts": counts, "retries": retries, "written_utc": time.strftime("%FT%TZ")}
     tmp = out / f".manifest.{uuid.uuid4().hex[:8]}.json"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -197,8 +206,12 @@ def run_dataset(
     workers: int | None = None,
     retries: int = RETRIES,
     progress: bool = True,
+    should_stop: Callable[[], bool] | None = None,
 ) -> tuple[dict, list[dict]]:
-    """Run every unfinished shard on Ray; returns ``(counts, manifest entries)``."""
+    """Run every unfinished shard on Ray; returns ``(counts, manifest entries)``.
+
+    ``should_stop()`` is asked twice a second; once it is true the shards not yet finished are
+    cancelled and listed as ``"stopped"`` (a rerun does them)."""
     out = Path(out).resolve()
     if ray_address is not None:
         check_ray_address(ray_address)
@@ -216,18 +229,24 @@ def run_dataset(
         else:
             pending.append(spec)
     if pending:
-        results.update(_run_on_ray(pending, out, ray_address, workers, retries, progress, len(dataset.shards)))
-    entries = [results[s.shard_id] for s in dataset.shards]
+        results.update(
+            _run_on_ray(pending, out, ray_address, workers, retries, progress, len(dataset.shards), should_stop)
+        )
+    entries = [
+        results.get(s.shard_id) or {"status": "stopped", "shard": s.shard_id, "config": s.as_dict(), "seed": s.seed}
+        for s in dataset.shards
+    ]
     _write_manifest(out, entries, retries)
     counts = {
         "done": sum(e["status"] == "done" for e in entries),
         "failed": sum(e["status"] == "failed" for e in entries),
     }
     counts["resumed"] = sum(bool(e.get("resumed")) for e in entries)
+    counts["stopped"] = sum(e["status"] == "stopped" for e in entries)
     return counts, entries
 
 
-def _run_on_ray(pending, out, ray_address, workers, retries, progress, total) -> dict[str, dict]:
+def _run_on_ray(pending, out, ray_address, workers, retries, progress, total, should_stop) -> dict[str, dict]:
     try:
         import ray
     except ImportError as exc:
@@ -255,7 +274,13 @@ def _run_on_ray(pending, out, ray_address, workers, retries, progress, total) ->
         refs = {task.remote(spec, str(out)): spec for spec in pending}
         waiting = list(refs)
         while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
+            if should_stop is not None and should_stop():
+                for ref in waiting:
+                    ray.cancel(ref, force=True)
+                break
+            ready, waiting = ray.wait(waiting, num_returns=1, timeout=0.5)
+            if not ready:
+                continue
             spec = refs[ready[0]]
             try:
                 results[spec.shard_id] = {"status": "done", "resumed": False, **ray.get(ready[0])}
@@ -297,15 +322,22 @@ def cmd_dataset(args) -> int:
         raise ConfigError(f"--retries {args.retries}: expected an integer from 0 to 100")
     dataset = load_dataset(args.config)
     started = time.perf_counter()
+    stop = getattr(args, "_stop", None)
     counts, entries = run_dataset(
-        dataset, args.out, args.ray_address, args.workers, args.retries, progress=not args.no_progress
+        dataset,
+        args.out,
+        args.ray_address,
+        args.workers,
+        args.retries,
+        progress=not args.no_progress,
+        should_stop=None if stop is None else (lambda: stop.requested is not None),
     )
     minutes = (time.perf_counter() - started) / 60.0
     ran = counts["done"] - counts["resumed"]
     rate = f", {ran / minutes:.1f} shards per minute" if ran and minutes > 0 else ""
     print(
         f"{counts['done']} of {len(entries)} shards done ({counts['resumed']} already there), "
-        f"{counts['failed']} failed{rate} -> {args.out}"
+        f"{counts['failed']} failed, {counts['stopped']} stopped{rate} -> {args.out}"
     )
     for entry in entries:
         if entry["status"] == "failed":

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from acres_lidar_ros.config.materials import MATERIAL_ID
+from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, points_in_polygon
-from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_HARVESTED, Scene, SceneBuilder
+from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_HARVESTED, Scene
 
 FARM_HALF_SIZE_M = 512.0
 TERRAIN_CELL_M = 4.0
@@ -185,11 +186,11 @@ def build_default_farm(seed: int = 0) -> Scene:
 
     # Ground cover patches in the grass, mud clods beside the field lane, fence posts.
     for k in range(40):
-        xy = np.array([rng.uniform(-450, 450), rng.uniform(100, 450)])
-        if np.hypot(*(xy - POND_CENTRE_XY_M)) < POND_RADIUS_M + 15:
-            xy = xy + [0.0, 60.0]
+        cover_xy = np.array([rng.uniform(-450, 450), rng.uniform(100, 450)])
+        if np.hypot(*(cover_xy - POND_CENTRE_XY_M)) < POND_RADIUS_M + 15:
+            cover_xy = cover_xy + [0.0, 60.0]
         b.add_ground_cover(
-            xy,
+            cover_xy,
             [rng.uniform(2, 5), rng.uniform(1.5, 4), rng.uniform(0.15, 0.4)],
             rng.uniform(0, np.pi),
             name=f"ground_cover_{k}",
