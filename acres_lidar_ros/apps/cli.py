@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HZ",
         help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
     )
-    from acres_lidar_ros.apps.scaling_bench import add_scaling_arguments
+    from acres_lidar_ros.apps.scene_bench import add_scaling_arguments
 
     add_scaling_arguments(bench)
 
@@ -335,7 +335,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
     if args.scaling or args.deadline_ms is not None or args.plot is not None:
-        from acres_lidar_ros.apps.scaling_bench import run_scaling_bench
+        from acres_lidar_ros.apps.scene_bench import run_scaling_bench
 
         return run_scaling_bench(args)
     if args.scans < 1:
