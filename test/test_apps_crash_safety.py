@@ -1,6 +1,8 @@
 """Nothing lost: `acres-lidar record` stopped by signals at random moments, or by a full disk.
 
-Every scan the run lists in ``lidar.jsonl`` (its durable report of completed scans) must be in the
+A signal lands at a seeded random moment after the recorder's ``main`` has installed its handlers:
+during the start-up (imports, scene, numba kernels) or during the drive. Every scan the run lists
+in ``lidar.jsonl`` (its durable report of completed scans) must be in the
 bag, read by rosbags and by the mcap reader: as the bag is after SIGINT, SIGTERM and SIGHUP, after
 ``acres-lidar bag-repair`` after SIGKILL or a full disk. No traceback, no stray temporary file, and
 every PCD whole. ``ACRES_SIGNAL_TRIALS`` (default 2) sets the trials per signal and
@@ -134,9 +136,32 @@ def _wait_for_first_row(child: subprocess.Popen, run: Path, timeout_s: float = 6
         time.sleep(0.01)
 
 
+def _wait_for_handlers(child: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """Until the child catches SIGTERM (its ``main`` has installed the stop handlers).
+
+    Before that line the interpreter starts (about 25 ms: site, the entry script's import) with
+    Python's own dispositions, which no code of the package can change. Reads the caught-signal
+    mask in /proc; elsewhere waits 0.3 s. Polls every 5 ms, at most ``timeout_s``.
+    """
+    status = Path(f"/proc/{child.pid}/status")
+    if not status.exists():
+        time.sleep(0.3)
+        return
+    deadline = time.monotonic() + timeout_s
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
+        except (OSError, StopIteration):
+            return
+        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.005)
+
+
 def _trial(tmp: Path, signum: int, during_drive: bool, delay_s: float) -> tuple[int, int]:
     run = tmp / "run"
     child = _record(run)
+    _wait_for_handlers(child)
     if during_drive:
         _wait_for_first_row(child, run)
     time.sleep(delay_s)
