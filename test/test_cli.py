@@ -46,6 +46,14 @@ def test_scan_writes_every_file_once(tmp_path, capsys):
     assert "classes" in json.dumps(episode) and "materials" in json.dumps(episode)
     effective = json.loads((out / "config.json").read_text())
     assert effective["sensors"]["lidar"]["columns"] == 1800 and effective["options"]["seed"] == 3
+    # The CLI loads the sensor's self-return table for the scanner: the Polaris body is in the
+    # scan (the spec's ~15,900 body points within 1.7 m), and out of it with --no-self-returns.
+    near = np.linalg.norm(np.c_[points["x"], points["y"], points["z"]], axis=1) < 1.7
+    assert 14500 < int(((points["class"] == 12) & near).sum()) < 17500
+    code, _, _ = run(capsys, "scan", "--out", str(tmp_path / "bare"), "--format", "ply", "--no-self-returns")
+    bare = read_ply(next((tmp_path / "bare" / "lidar").glob("scan_*.ply")))
+    near = np.linalg.norm(np.c_[bare["x"], bare["y"], bare["z"]], axis=1) < 1.7
+    assert code == 0 and int(((bare["class"] == 12) & near).sum()) == 0
 
 
 def test_record_bag_and_files_read_back(tmp_path, capsys):

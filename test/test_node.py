@@ -307,8 +307,9 @@ class StandInScanner:
 
     instances: list = []
 
-    def __init__(self, config, scene=None, options=None, tracer=None):
+    def __init__(self, config, scene=None, options=None, tracer=None, self_table=None):
         self.config, self.options, self.tracer = config, options, tracer or "tracer"
+        self.self_table = self_table
         self.calls, self.option_changes, self.pretraced = [], [], []
         StandInScanner.instances.append(self)
 
@@ -404,6 +405,8 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == "/lidar/points"
     assert node.descriptors["lidar.columns"].read_only and not node.descriptors["rain_mm_per_h"].read_only
     assert StandInScanner.instances[-1].warmed  # kernels compiled before the first due scan
+    table = StandInScanner.instances[-1].self_table  # the node loads the sensor's table for it
+    assert table.path == node.config.self_returns and (table.columns, table.rings) == (1800, 32)
 
 
 def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(lidar_node):

@@ -164,6 +164,7 @@ def _options(args):
 
 def _load(args, overrides: dict | None = None):
     """Sensor config, scene and scanner; reports the scene build time on stderr."""
+    from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.scan import Scanner
     from acres_lidar_ros.scene import build_default_farm, load_scene
@@ -183,7 +184,8 @@ def _load(args, overrides: dict | None = None):
         f"generated in {built - started:.2f} s, Embree structure in {traced - built:.2f} s",
         file=sys.stderr,
     )
-    return config, scene, Scanner(config, options=options, tracer=tracer)
+    self_table = sensor_self_table(config) if options.self_returns else None
+    return config, scene, Scanner(config, options=options, tracer=tracer, self_table=self_table)
 
 
 def _tour(scene):

@@ -52,6 +52,7 @@ import numpy as np
 
 from acres_lidar_ros.config.input_files import read_regular_file
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
@@ -210,6 +211,14 @@ def load_self_table(path: str | Path, columns: int, rings: int) -> SelfReturnTab
         raise ConfigError(f"{exc} (4 planes x {columns} columns x {rings} rings x 4-byte float32)") from exc
     planes = np.frombuffer(data, dtype=TABLE_DTYPE).reshape(4, columns * rings)
     return SelfReturnTable.from_planes(planes, columns, rings, f"self-return table {str(path)!r}", path)
+
+
+def sensor_self_table(config: SensorConfig) -> SelfReturnTable | None:
+    """The self-return table the sensors file names (``lidar.self_returns``), loaded and checked
+    for the sensor's columns and rings; None when it names none. Raises as ``load_self_table``."""
+    if config.self_returns is None:
+        return None
+    return load_self_table(config.self_returns, config.columns, config.rings)
 
 
 def write_self_table(table: SelfReturnTable, path: str | Path, force: bool = False) -> Path:

@@ -37,6 +37,7 @@ from std_msgs.msg import Header
 from tf2_ros import Buffer, TransformException, TransformListener
 from visualization_msgs.msg import MarkerArray
 
+from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, PoseError
@@ -140,7 +141,10 @@ class LidarNode(Node):
         values = {name: self._value(name) for name in self._decls}
         self.config: SensorConfig = config.with_overrides(startup_overrides(values, config))
         self.scanner = Scanner(
-            self.config, self._load_scene(option_values(values).get("seed", 0)), ScanOptions(**option_values(values))
+            self.config,
+            self._load_scene(option_values(values).get("seed", 0)),
+            ScanOptions(**option_values(values)),
+            self_table=sensor_self_table(self.config),
         )
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
         self.get_logger().info(f"kernels ready in {self.scanner.warm_up():.1f} s")
@@ -339,7 +343,12 @@ class LidarNode(Node):
                 self.config = self.scanner.config
                 return
             self.config = self.config.with_overrides(overrides)
-            self.scanner = Scanner(self.config, options=self.scanner.options, tracer=self.scanner.tracer)
+            self.scanner = Scanner(
+                self.config,
+                options=self.scanner.options,
+                tracer=self.scanner.tracer,
+                self_table=self.scanner.self_table,
+            )
         self.sweeps.replace_scanner(self.scanner)
 
     # -- the cycle ----------------------------------------------------------------------------

@@ -1129,6 +1129,7 @@ def run_schedule_benchmark(
     ``pretrace_columns`` traces each sweep's columns as the odometry covering them arrives, as the
     node does (False: the whole scan after the stamp's pose arrives).
     """
+    from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.layouts import organised_cloud
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
@@ -1139,7 +1140,9 @@ def run_schedule_benchmark(
     scene = build_default_farm(seed)
     times_s, positions_m, quaternions_xyzw = default_tour(scene)
     tour = PoseHistory.from_arrays(times_s, positions_m, quaternions_xyzw, where="default tour")
-    scanner = Scanner(config, scene, ScanOptions(**{"seed": seed, **(options or {})}))
+    scanner = Scanner(
+        config, scene, ScanOptions(**{"seed": seed, **(options or {})}), self_table=sensor_self_table(config)
+    )
     typestore = default_typestore()
     start_ns = int(round(tour.start_s * NS_PER_S))
     period_ns = int(round(config.period_s * NS_PER_S))
