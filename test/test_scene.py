@@ -288,7 +288,10 @@ def test_load_scene_reads_every_object_type(scene_dir):
             r"objects\[1\].class = 'tractor': allowed: other, ground",
         ),
         (lambda d: d["objects"][1].update(material="glass"), r"objects\[1\].material = 'glass': allowed: other, soil"),
-        (lambda d: d["objects"][1].update(colour="red"), r"objects\[1\]: unknown key 'colour'; allowed: base_xy_m"),
+        (
+            lambda d: d["objects"][1].update(colour="red"),
+            r"objects\[1\]: unknown key 'colour' for type 'box'; allowed: base_xy_m",
+        ),
         (lambda d: d["objects"][2].update(type="cone"), r"objects\[2\].type = 'cone': allowed: mesh, box"),
         (
             lambda d: d["objects"][3].update(height_m=-1),

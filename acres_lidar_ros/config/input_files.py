@@ -10,7 +10,8 @@ exception or a silent change:
 * nesting deeper than ``MAX_JSON_DEPTH`` (checked before parsing, so no ``RecursionError``);
 * a key given twice in one object (the later value would silently win);
 * ``NaN``, ``Infinity`` and integers beyond 64 bits do not become numbers: they load as
-  ``InvalidNumber`` values, which every validator refuses, so the message names the key.
+  ``InvalidNumber`` values, which every validator refuses, so the message names the key. A
+  decimal beyond float64 (``1e400``) loads as ``inf``, which every validator refuses too.
 
 The limits are documented in docs/scene_format.md and the README's parameter section.
 """
@@ -154,28 +155,69 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _integer(literal: str) -> int | InvalidNumber:
+def parse_integer(literal: str) -> int | InvalidNumber:
+    """An integer literal as JSON loads it here: an ``int`` within int64, else ``InvalidNumber``."""
+    literal = literal.strip()
     if len(literal) > 20:
         return InvalidNumber(literal)
     value = int(literal)
     return value if INT64_MIN <= value <= INT64_MAX else InvalidNumber(literal)
 
 
-def _float(literal: str) -> float | InvalidNumber:
-    value = float(literal)
-    return value if np.isfinite(value) else InvalidNumber(literal)
-
-
 def json_depth(text: str) -> tuple[int, int]:
-    """Deepest nesting of ``[``/``{`` outside strings, and the character offset where it is reached."""
-    skeleton = _STRING.sub('""', text).encode("utf-8", "surrogatepass")
-    codes = np.frombuffer(skeleton, np.uint8)
-    step = np.isin(codes, (0x5B, 0x7B)).astype(np.int64) - np.isin(codes, (0x5D, 0x7D))
-    if not len(step):
-        return 0, 0
+    """Deepest nesting of ``[``/``{`` outside strings, and the character offset where it is
+    reached (-1 within the limit)."""
+    depth, _ = _depth(_STRING.sub('""', text).encode("utf-8", "surrogatepass"), np.uint8)
+    if depth <= MAX_JSON_DEPTH:
+        return depth, -1
+    # Too deep: blank the strings keeping their length, and count in characters, so the offset
+    # is the file's (slower, only on this error path).
+    blank = _STRING.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
+    return _depth(blank.encode("utf-32-le", "surrogatepass"), np.uint32)
+
+
+def _depth(skeleton: bytes, unit: type[np.unsignedinteger]) -> tuple[int, int]:
+    """Depth and offset (in ``unit``s) of the deepest point of a text whose strings hold no brackets."""
+    codes: np.ndarray = np.frombuffer(skeleton, unit)
+    where = np.flatnonzero(np.isin(codes, (0x5B, 0x7B, 0x5D, 0x7D)))
+    if not len(where):
+        return 0, -1
+    step = np.where(np.isin(codes[where], (0x5B, 0x7B)), 1, -1)
     depth = np.cumsum(step)
     deepest = int(np.argmax(depth))
-    return int(depth[deepest]), deepest
+    return int(depth[deepest]), int(where[deepest])
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]', re.DOTALL)
+
+
+def json_path_at(text: str, offset: int) -> str:
+    """The JSON path (``lidar.columns[0][0]``) of the value that starts at ``offset`` (the deepest
+    bracket of a document too deep to parse), from the keys and indices before it; beyond 12
+    levels it is shortened to ``[...]``."""
+    stack: list[list[Any]] = []  # [kind, key or index]
+    last_string = ""
+    for match in _TOKEN.finditer(text, 0, offset):
+        token = match.group()
+        if token == "{":
+            stack.append(["o", "?"])
+        elif token == "[":
+            stack.append(["a", 0])
+        elif token in "}]":
+            if stack:
+                stack.pop()
+        elif token == ",":
+            if stack and stack[-1][0] == "a":
+                stack[-1][1] += 1
+        elif token == ":":
+            if stack and stack[-1][0] == "o":
+                stack[-1][1] = last_string
+        else:
+            last_string = json.loads(token) if len(token) < 200 else token[1:40] + "..."
+    parts: list[str] = []
+    for kind, key in stack[:12]:
+        parts.append(f"[{key}]" if kind == "a" else ("." if parts else "") + str(key))
+    return "".join(parts) + ("[...]" if len(stack) > 12 else "") or "(top level)"
 
 
 def parse_json(data: bytes, what: str, path: str | os.PathLike[str], error: type[AcresLidarError] = ConfigError) -> Any:
@@ -191,13 +233,11 @@ def parse_json(data: bytes, what: str, path: str | os.PathLike[str], error: type
     depth, offset = json_depth(text)
     if depth > MAX_JSON_DEPTH:
         raise error(
-            f"{what} {name!r}: objects and lists nest {depth} levels deep (at character {offset}): "
-            f"the limit is {MAX_JSON_DEPTH}"
+            f"{what} {name!r}: {json_path_at(text, offset)} = [...]: objects and lists nest {depth} levels deep "
+            f"(at character {offset}): the limit is {MAX_JSON_DEPTH}"
         )
     try:
-        return json.loads(
-            text, object_pairs_hook=_object, parse_int=_integer, parse_float=_float, parse_constant=InvalidNumber
-        )
+        return json.loads(text, object_pairs_hook=_object, parse_int=parse_integer, parse_constant=InvalidNumber)
     except _DuplicateKey as exc:
         raise error(
             f"{what} {name!r}: key {exc.args[0]!r} appears twice in one object: expected each key once"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any
 
 from acres_lidar_ros.errors import ConfigError
@@ -137,9 +136,8 @@ def _short(value: Any) -> str:
 
 def _is_file_name(value: str) -> bool:
     """A path string that can name a file: no NUL, not ending in a separator, not ``.``/``..``."""
-    if "\0" in value or value.endswith(("/", "\\")):
-        return False
-    return PurePath(value).name not in ("", ".", "..")
+    last = value.replace("\\", "/").rsplit("/", 1)[-1]  # as written: PurePath("a/.").name is "a"
+    return "\0" not in value and last not in ("", ".", "..")
 
 
 def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:

@@ -30,6 +30,21 @@ MAX_EXTENDS_DEPTH = 16
 NAMED_SENSORS = {"default": "sensors.json", "polaris": "sensors_polaris.json"}
 
 
+def limits_markdown() -> str:
+    """The limits paragraph of the README's parameter section (a test keeps the two in step)."""
+    from acres_lidar_ros.config.input_files import MAX_JSON_DEPTH
+
+    nullable = ", ".join(f"`{p.name}`" for p in LIDAR_PARAMS if p.nullable)
+    return (
+        f"A sensors file is a regular UTF-8 file of at most {MAX_SENSORS_FILE_BYTES >> 10} KiB, objects and lists "
+        f"nest at most {MAX_JSON_DEPTH} levels, an `extends` chain has at most {MAX_EXTENDS_DEPTH} files, each key "
+        "appears once per object, integers fit in int64 and `NaN`/`Infinity` are no numbers. `null` is an error "
+        f"except for {nullable}, where it means none (an overlay unsets its base's table with it). The self-return "
+        "table is a regular file of exactly 4 x 4 x columns x rings bytes. Every refusal names the file, the key, "
+        "the value and what is allowed."
+    )
+
+
 def share_dir() -> Path:
     """The package's share directory: the source checkout, a pip install or an ament install."""
     source = Path(__file__).resolve().parents[2]
@@ -172,7 +187,10 @@ def load_sensor_config(source: str | Path = "polaris") -> SensorConfig:
     """Load, merge (``extends``) and validate a sensors file; ``source`` may be a named sensor."""
     path = resolve_sensor(source)
     raw = _read_with_extends(path, chain=())
-    return _build(raw, str(path), base_dir=path.parent)
+    try:
+        return _build(raw, str(path), base_dir=path.parent)
+    except ConfigError as exc:  # name the file (the key may come from a file it extends)
+        raise ConfigError(f"sensors file {str(path)!r}: {exc}") from exc
 
 
 def _read_json(path: Path) -> dict:
@@ -287,7 +305,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         if v[key] is not None and len(v[key]) != rings:
             raise ConfigError(
                 f"lidar.{key} has {len(v[key])} values but the sensor has {rings} rings "
-                f"(from {'elevations_deg' if elevations is not None else 'rings'}): expected one value per ring"
+                f"(from {'elevations_deg' if elevations is not None else 'rings: no elevations_deg table'}): expected one value per ring"
             )
     if v["min_range_m"] >= v["range_m"]:
         raise ConfigError(

@@ -23,7 +23,7 @@ from acres_lidar_ros.config.materials import CLASS_NAMES, COVER_MATERIAL_NAMES, 
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import limits
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
-from acres_lidar_ros.scene.model import CROP_CLASS_NAMES, Scene, SceneBuilder
+from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CLASS_NAMES, Scene, SceneBuilder
 
 FORMAT_NAME = "acres_lidar_scene"
 FORMAT_VERSION = 1
@@ -52,13 +52,13 @@ class _Reader:
     def fail(self, key: str, value: Any, allowed: str) -> SceneError:
         return SceneError(f"{self.path}: {key} = {_short(value)}: {allowed}")
 
-    def table(self, value: Any, key: str, allowed_keys: set[str]) -> dict:
+    def table(self, value: Any, key: str, allowed_keys: set[str], of: str = "") -> dict:
         if not isinstance(value, dict):
             raise self.fail(key, value, "must be a JSON object")
         unknown = sorted(set(value) - allowed_keys)
         if unknown:
             raise SceneError(
-                f"{self.path}: {key}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed_keys))}"
+                f"{self.path}: {key}: unknown key {unknown[0]!r}{of}; allowed: {', '.join(sorted(allowed_keys))}"
             )
         return value
 
@@ -268,6 +268,8 @@ def _load(r: _Reader, doc: Any) -> Scene:
     for k, p in enumerate(raw_polygons):
         key = f"polygons[{k}]"
         p = r.table(p, key, {"name", "material", "vertices_xy_m"})
+        if "name" in p and not isinstance(p["name"], str):
+            raise r.fail(f"{key}.name", p["name"], "must be a string")
         material = r.name_of(p, "material", key, COVER_MATERIAL_NAMES)
         if material is None:
             raise SceneError(f"{path}: {key}.material is missing")
@@ -348,17 +350,18 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
     kind = obj.get("type")
     if not isinstance(kind, str) or kind not in _OBJECT_KEYS:
         raise r.fail(f"{key}.type", kind, f"allowed: {', '.join(_OBJECT_KEYS)}")
-    obj = r.table(obj, key, _OBJECT_KEYS[kind])
+    obj = r.table(obj, key, _OBJECT_KEYS[kind], f" for type {kind!r}")
     name = obj.get("name")
-    if name is not None and not isinstance(name, str):
+    if "name" in obj and not isinstance(name, str):
         raise r.fail(f"{key}.name", name, "must be a string")
     material = r.name_of(obj, "material", key, MATERIAL_NAMES)
     yaw = math.radians(r.number(obj, "yaw_deg", key, default=0.0))
-    cls = None
+    cls = ""
     if kind in ("mesh", "box", "cylinder", "crop_field"):
-        cls = r.name_of(obj, "class", key, CLASS_NAMES)
-        if cls is None:
+        named = r.name_of(obj, "class", key, CLASS_NAMES)
+        if named is None:
             raise SceneError(f"{r.path}: {key}.class is missing; allowed: {', '.join(CLASS_NAMES)}")
+        cls = named
     try:
         if kind == "mesh":
             _add_mesh(r, b, obj, key, cls, material, yaw, name)
@@ -432,6 +435,12 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
             state = None
             if "cell_state" in obj:
                 state = r.array(obj["cell_state"], f"{key}.cell_state", "int")
+                shape = (CROP_CELLS * patches[1], CROP_CELLS * patches[0])
+                if state.shape != shape or not np.isin(state, (0, 1, 2)).all():
+                    raise SceneError(
+                        f"{r.path}: {key}.cell_state has shape {state.shape}: must be {shape} (4 x patches "
+                        f"{patches} [nx, ny], rows along y) of 0 (standing), 1 (crushed), 2 (harvested)"
+                    )
             growth = r.number(obj, "growth", key, low=0.0)
             if growth > 1.0:
                 raise r.fail(f"{key}.growth", growth, "must be from 0 to 1")
@@ -473,7 +482,7 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     if not file.exists():
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: mesh file {file} does not exist")
     check_regular_file(file, f"{r.path}: {key}.path = {rel!r}: mesh file", limits.MAX_MESH_FILE_BYTES, SceneError)
-    mesh = o3d.io.read_triangle_mesh(str(file))
+    mesh = o3d.io.read_triangle_mesh(str(file))  # type: ignore[arg-type]  # open3d's stub says PathLike; str works
     vertices = np.asarray(mesh.vertices, float)
     triangles = np.asarray(mesh.triangles, np.int64)
     if len(triangles) > limits.MAX_SCENE_TRIANGLES:
