@@ -357,7 +357,7 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
         raise r.fail(f"{key}.name", name, "must be a string")
     material = r.name_of(obj, "material", key, MATERIAL_NAMES)
     yaw = math.radians(r.number(obj, "yaw_deg", key, default=0.0))
-    cls = ""
+    cls = ""  # the class of a mesh, box, cylinder or crop field (trees and the rest have their own)
     if kind in ("mesh", "box", "cylinder", "crop_field"):
         named = r.name_of(obj, "class", key, CLASS_NAMES)
         if named is None:
@@ -483,7 +483,7 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     if not file.exists():
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: mesh file {file} does not exist")
     check_regular_file(file, f"{r.path}: {key}.path = {rel!r}: mesh file", limits.MAX_MESH_FILE_BYTES, SceneError)
-    mesh = o3d.io.read_triangle_mesh(str(file))  # type: ignore[arg-type]  # open3d's stub says PathLike; str works
+    mesh = o3d.io.read_triangle_mesh(file)
     vertices = np.asarray(mesh.vertices, float)
     triangles = np.asarray(mesh.triangles, np.int64)
     if len(triangles) > limits.MAX_SCENE_TRIANGLES:
