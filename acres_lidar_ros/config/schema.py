@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from acres_lidar_ros.config.spectral_library import LIBRARY_SAMPLES
 from acres_lidar_ros.errors import ConfigError
 
 RETURNS_PER_BEAM: dict[str, int] = {
@@ -27,7 +28,9 @@ RETURNS_PER_BEAM: dict[str, int] = {
 
 RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
 
-_FRAME_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
+_FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
+#: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,8 @@ class Param:
 
     ``kind`` is one of ``bool``, ``int``, ``float``, ``str``, ``float_list`` (one value per ring,
     or ``length`` values when it is set), ``path`` (a file name relative to the sensors file, or
-    null). ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
+    null). ``nullable`` marks the keys whose ``null`` means "none" (the tables and
+    ``self_returns``); every other ``null`` is an error. ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
     make a bound exclusive. ``runtime`` marks a key the ROS 2 node may change without a rebuild.
     """
 
@@ -53,6 +57,7 @@ class Param:
     int_values: tuple[int, ...] = ()
     description: str = ""
     runtime: bool = False
+    nullable: bool = False
 
     def allowed(self) -> str:
         """What the key allows, in words (used in error messages and the README)."""
@@ -66,6 +71,9 @@ class Param:
             return "a file name relative to the sensors file, or null"
         if self.kind == "str":
             return "a frame name (letters, digits, _ and /, not starting with a digit)"
+        return self._allowed_number() + (", or null (none)" if self.nullable else "")
+
+    def _allowed_number(self) -> str:
         parts = []
         if self.low is not None:
             parts.append(("> " if self.low_open else ">= ") + _fmt(self.low))
@@ -80,23 +88,27 @@ class Param:
 
     def validate(self, value: Any, where: str) -> Any:
         """Check one value; return it in its Python type. ``where`` is the full key for messages."""
-        if value is None and (self.default is None):
-            return None
+        if value is None:
+            if self.nullable:
+                return None
+            raise ConfigError(f"{where} = null: expected {self.allowed()} (null is allowed only where documented)")
         if self.kind == "bool":
             if not isinstance(value, bool):
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
             return value
         if self.kind in ("str", "path"):
             if not isinstance(value, str) or not value:
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
             if self.choices and value not in self.choices:
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
-            if self.kind == "str" and not self.choices and not _FRAME_ID.match(value):
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+            if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+            if self.kind == "path" and not _is_file_name(value):
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()} (a name that can be a file)")
             return value
         if self.kind == "float_list":
             if not isinstance(value, list) or not value:
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
             if self.length is not None and len(value) != self.length:
                 raise ConfigError(f"{where} has {len(value)} values: expected {self.allowed()}")
             return [self._number(v, f"{where}[{i}]") for i, v in enumerate(value)]
@@ -105,17 +117,31 @@ class Param:
     def _number(self, value: Any, where: str) -> float | int:
         integer = self.kind == "int"
         ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok_type or (not integer and not math.isfinite(value)):
-            raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+        if isinstance(value, bool) or not ok_type:
+            raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+        # Compared before any float conversion, so a huge integer is refused, never an OverflowError.
+        if not integer and not (-FLOAT32_MAX <= value <= FLOAT32_MAX):
+            raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         if too_low or too_high or (self.int_values and value not in self.int_values):
-            raise ConfigError(f"{where} = {value!r} is out of range: expected {self.allowed()}")
+            raise ConfigError(f"{where} = {_short(value)} is out of range: expected {self.allowed()}")
         return int(value) if integer else float(value)
 
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:16]}...({len(text)} characters)"
+
+
+def _is_file_name(value: str) -> bool:
+    """A path string that can name a file: no NUL, not ending in a separator, not ``.``/``..``."""
+    last = value.replace("\\", "/").rsplit("/", 1)[-1]  # as written: PurePath("a/.").name is "a"
+    return "\0" not in value and last not in ("", ".", "..")
 
 
 def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:
@@ -135,6 +161,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "float_list",
         None,
         "deg",
+        nullable=True,
         low=-90,
         high=90,
         description="Elevation of each ring in the sensor's ring order; sets N_r.",
@@ -145,6 +172,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "float_list",
         None,
         "deg",
+        nullable=True,
         low=-30,
         high=30,
         description="delta_r, azimuth offset of each ring (counter-clockwise).",
@@ -222,7 +250,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("delay_s", "float", 0.05, "s", low=0, high=10, description="Delay of the scan row and the published cloud."),
     P("output", "str", "ply", choices=("ply", "pcd", "both"), description="Files each scan writes."),
     P("frame_id", "str", "lidar", description="Frame name of the cloud."),
-    P("self_returns", "path", None, description="File of the self-return table."),
+    P("self_returns", "path", None, nullable=True, description="File of the self-return table."),
     P(
         "radiometry.range_at_10pct_m",
         "float",
@@ -238,6 +266,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "float_list",
         None,
         "m",
+        nullable=True,
         low=0,
         high=10000,
         low_open=True,
@@ -320,6 +349,8 @@ MATERIAL_PARAMS: tuple[Param, ...] = (
 MATERIAL_PARAM: dict[str, Param] = {p.name: p for p in MATERIAL_PARAMS}
 
 # The spec's material table (905 nm estimates): reflectivity, specular, width, transmission, wet.
+# The materials of DEFAULT_SPECTRA take reflectivity and transmission from their spectrum unless
+# a sensors file names numbers; these numbers are then the default of any optical key it leaves out.
 MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
     "other": {"reflectivity": 0.30},
     "soil": {"reflectivity": 0.25, "wet_darkening": 0.5},
@@ -339,6 +370,72 @@ MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
     "mud": {"reflectivity": 0.12},
     "potato_leaf": {"reflectivity": 0.47, "transmission": 0.45},
 }
+
+# A material's "spectrum": its reflectivity and transmission at the sensor's wavelength from a
+# model, resolved once at load (config/spectra.py, docs/materials.md). Ranges: the "typical" ones of
+# the prosail package's README where it gives them (N, chlorophyll, carotenoid, brown pigment,
+# psoil); ours for the rest, wide enough for measured leaves (see docs/materials.md).
+SPECTRUM_MODELS: tuple[str, ...] = ("prospect", "soil", "library")
+SPECTRUM_PARAMS: tuple[Param, ...] = (
+    P("model", "str", None, choices=SPECTRUM_MODELS, description="The spectral model."),
+    P("structure", "float", None, low=0.8, high=2.5, description="prospect: N, leaf structure (plates)."),
+    P("chlorophyll_ug_cm2", "float", None, "ug/cm^2", low=0, high=80, description="prospect: C_ab, chlorophyll a+b."),
+    P("water_cm", "float", None, "cm", low=0, high=0.1, description="prospect: C_w, equivalent water thickness."),
+    P(
+        "dry_matter_g_cm2",
+        "float",
+        None,
+        "g/cm^2",
+        low=0,
+        high=0.05,
+        description="prospect: C_m, dry matter (leaf mass per area).",
+    ),
+    P("carotenoid_ug_cm2", "float", 8.0, "ug/cm^2", low=0, high=20, description="prospect: C_car, carotenoids."),
+    P("anthocyanin_ug_cm2", "float", 0.0, "ug/cm^2", low=0, high=40, description="prospect: C_ant, anthocyanins."),
+    P("brown_pigment", "float", 0.0, low=0, high=1, description="prospect: C_brown, brown pigments (arbitrary units)."),
+    P("dry_fraction", "float", None, low=0, high=1, description="soil: psoil, 1 the dry soil spectrum, 0 the wet one."),
+    P("brightness", "float", 1.0, low=0, high=1.9, description="soil: rsoil, scales the mixed soil spectrum."),
+    P("sample", "str", None, choices=tuple(LIBRARY_SAMPLES), description="library: the measured sample."),
+)
+SPECTRUM_PARAM: dict[str, Param] = {p.name: p for p in SPECTRUM_PARAMS}
+SPECTRUM_KEYS: dict[str, tuple[str, ...]] = {
+    "prospect": (
+        "structure",
+        "chlorophyll_ug_cm2",
+        "water_cm",
+        "dry_matter_g_cm2",
+        "carotenoid_ug_cm2",
+        "anthocyanin_ug_cm2",
+        "brown_pigment",
+    ),
+    "soil": ("dry_fraction", "brightness"),
+    "library": ("sample",),
+}
+"""The keys of each model besides ``model``; those whose default is None are required."""
+
+SPECTRUM_WAVELENGTH_NM: tuple[float, float] = (400.0, 2500.0)
+"""The wavelengths every spectrum is defined at (a library sample may cover less)."""
+
+OPTICAL_KEYS: tuple[str, ...] = ("reflectivity", "transmission")
+"""The material keys a spectrum gives; a material names these or a spectrum, never both."""
+
+# The default spectra. Chlorophyll and water are typical green-leaf values (the issue's example,
+# 40 ug/cm^2 and 0.01 cm); N and dry matter are fitted so that PROSPECT-D at 905 nm gives the
+# spec's table above to within 1e-4 (its 905 nm estimates). tree_foliage stays numeric: its
+# transmission 0.6 is that of a crown layer with its gaps (rho + tau > 1), which no leaf gives.
+# The soils' dry fractions give the spec's 0.25 and 0.12 at 905 nm.
+DEFAULT_SPECTRA: dict[str, dict[str, Any]] = {
+    name: {"model": "prospect", "structure": n, "chlorophyll_ug_cm2": 40.0, "water_cm": 0.01, "dry_matter_g_cm2": cm}
+    for name, n, cm in (
+        ("corn_leaf", 1.452, 0.00502),
+        ("soybean_leaf", 1.696, 0.00729),
+        ("potato_leaf", 1.664, 0.00847),
+        ("shrub", 1.368, 0.0085),
+        ("grass", 1.452, 0.00502),
+    )
+}
+DEFAULT_SPECTRA["soil"] = {"model": "soil", "dry_fraction": 0.49}
+DEFAULT_SPECTRA["mud"] = {"model": "soil", "dry_fraction": 0.115}
 
 # Scan options (command line and node parameters), not keys of the sensors file.
 OPTION_PARAMS: tuple[Param, ...] = (
@@ -376,4 +473,10 @@ def markdown_table() -> str:
             if isinstance(default, bool):
                 default = str(default).lower()
             rows.append(f"| `{prefix}{p.name}` | {p.kind} | {p.unit} | {default} | {p.allowed()} | {p.description} |")
+    for p in SPECTRUM_PARAMS:
+        default = "required" if p.default is None else p.default
+        rows.append(
+            f"| `lidar.materials.<name>.spectrum.{p.name}` | {p.kind} | {p.unit} | {default} | {p.allowed()} "
+            f"| {p.description} |"
+        )
     return "\n".join(rows)
