@@ -20,6 +20,7 @@ examples:
   acres-lidar scan --pose 120 -40 0.3 0 0 90 --format both --out runs/yard
   acres-lidar record --duration 20 --out runs/drive  drive the built-in farm tour, write a bag and PCD files
   acres-lidar record --trajectory my.tum --point-type XYZIRT --files none --rain 10
+  acres-lidar record --point-type velodyne --out runs/lio  clouds as LIO-SAM and FAST-LIO read them
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
 """
@@ -60,6 +61,23 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
 
 
+def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
+    from acres_lidar_ros.outputs.point_types import PROFILES
+
+    parser.add_argument(
+        "--point-type",
+        default="XYZI",
+        metavar="|".join(PROFILES),
+        help=f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)",
+    )
+
+
+def _check_point_type(args) -> None:
+    from acres_lidar_ros.outputs.point_types import point_profile
+
+    point_profile(args.point_type)  # ConfigError listing the profiles
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acres-lidar",
@@ -89,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("pcd", "ply", "both"),
         help="point files (default: the sensors file's lidar.output; pcd for the Polaris)",
     )
+    _add_point_type(scan, "the PCD file")
 
     record = sub.add_parser(
         "record",
@@ -105,12 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--duration", type=float, metavar="S", help="seconds to record (default: whole trajectory)")
     record.add_argument("--out", type=Path, help="new run directory (default runs/record_<UTC time>)")
-    record.add_argument(
-        "--point-type",
-        choices=("XYZI", "XYZIRT"),
-        default="XYZI",
-        help="rslidar_sdk point layout of /lidar/points (default XYZI, the vehicle's)",
-    )
+    _add_point_type(record, "/lidar/points and the PCD files")
     record.add_argument(
         "--files",
         choices=("pcd", "ply", "both", "none"),
@@ -204,6 +218,7 @@ def cmd_scan(args) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
+    _check_point_type(args)
     config, scene, scanner = _load(args)
     if args.pose is not None:
         values = np.asarray(args.pose, dtype=np.float64)
@@ -213,7 +228,14 @@ def cmd_scan(args) -> int:
     else:
         T_world_base = _tour(scene).transforms([_tour(scene).start_s])[0]
     out = _run_dir(args.out, "scan")
-    scan = single_scan(scanner, T_world_base, out, files=args.format or config.output, run=vars_for_json(args))
+    scan = single_scan(
+        scanner,
+        T_world_base,
+        out,
+        files=args.format or config.output,
+        run=vars_for_json(args),
+        point_type=args.point_type,
+    )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     return 0
 
@@ -226,6 +248,7 @@ def cmd_record(args) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
+    _check_point_type(args)
     config, scene, scanner = _load(args)
     if args.trajectory == "default":
         trajectory = _tour(scene)

@@ -65,10 +65,11 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
 
 
 def write_scan_outputs(
-    scan: Scan, out_dir: Path, files: str, config: SensorConfig, cloud_xyzi: np.ndarray | None = None
+    scan: Scan, out_dir: Path, files: str, config: SensorConfig, cloud: np.ndarray | None = None
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
-    preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
+    preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
+    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``."""
     from acres_lidar_ros.outputs.records import append_jsonl, scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
@@ -76,9 +77,7 @@ def write_scan_outputs(
         row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
-    return write_scan_files(
-        out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s, cloud_xyzi=cloud_xyzi
-    )
+    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s, cloud=cloud)
 
 
 def body_twist(
@@ -124,8 +123,11 @@ def single_scan(
     out_dir: Path,
     files: str = "both",
     run: dict | None = None,
+    point_type: str = "XYZI",
 ) -> Scan:
-    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir."""
+    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
+    its PCD file in ``point_type``'s layout (``layouts.point_cloud``)."""
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud
     from acres_lidar_ros.outputs.records import episode_dict
 
     out_dir = prepare_run_dir(out_dir)
@@ -135,7 +137,8 @@ def single_scan(
     poses = PoseHistory.from_arrays(np.zeros(1), position[None], quaternion[None], where="--pose")
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
-    write_scan_outputs(scan, out_dir, files, scanner.config)
+    header_ns = header_stamp_ns(point_type, scan.stamp_ns, scanner.config.period_s)
+    write_scan_outputs(scan, out_dir, files, scanner.config, point_cloud(scan, point_type, header_ns))
     write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials))
     return scan
 
@@ -153,19 +156,22 @@ def record_drive(
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
-    Scans are due every period from the trajectory's start; each is stamped at the end of its
-    sweep and traced column by column from the pose at that column's firing time. The bag gets
-    ``/lidar/points`` (organised, ``point_type``), ``/tf``, ``/tf_static``, ``/odom`` and
-    ``/clock``; ``trajectory_gt.tum`` gets the ground-truth base_footprint poses. The bag is
-    closed, readable, on any error or Ctrl-C.
+    Scans are due every period from the trajectory's start; each ends its sweep at its stamp and
+    is traced column by column from the pose at that column's firing time. The bag gets
+    ``/lidar/points`` (``point_type``'s layout, stamped as ``layouts.header_stamp_ns``: the end of
+    the sweep, or its start for the profiles with relative point times), ``/tf``, ``/tf_static``,
+    ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
+    ground-truth base_footprint poses. The bag is closed, readable, on any error or Ctrl-C.
 
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
     ``progress(done, total)`` is called after each scan.
     """
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import organised_cloud
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_profile
     from acres_lidar_ros.outputs.records import episode_dict
     from acres_lidar_ros.outputs.tum import write_tum
+
+    point_profile(point_type)  # an unknown point type fails before the run directory exists
 
     config = scanner.config
     out_dir = prepare_run_dir(out_dir)
@@ -201,9 +207,10 @@ def record_drive(
     def write_scan(bag, scan: Scan, release_ns: int) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
-        cloud = organised_cloud(scan, point_type)  # made once, for the bag and the PCD
-        bag.write_cloud(scan.stamp_ns, cloud, log_time_ns=release_ns)
-        write_scan_outputs(scan, out_dir, files, config, cloud if point_type == "XYZI" else None)
+        header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
+        cloud = point_cloud(scan, point_type, header_ns)  # made once, for the bag and the PCD
+        bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
+        write_scan_outputs(scan, out_dir, files, config, cloud)
         summary.scans += 1
         summary.points += int(scan.returns.valid.sum())
         summary.sim_seconds = scan.stamp_s - t_start

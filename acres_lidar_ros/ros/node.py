@@ -40,8 +40,8 @@ from visualization_msgs.msg import MarkerArray
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, PoseError
-from acres_lidar_ros.outputs.layouts import organised_cloud
-from acres_lidar_ros.outputs.pointcloud2 import point_fields, qos_profile_dict
+from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
+from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.ros.params import (
     ParamDecl,
     by_name,
@@ -108,7 +108,7 @@ def stamp_ns(stamp: Any) -> int:
 
 
 def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
-    """An organised PointCloud2 (height = columns, width = rings) of a 2-D structured array;
+    """A PointCloud2 of a 2-D structured array (``layouts.point_cloud``), rows as they are;
     fields from its dtype (``outputs.pointcloud2.point_fields``), data as ``array('B')`` (rclpy's
     fast path for ``uint8[]``)."""
     height, width = cloud.shape
@@ -121,7 +121,7 @@ def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
         point_step=cloud.dtype.itemsize,
         row_step=width * cloud.dtype.itemsize,
         data=array.array("B", np.ascontiguousarray(cloud).tobytes()),
-        is_dense=False,
+        is_dense=cloud_is_dense(cloud),
     )
 
 
@@ -158,7 +158,7 @@ class LidarNode(Node):
             self.config.period_s,
             self.config.delay_s,
             lambda: self.get_clock().now().nanoseconds,
-            ts_first_point=s["ts_first_point"],
+            ts_first_point=stamps_sweep_start(s["point_type"], s["ts_first_point"]),
             pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
         )
@@ -380,7 +380,7 @@ class LidarNode(Node):
         scan = self.sweeps.finish(job, poses, boxes)
         frame_id = scan.frame_id
         wall_s = time.perf_counter() - started
-        cloud = organised_cloud(scan, self.settings["point_type"])
+        cloud = point_cloud(scan, self.settings["point_type"], job.stamp_ns)
         return cloud_message(cloud, frame_id, job.stamp_ns), wall_s
 
     def _finished(self, job: ScanJob, future: Future) -> None:

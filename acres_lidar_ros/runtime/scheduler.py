@@ -1130,7 +1130,7 @@ def run_schedule_benchmark(
     node does (False: the whole scan after the stamp's pose arrives).
     """
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.outputs.layouts import organised_cloud
+    from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
     from acres_lidar_ros.scene import build_default_farm, default_tour
@@ -1150,7 +1150,7 @@ def run_schedule_benchmark(
 
     def trace(poses: PoseHistory, job: ScanJob) -> Any:
         scan = sweeps.finish(job, poses)
-        return pointcloud2_message(organised_cloud(scan, point_type), scan.frame_id, job.stamp_ns, typestore)
+        return pointcloud2_message(point_cloud(scan, point_type, job.stamp_ns), scan.frame_id, job.stamp_ns, typestore)
 
     odometry = odometry_stream(
         tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns, rate_hz=odom_hz, latency_s=odom_latency_s
@@ -1163,6 +1163,7 @@ def run_schedule_benchmark(
         delay_s=config.delay_s,
         start_ns=start_ns - period_ns // 2,
         sweeps=sweeps if pretrace_columns else None,
+        ts_first_point=stamps_sweep_start(point_type, False),
     )
     result.update(
         sensors=sensors,
