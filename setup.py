@@ -17,6 +17,7 @@ setup(
         "scipy>=1.10",
         "open3d>=0.18",
         "rosbags>=0.10.4",
+        "mcap>=1.1",
         "tqdm>=4.60",
         "numba>=0.59",
     ],
@@ -24,7 +25,6 @@ setup(
         "test": [
             "pytest>=7",
             "hypothesis>=6",
-            "mcap>=1.1",
             "mcap-ros2-support>=0.5",
             "plyfile>=1.0",
             "pyyaml>=6",

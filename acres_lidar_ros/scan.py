@@ -5,7 +5,6 @@ Cells are organised as the real driver lays them out: cell = column x rings + ri
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field, replace
 import numba
 import numpy as np
 
+from acres_lidar_ros.body.self_returns import SelfReturnTable
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
@@ -93,7 +93,7 @@ class ScanOptions:
     noise : signal and range noise (off: the noise numbers are still drawn, ``-SensorNoNoise``)
     foliage : foliage passes beams with its transmission; False makes it solid
     radiometry : the full radiometric model; False: every in-range nearest hit is a return
-    self_returns : apply the sensor's self-return table when it has one
+    self_returns : apply the self-return table the scanner was given (``Scanner(self_table=...)``)
     motion_distortion : None uses the sensors file; False traces all columns from the stamp pose
     weather : rain and fog (``-SensorLidarNoWeather`` is False)
     rain_mm_per_h, visibility_m : weather at the scan stamp (0 and inf: clear air)
@@ -144,20 +144,35 @@ class Scanner:
     scene : Scene (``acres_lidar_ros.scene``); ignored when ``tracer`` is given
     options : ScanOptions
     tracer : a ``Tracer`` to reuse (e.g. shared by scanners of one scene)
+    self_table : the sensor's self-return table, loaded by the caller (``body.self_returns.sensor_self_table``),
+        or None for a sensor without one; applied while ``options.self_returns`` is on
     """
 
-    def __init__(self, config: SensorConfig, scene=None, options: ScanOptions = ScanOptions(), tracer=None) -> None:
+    def __init__(
+        self,
+        config: SensorConfig,
+        scene=None,
+        options: ScanOptions = ScanOptions(),
+        tracer=None,
+        self_table: SelfReturnTable | None = None,
+    ) -> None:
         from acres_lidar_ros.tracing.trace import Tracer
 
         if tracer is None and scene is None:
             raise ConfigError("Scanner needs a scene or a tracer")
+        if self_table is not None and (self_table.columns, self_table.rings) != (config.columns, config.rings):
+            raise ConfigError(
+                f"self_table {str(self_table.path) if self_table.path else ''!r} is for {self_table.columns} columns x "
+                f"{self_table.rings} rings; the sensor has {config.columns} x {config.rings}"
+            )
         self.config = config
         self.options = options
         self.pattern = BeamPattern.from_config(config)
         self.tracer = tracer if tracer is not None else Tracer(scene)
         self._beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
         self._lens_origins = np.repeat(self.pattern.lens_origins_sensor, config.rings, axis=0)
-        self._self_table = self._load_self_table()
+        self.self_table = self_table
+        self._self_table = self._applied_self_table()
         self._streams = self._new_streams()
         self._beam_params = None  # built on the first radiometric scan
         self._beam_options = None
@@ -173,12 +188,8 @@ class Scanner:
 
         return NoiseStreams(self.options.seed)
 
-    def _load_self_table(self):
-        if not (self.options.self_returns and self.config.self_returns is not None):
-            return None
-        from acres_lidar_ros.body.self_returns import load_self_table
-
-        return load_self_table(self.config.self_returns, self.config.columns, self.config.rings)
+    def _applied_self_table(self) -> SelfReturnTable | None:
+        return self.self_table if self.options.self_returns else None
 
     def set_options(self, **changes) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
@@ -189,14 +200,14 @@ class Scanner:
         if reseed:
             self._streams = self._new_streams()
         if "self_returns" in changes:
-            self._self_table = self._load_self_table()
+            self._self_table = self._applied_self_table()
 
     def warm_up(self) -> float:
         """Trace one throw-away scan with a copy of this scanner (same tracer, own streams), so
         numba's kernels are compiled (or loaded from its cache) before the first real scan;
         this scanner's noise streams and scan numbers are untouched. Returns the seconds it took."""
         started = time.perf_counter()
-        spare = Scanner(self.config, options=self.options, tracer=self.tracer)
+        spare = Scanner(self.config, options=self.options, tracer=self.tracer, self_table=self.self_table)
         at_rest = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
         sweep = spare.start_sweep(int(round(self.config.period_s * 1e9)), index=0)
         half = np.flatnonzero(sweep.firing_time_s <= np.median(sweep.firing_time_s))
@@ -360,21 +371,6 @@ class Scanner:
             self._streams,
             index,
         )
-
-
-def freeze_startup_objects() -> int:
-    """Put every object alive now out of the garbage collector's reach (``gc.freeze``).
-
-    After start-up a process holds about 120,000 container objects (numba, Open3D, scipy, the
-    scene); a full collection walks them all and holds the GIL for about 60 ms on the 2-core
-    development machine, long enough to hold up a scan in work by as much. Frozen, they are
-    never walked again; objects made later are collected as usual. Call it once the scene is
-    loaded and the kernels are warm (the node, ``acres-lidar record`` and ``bench`` and the
-    schedule benchmark do). Returns the number of objects frozen.
-    """
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
 
 
 @numba.njit(cache=True, nogil=True)

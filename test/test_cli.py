@@ -1,10 +1,12 @@
 """The acres-lidar command line end to end: files and bag read back, bad input, Ctrl-C."""
 
 import json
+import math
 
 import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
+from test_self_table import urdf_with
 
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.outputs.pcd import read_pcd
@@ -46,6 +48,14 @@ def test_scan_writes_every_file_once(tmp_path, capsys):
     assert "classes" in json.dumps(episode) and "materials" in json.dumps(episode)
     effective = json.loads((out / "config.json").read_text())
     assert effective["sensors"]["lidar"]["columns"] == 1800 and effective["options"]["seed"] == 3
+    # The CLI loads the sensor's self-return table for the scanner: the Polaris body is in the
+    # scan (the spec's ~15,900 body points within 1.7 m), and out of it with --no-self-returns.
+    near = np.linalg.norm(np.c_[points["x"], points["y"], points["z"]], axis=1) < 1.7
+    assert 14500 < int(((points["class"] == 12) & near).sum()) < 17500
+    code, _, _ = run(capsys, "scan", "--out", str(tmp_path / "bare"), "--format", "ply", "--no-self-returns")
+    bare = read_ply(next((tmp_path / "bare" / "lidar").glob("scan_*.ply")))
+    near = np.linalg.norm(np.c_[bare["x"], bare["y"], bare["z"]], axis=1) < 1.7
+    assert code == 0 and int(((bare["class"] == 12) & near).sum()) == 0
 
 
 def test_record_bag_and_files_read_back(tmp_path, capsys):
@@ -262,10 +272,10 @@ def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
 
 
 def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, monkeypatch):
-    import acres_lidar_ros.runtime.scheduler as scheduler
+    import acres_lidar_ros.runtime.simulate as simulate
 
     asked = []
-    monkeypatch.setattr(scheduler, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})
+    monkeypatch.setattr(simulate, "run_schedule_benchmark", lambda **kw: asked.append(kw) or {"stand_in": True})
     code, out, _ = run(
         capsys, "bench", "--sensor", "default", "--scans", "1", "--json", "--schedule", "--odom-hz", "100"
     )
@@ -277,7 +287,7 @@ def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, mo
 
 
 def test_self_table_command_writes_the_shipped_table(tmp_path, capsys, repo_root):
-    out = tmp_path / "self.f32"
+    out = tmp_path / "polaris_lidar_self.f32"
     code, stdout, _ = run(
         capsys,
         "self-table",
@@ -301,3 +311,82 @@ def test_self_table_command_writes_the_shipped_table(tmp_path, capsys, repo_root
         str(out),
     )
     assert code == 2 and "exists" in err  # never overwritten without --force
+    assert out.with_suffix(".json").read_text() == (repo_root / "config" / "polaris_lidar_self.json").read_text()
+
+
+def test_the_self_table_command_prints_writes_and_refuses_to_overwrite(tmp_path, repo_root, capsys):
+    urdf = tmp_path / "wall.urdf"
+    urdf.write_text(urdf_with((2.1, 0.0, 1.0), (0.2, 2.0, 2.0)))
+    out = tmp_path / "new" / "self.f32"  # its directory is made
+    argv = ["self-table", "--urdf", str(urdf), "--sensor", str(small_sensors_file(tmp_path, repo_root))]
+    argv += ["--out", str(out)]
+    code, printed, _ = run(capsys, *argv)
+    assert code == 0
+    stats = json.loads(out.with_suffix(".json").read_text())
+    assert stats["cells_with_return"] == 15  # as the wall test: 5 columns x 3 rings
+    assert stats["table"] == "self.f32" and stats["urdf"] == "wall.urdf"
+    farthest_m = round(2.0 / math.cos(math.radians(20.0)) ** 2, 4)
+    assert f"cells with a body return: 15 of 108 at 2.0 m to {farthest_m} m" in printed
+    assert f"expected body points per scan: {stats['expected_body_points_per_scan']}" in printed
+    before = out.read_bytes()
+    out.with_suffix(".json").unlink()  # one of the two files is enough to refuse
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "exists already; refusing to overwrite it (--force replaces it)" in err
+    assert not out.with_suffix(".json").exists()
+    code, _, _ = run(capsys, *argv, "--force")
+    assert code == 0 and out.read_bytes() == before and out.with_suffix(".json").exists()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["self.f32", "self.json"]  # no temporary files
+
+
+def test_the_self_table_command_writes_both_files_or_neither(tmp_path, repo_root, capsys, monkeypatch):
+    from acres_lidar_ros.errors import OutputError
+    from acres_lidar_ros.outputs import json_files
+
+    def full_disk(statistics):
+        raise OutputError("no space left on device")
+
+    monkeypatch.setattr(json_files, "json_key_lines", full_disk)
+    urdf = tmp_path / "wall.urdf"
+    urdf.write_text(urdf_with((2.1, 0.0, 1.0), (0.2, 2.0, 2.0)))
+    code, _, err = run(
+        capsys,
+        "self-table",
+        "--urdf",
+        str(urdf),
+        "--sensor",
+        str(small_sensors_file(tmp_path, repo_root)),
+        "--out",
+        str(tmp_path / "self.f32"),
+    )
+    assert code == 2 and "no space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sensors_small.json", "wall.urdf"]
+
+
+def test_a_urdf_without_the_lidar_link_writes_nothing(tmp_path, capsys):
+    urdf = tmp_path / "no_lidar.urdf"
+    urdf.write_text(urdf_with((2.1, 0.0, 1.0), (0.2, 2.0, 2.0)).replace("lidar", "laser"))
+    out = tmp_path / "x.f32"
+    code, _, err = run(capsys, "self-table", "--urdf", str(urdf), "--sensor", "polaris", "--out", str(out))
+    assert code == 2
+    assert "has no link 'lidar'" in err and str(urdf) in err
+    assert list(tmp_path.iterdir()) == [urdf]
+
+
+def small_sensors_file(tmp_path, repo_root):
+    """A sensors file: the default sensor, level at (0, 0, 1) with 36 columns and three rings."""
+    path = tmp_path / "sensors_small.json"
+    path.write_text(
+        json.dumps(
+            {
+                "extends": str(repo_root / "config" / "sensors.json"),
+                "lidar": {
+                    "columns": 36,
+                    "elevations_deg": [-20.0, 0.0, 20.0],
+                    "azimuth_order": "ccw",
+                    "position_flu_m": [0.0, 0.0, 1.0],
+                    "beam_divergence_mrad": 0.0,
+                },
+            }
+        )
+    )
+    return path

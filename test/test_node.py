@@ -15,7 +15,6 @@ from __future__ import annotations
 import enum
 import math
 import sys
-import time
 import types
 from types import SimpleNamespace
 
@@ -28,6 +27,7 @@ from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.ros.demo_drive import TourDrive
+from acres_lidar_ros.runtime.loop import InlineExecutor
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 MS = 1_000_000
@@ -307,8 +307,9 @@ class StandInScanner:
 
     instances: list = []
 
-    def __init__(self, config, scene=None, options=None, tracer=None):
+    def __init__(self, config, scene=None, options=None, tracer=None, self_table=None):
         self.config, self.options, self.tracer = config, options, tracer or "tracer"
+        self.self_table = self_table
         self.calls, self.option_changes, self.pretraced = [], [], []
         StandInScanner.instances.append(self)
 
@@ -349,6 +350,7 @@ def lidar_node(node_module, monkeypatch):
     StandInScanner.instances = []
     monkeypatch.setattr(node_module, "Scanner", StandInScanner)
     monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: None)
+    monkeypatch.setattr(node_module, "trace_pool", InlineExecutor)  # deterministic: work runs in the call
     monkeypatch.setattr(
         node_module,
         "point_cloud",
@@ -386,12 +388,10 @@ def odometry(stamp_ns, x, frame="odom", child="base_footprint", q=(0.0, 0.0, 0.0
     )
 
 
-def _run_until(node, predicate, timeout_s=5.0):
-    poll = next(cb for period, cb in node.timers if period == 0.002)
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:
-        poll()
-        time.sleep(0.001)
+def _poll(node):
+    """One tick of the node's 2 ms timer. The node's loop runs its work inline (the fixture's
+    executor), so whatever the tick starts has finished when it returns."""
+    next(cb for period, cb in node.timers if period == 0.002)()
 
 
 def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
@@ -404,6 +404,8 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == "/lidar/points"
     assert node.descriptors["lidar.columns"].read_only and not node.descriptors["rain_mm_per_h"].read_only
     assert StandInScanner.instances[-1].warmed  # kernels compiled before the first due scan
+    table = StandInScanner.instances[-1].self_table  # the node loads the sensor's table for it
+    assert table.path == node.config.self_returns and (table.columns, table.rings) == (1800, 32)
 
 
 def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(lidar_node):
@@ -413,17 +415,19 @@ def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(li
     for k in range(6):
         on_odom(odometry((900 + 20 * k) * MS, float(k)))
     on_odom(odometry(1_000 * MS, 6.0))  # at the stamp: covers the sweep 900..1000 ms
-    _run_until(node, lambda: node.scheduler.in_work and node.scheduler.jobs()[0].state == "ready")
+    _poll(node)
+    assert node.loop.scheduler.in_work and node.loop.scheduler.jobs()[0].state == "ready"
     scanner = StandInScanner.instances[-1]
     assert scanner.calls == [(1.0, 1_000 * MS, 0)]
     points = node.publishers["/lidar/points"].messages
     assert points == []  # ready, but its release is 12 ms after the stamp
     node.clock.ns = 1_012 * MS
-    _run_until(node, lambda: points)
+    _poll(node)
+    assert points
     (cloud,) = points
     assert (cloud.header.stamp.sec, cloud.header.stamp.nanosec, cloud.header.frame_id) == (1, 0, "lidar")
     assert (cloud.height, cloud.width) == (1800, 32)
-    assert node.scheduler.counts["published"] == 1 and node.scheduler.counts["late"] == 0
+    assert node.loop.scheduler.counts["published"] == 1 and node.loop.scheduler.counts["late"] == 0
     # No TF mount: the sensors file's mount, with one warning.
     mount_warnings = [m for level, m in node.log_lines if level == "warning" and "no TF base_footprint" in m]
     assert len(mount_warnings) == 1
@@ -446,7 +450,8 @@ def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_
     node.context.alive = False
     node.clock.ns = 1_012 * MS  # released at once when ready
     on_odom(odometry(1_000 * MS, 6.0))
-    _run_until(node, lambda: node.scheduler.counts["published"] == 1)
+    _poll(node)
+    assert node.loop.scheduler.counts["published"] == 1
     node.close()
     # A done-callback that raised is only logged by concurrent.futures: look for it there.
     assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
@@ -454,22 +459,24 @@ def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_
     node.context.alive = True
     job = SimpleNamespace(result="cloud")
     with pytest.raises(FakePublisherAfterShutdown):
-        node._publish(SimpleNamespace(publish=[job]))
+        node._publish([job])
 
 
 def test_node_rejects_bad_odometry_with_a_warning_and_never_traces_without_a_pose(lidar_node):
     node = lidar_node()
     on_odom = node.subscriptions["/odom"][1]
     node.clock.ns = 1_000 * MS
-    _run_until(node, lambda: node.scheduler.in_work, timeout_s=1.0)  # the scan due at 1000 ms waits
+    _poll(node)
+    assert node.loop.scheduler.in_work  # the scan due at 1000 ms waits
     on_odom(odometry(1_000 * MS, math.nan))
     on_odom(odometry(1_000 * MS, 0.0, frame="map"))
     on_odom(odometry(1_000 * MS, 0.0, q=(0.0, 0.0, 0.0, 2.0)))
     warnings = [m for level, m in node.log_lines if level == "warning"]
     assert any("finite" in m for m in warnings) and any("'map'" in m for m in warnings)
     node.clock.ns = 1_060 * MS
-    _run_until(node, lambda: node.scheduler.counts["skipped_no_pose"], timeout_s=1.0)
-    assert node.scheduler.counts["skipped_no_pose"] == 1
+    _poll(node)
+    assert node.loop.scheduler.counts["skipped_no_pose"]
+    assert node.loop.scheduler.counts["skipped_no_pose"] == 1
     assert StandInScanner.instances[-1].calls == []
 
 
@@ -497,13 +504,16 @@ def test_node_clears_the_poses_when_ros_time_jumps_back(lidar_node):
     on_odom = node.subscriptions["/odom"][1]
     node.clock.ns = 50_000 * MS
     on_odom(odometry(50_000 * MS, 1.0))
-    _run_until(node, lambda: StandInScanner.instances[-1].calls, timeout_s=1.0)
+    _poll(node)
+    assert StandInScanner.instances[-1].calls
     node.clock.ns = 100 * MS  # the simulator was reset
-    _run_until(node, lambda: node.tracker.newest_ns is None, timeout_s=1.0)
-    assert node.tracker.newest_ns is None and node.scheduler.counts["abandoned"] <= 1
+    _poll(node)
+    assert node.loop.tracker.newest_ns is None
+    assert node.loop.tracker.newest_ns is None and node.loop.scheduler.counts["abandoned"] <= 1
     assert any("jumped back" in m for level, m in node.log_lines if level == "warning")
     node.clock.ns = 200 * MS
-    _run_until(node, lambda: node.scheduler.in_work, timeout_s=1.0)
+    _poll(node)
+    assert node.loop.scheduler.in_work
     assert len(StandInScanner.instances[-1].calls) == 1  # the new timeline waits for its own poses
 
 
@@ -611,12 +621,14 @@ def test_node_traces_the_running_sweep_as_odometry_arrives(lidar_node):
     node = lidar_node()
     on_odom = node.subscriptions["/odom"][1]
     node.clock.ns = 1_001 * MS
-    _run_until(node, lambda: node.scheduler.upcoming() is not None, timeout_s=1.0)
-    assert node.scheduler.upcoming() == (1_100 * MS, 0)  # the sweep 1000..1100 ms is running
+    _poll(node)
+    assert node.loop.scheduler.upcoming() is not None
+    assert node.loop.scheduler.upcoming() == (1_100 * MS, 0)  # the sweep 1000..1100 ms is running
     on_odom(odometry(1_000 * MS, 0.0))
     on_odom(odometry(1_020 * MS, 1.0))
     scanner = StandInScanner.instances[-1]
-    _run_until(node, lambda: len(scanner.pretraced) >= 2, timeout_s=2.0)
+    _poll(node)
+    assert len(scanner.pretraced) >= 2
     assert (1.02, 1_100 * MS, 0) in scanner.pretraced
     assert scanner.calls == []  # nothing finished before the sweep's end
 
@@ -627,15 +639,17 @@ def test_a_failing_pretrace_is_logged_once_and_scans_go_on(lidar_node):
     def broken(*args, **kwargs):
         raise ValueError("a broken block")
 
-    node.sweeps.pretrace_upcoming = broken
+    node.loop.sweeps.pretrace_upcoming = broken
     on_odom = node.subscriptions["/odom"][1]
     node.clock.ns = 1_000 * MS
     for k in range(6):
         on_odom(odometry((900 + 20 * k) * MS, float(k)))
-    _run_until(node, lambda: any("tracing a sweep ahead failed" in m for _, m in node.log_lines), timeout_s=2.0)
+    _poll(node)
+    assert any("tracing a sweep ahead failed" in m for _, m in node.log_lines)
     failures = [m for level, m in node.log_lines if "tracing a sweep ahead failed" in m]
     assert len(failures) == 1 and "ValueError: a broken block" in failures[0]  # throttled
     on_odom(odometry(1_000 * MS, 6.0))
     node.clock.ns = 1_012 * MS
-    _run_until(node, lambda: node.publishers["/lidar/points"].messages)
-    assert node.scheduler.counts["published"] == 1
+    _poll(node)
+    assert node.publishers["/lidar/points"].messages
+    assert node.loop.scheduler.counts["published"] == 1

@@ -1,6 +1,9 @@
-"""atomic_write: all or nothing, never over an existing file."""
+"""atomic_write: all or nothing, synced before it is named, never over an existing file unless asked."""
 
 from __future__ import annotations
+
+import os
+import stat
 
 import pytest
 
@@ -47,3 +50,45 @@ def test_scan_file_stem_is_the_stamp_in_microseconds():
     assert scan_file_stem(1_700_000_123_456_789_012) == "scan_1700000123456789"
     with pytest.raises(OutputError, match="-5"):
         scan_file_stem(-5)
+
+
+def test_overwrite_replaces_whole_and_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "table.f32"
+    target.write_bytes(b"old")
+    assert atomic_write(target, b"new bytes", overwrite=True) == target
+    assert target.read_bytes() == b"new bytes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.f32"]
+
+
+def test_a_failed_overwrite_keeps_the_old_file(tmp_path):
+    target = tmp_path / "table.f32"
+    target.write_bytes(b"old")
+
+    def fail(handle):
+        handle.write(b"half")
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, fail, overwrite=True)
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.f32"]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_the_bytes_are_synced_before_the_name_appears(tmp_path, monkeypatch, overwrite):
+    """A power cut after the rename must not leave a named but empty file: fsync comes first."""
+    target = tmp_path / "scan.pcd"
+    if overwrite:
+        target.write_bytes(b"old")
+    seen = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            seen.append((os.fstat(fd).st_size, target.read_bytes() if target.exists() else None))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    atomic_write(target, b"0123456789", overwrite=overwrite)
+    assert seen == [(10, b"old" if overwrite else None)]
+    assert target.read_bytes() == b"0123456789"

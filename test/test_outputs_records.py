@@ -13,13 +13,8 @@ from test_outputs_synthetic import PERIOD_S, STAMP_NS, make_scan
 
 from acres_lidar_ros.config.materials import CLASS_NAMES, MATERIAL_NAMES
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.outputs.records import (
-    MODEL_PARTS,
-    append_jsonl,
-    episode_dict,
-    scan_row,
-    write_episode_json,
-)
+from acres_lidar_ros.outputs.json_files import append_jsonl, write_json
+from acres_lidar_ros.outputs.records import MODEL_PARTS, episode_dict, scan_row
 
 
 def test_row_counts_timing_pose_and_weather():
@@ -85,11 +80,6 @@ def test_row_rejects_a_class_outside_the_table():
         scan_row(bad, delay_s=0.0, period_s=PERIOD_S)
 
 
-def test_jsonl_refuses_nan():
-    with pytest.raises(OutputError, match="strict JSON"):
-        append_jsonl("/nonexistent/never.jsonl", {"x": float("nan")})
-
-
 def _material_table():
     n = len(MATERIAL_NAMES)
     reflectivity = np.linspace(0.02, 0.48, n)
@@ -115,10 +105,10 @@ def test_episode_tables_parts_and_counters(tmp_path):
     assert episode["materials"][4]["micro_slope_deg"] == pytest.approx(3.3)
     assert episode["model"] == MODEL_PARTS and all(len(text) > 40 for text in MODEL_PARTS.values())
     assert episode["counters"] == {"lidar_busy": 3, "scans": 120} and episode["seed"] == 5
-    path = write_episode_json(tmp_path / "episode.json", episode)
+    path = write_json(tmp_path / "episode.json", episode)
     assert json.loads(path.read_text()) == episode
     with pytest.raises(OutputError, match="episode.json"):
-        write_episode_json(path, episode)
+        write_json(path, episode)
 
 
 def test_episode_without_material_parameters_lists_names():

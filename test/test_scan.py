@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
 from acres_lidar_ros.sensor.pattern import mount_rotation
@@ -294,7 +295,7 @@ def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(po
     assert always.sum() > 1000
     scene = build_default_farm()
     tour = PoseHistory.from_arrays(*default_tour(scene))
-    scanner = Scanner(polaris, scene, ScanOptions(seed=1))
+    scanner = Scanner(polaris, scene, ScanOptions(seed=1), self_table=table)
     scan = scanner.scan(tour, stamp_ns=int((tour.start_s + 2.0) * 1e9))
     returns = scan.returns
     assert (returns.class_id[always, 0] == 12).all() and (returns.valid[always].sum(axis=1) == 1).all()
@@ -308,13 +309,14 @@ def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(po
 
 def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour):
     """The body's part is decided while the sweep runs; the scan is the one-shot scan."""
-    from acres_lidar_ros.body.self_returns import apply_self_returns
+    from acres_lidar_ros.body.self_returns import apply_self_returns, sensor_self_table
 
     tracer, (times, positions, quaternions) = farm_tour
+    table = sensor_self_table(polaris)
     stamp_ns = int(round((times[0] + 2.0) * 1e9))
     poses = PoseHistory.from_arrays(times, positions, quaternions)
     with_body = ScanOptions(seed=3)
-    sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body)
+    sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body, self_table=table)
     sweep = sweep_scanner.start_sweep(stamp_ns)
     early = PoseHistory.from_arrays(
         times[times <= stamp_ns * 1e-9 - 0.05],
@@ -326,10 +328,10 @@ def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour)
     chunked = sweep.finish(poses)
     without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False)).scan(poses, stamp_ns)
     reference = apply_self_returns(
-        sweep_scanner._self_table, without.returns, scan_index=0, seed=3, std_m=polaris.std_m, noise_on=True
+        table, without.returns, scan_index=0, seed=3, std_m=polaris.std_m, noise_on=True
     ).returns
     _assert_same_returns(chunked.returns, reference)
-    one_shot = Scanner(polaris, tracer=tracer, options=with_body).scan(poses, stamp_ns)
+    one_shot = Scanner(polaris, tracer=tracer, options=with_body, self_table=table).scan(poses, stamp_ns)
     _assert_same_returns(chunked.returns, one_shot.returns)
 
 
@@ -343,22 +345,30 @@ def test_warm_up_leaves_the_scanners_streams_and_numbers_alone(polaris, plane_tr
     _assert_same_returns(a.returns, b.returns)
 
 
-def test_freeze_startup_objects_takes_them_out_of_full_collections():
-    # Objects alive at the call are frozen (a full collection no longer walks them); objects
-    # made afterwards are still collected.
-    import gc
+def test_the_scanner_applies_the_table_it_is_given_while_self_returns_is_on(polaris, plane_tracer):
+    """The caller loads the table (``sensor_self_table``); ``self_returns`` turns it on and off."""
+    from acres_lidar_ros.body.self_returns import apply_self_returns, sensor_self_table
 
-    from acres_lidar_ros.scan import freeze_startup_objects
+    table = sensor_self_table(polaris)
+    poses = at_rest([0.0, 0.0, 0.0])
+    bare = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=6, radiometry=False)).scan(
+        poses, stamp_ns=10**9, index=0
+    )
+    scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=6, radiometry=False), self_table=table)
+    assert scanner.self_table is table
+    body = scanner.scan(poses, stamp_ns=10**9, index=0)
+    expected = apply_self_returns(table, bare.returns, scan_index=0, seed=6, std_m=polaris.std_m).returns
+    _assert_same_returns(body.returns, expected)
+    scanner.set_options(self_returns=False)
+    _assert_same_returns(scanner.scan(poses, stamp_ns=10**9, index=0).returns, bare.returns)
+    scanner.set_options(self_returns=True)
+    _assert_same_returns(scanner.scan(poses, stamp_ns=10**9, index=0).returns, expected)
 
-    class Cycle:
-        pass
 
-    try:
-        frozen = freeze_startup_objects()
-        assert frozen == gc.get_freeze_count() > 1000
-        a = Cycle()
-        a.self = a
-        del a
-        assert gc.collect() >= 1  # the later cycle is found and freed
-    finally:
-        gc.unfreeze()
+def test_a_self_table_of_another_sensor_size_is_refused(polaris, plane_tracer):
+    from acres_lidar_ros.body.self_returns import SelfReturnTable, sensor_self_table
+
+    small = SelfReturnTable.from_planes(np.zeros((4, 8)), 4, 2)
+    with pytest.raises(ConfigError, match=r"self_table .* is for 4 columns x 2 rings; the sensor has 1800 x 32"):
+        Scanner(polaris, tracer=plane_tracer, self_table=small)
+    assert sensor_self_table(polaris.with_overrides({"self_returns": None})) is None

@@ -17,9 +17,9 @@ from acres_lidar_ros.body.self_returns import (
     apply_self_returns,
     expected_size_bytes,
     load_self_table,
-    write_self_table,
 )
-from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.radiometry.returns import Returns
 
 M64 = (1 << 64) - 1
@@ -230,7 +230,7 @@ def test_round_trip_is_little_endian_planes_in_cell_order(tmp_path):
     columns, rings = 3, 2
     n = columns * rings
     table = table_of(np.linspace(0, 0.5, n), np.arange(n) * 0.1 + 0.3, np.arange(n), np.full(n, 0.25), columns, rings)
-    path = write_self_table(table, tmp_path / "t.f32")
+    path = atomic_write(tmp_path / "t.f32", table.to_bytes())
     data = path.read_bytes()
     assert len(data) == expected_size_bytes(columns, rings) == 4 * 4 * n
     # Plane 1 (range), cell c N_r + r = 2 * 2 + 1 = 5, little-endian float32 at byte 4 (n + 5).
@@ -238,9 +238,6 @@ def test_round_trip_is_little_endian_planes_in_cell_order(tmp_path):
     assert data[offset : offset + 4] == np.float32(0.8).astype("<f4").tobytes()
     back = load_self_table(path, columns, rings)
     np.testing.assert_array_equal(back.planes(), table.planes())
-    with pytest.raises(OutputError, match="exists; refusing to overwrite"):
-        write_self_table(table, path)
-    write_self_table(table, path, force=True)
 
 
 def test_wrong_size_names_the_file_and_both_sizes(tmp_path):

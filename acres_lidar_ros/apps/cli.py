@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
-from acres_lidar_ros.errors import AcresLidarError, ConfigError
+# Only light imports here: main() installs the signal handlers first, and everything heavy
+# (numpy, the scene, numba) is imported after that, inside the commands.
+from acres_lidar_ros.apps.signals import StopSignals, exit_code
+from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
 
 EXAMPLES = """\
 examples:
@@ -23,6 +24,7 @@ examples:
   acres-lidar record --point-type velodyne --out runs/lio  clouds as LIO-SAM and FAST-LIO read them
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
+  acres-lidar bag-repair runs/drive                  after a kill or a full disk: rebuild the bag's index
 """
 
 
@@ -85,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table,bag-repair}")
 
     scan = sub.add_parser(
         "scan",
@@ -149,13 +151,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
     )
 
+    repair = sub.add_parser(
+        "bag-repair",
+        help="make a run's bag readable after a kill, a power cut or a full disk",
+        description="Rebuild the MCAP summary and metadata.yaml of the bag from its complete chunks (as "
+        "`ros2 bag reindex` does), cut lidar.jsonl back to its last complete row and remove stray "
+        "temporary files. Every scan listed in lidar.jsonl is in the repaired bag. A readable bag is "
+        "left as it is.",
+    )
+    repair.add_argument("dir", type=Path, metavar="DIR", help="run directory (with bag/) or bag directory")
+
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
-    try:
-        from acres_lidar_ros.body.self_table import add_self_table_arguments
-    except ImportError as exc:  # the generator module is optional at import time of the CLI
-        table.set_defaults(_missing=str(exc))
-    else:
-        add_self_table_arguments(table)
+    table.add_argument("--urdf", required=True, type=Path, help="URDF of the vehicle (links base_footprint and lidar)")
+    table.add_argument("--sensor", default="polaris", help="named sensor (polaris, default) or a sensors file")
+    table.add_argument(
+        "--out", required=True, type=Path, help="table file (.f32); the statistics go to .json beside it"
+    )
+    from acres_lidar_ros.body.urdf import LIDAR_LINK
+
+    table.add_argument("--lidar-link", default=LIDAR_LINK, help=f"URDF link of the sensor (default: {LIDAR_LINK})")
+    table.add_argument("--force", action="store_true", help="overwrite existing files")
     return parser
 
 
@@ -178,6 +193,7 @@ def _options(args):
 
 def _load(args, overrides: dict | None = None):
     """Sensor config, scene and scanner; reports the scene build time on stderr."""
+    from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.scan import Scanner
     from acres_lidar_ros.scene import build_default_farm, load_scene
@@ -197,7 +213,8 @@ def _load(args, overrides: dict | None = None):
         f"generated in {built - started:.2f} s, Embree structure in {traced - built:.2f} s",
         file=sys.stderr,
     )
-    return config, scene, Scanner(config, options=options, tracer=tracer)
+    self_table = sensor_self_table(config) if options.self_returns else None
+    return config, scene, Scanner(config, options=options, tracer=tracer, self_table=self_table)
 
 
 def _tour(scene):
@@ -214,12 +231,23 @@ def _run_dir(out: Path | None, command: str) -> Path:
     return Path("runs") / f"{command}_{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
 
 
+def _stopped(args) -> int | None:
+    """The exit status when a stop signal came (``128 + signal``), else None."""
+    stop: StopSignals = args._stop
+    return None if stop.requested is None else exit_code(stop.requested)
+
+
 def cmd_scan(args) -> int:
+    import numpy as np
+
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
     _check_point_type(args)
     config, scene, scanner = _load(args)
+    if (code := _stopped(args)) is not None:
+        print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
+        return code
     if args.pose is not None:
         values = np.asarray(args.pose, dtype=np.float64)
         if not np.isfinite(values).all():
@@ -237,19 +265,27 @@ def cmd_scan(args) -> int:
         point_type=args.point_type,
     )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
+    if (code := _stopped(args)) is not None:
+        print(
+            f"acres-lidar scan: stopped by {args._stop.name}; the scan in work was finished -> {out}", file=sys.stderr
+        )
+        return code
     return 0
 
 
 def cmd_record(args) -> int:
     from acres_lidar_ros.apps.recorder import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
-    from acres_lidar_ros.scan import freeze_startup_objects
+    from acres_lidar_ros.runtime.startup import freeze_startup_objects
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
     _check_point_type(args)
     config, scene, scanner = _load(args)
+    if (code := _stopped(args)) is not None:
+        print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
+        return code
     if args.trajectory == "default":
         trajectory = _tour(scene)
     else:
@@ -284,17 +320,26 @@ def cmd_record(args) -> int:
             boxes_at=boxes_at,
             run=vars_for_json(args),
             progress=progress,
+            should_stop=lambda: args._stop.requested is not None,
         )
     finally:
         if bar is not None:
             bar.close()
     print(f"{summary.line()} -> {out}")
+    if (code := _stopped(args)) is not None:
+        print(
+            f"acres-lidar record: stopped by {args._stop.name} after {summary.scans} scans; "
+            f"bag and files closed -> {out}",
+            file=sys.stderr,
+        )
+        return code
     return 0
 
 
 def cmd_bench(args) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
-    from acres_lidar_ros.scan import freeze_startup_objects
+    from acres_lidar_ros.outputs.json_files import json_text, jsonable
+    from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
@@ -314,11 +359,11 @@ def cmd_bench(args) -> int:
         peak_memory_mb=peak_memory_mb(),
     )
     if args.schedule:
-        from acres_lidar_ros.runtime.scheduler import run_schedule_benchmark
+        from acres_lidar_ros.runtime.simulate import run_schedule_benchmark
 
         result["schedule"] = run_schedule_benchmark(n_scans=600, odom_hz=args.odom_hz)
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print(json_text(jsonable(result), indent=None, sort_keys=True), end="")
         return 0
     print(
         f"sensor {args.sensor}: {result['rays_per_scan']} rays per scan, {args.scans} scans, "
@@ -331,36 +376,100 @@ def cmd_bench(args) -> int:
     print(f"  ratio      {result['ratio']:8.2f} (scan / bare cast)")
     print(f"  peak memory {result['peak_memory_mb']:.0f} MiB; {result['points_per_scan_median']:.0f} points per scan")
     if args.schedule:
-        print(f"  schedule   {json.dumps(result['schedule'])}")
+        print(f"  schedule   {json_text(jsonable(result['schedule']), indent=None)}", end="")
     return 0
 
 
 def cmd_self_table(args) -> int:
-    if hasattr(args, "_missing"):
-        raise ConfigError(f"self-table is not available: {args._missing}")
-    from acres_lidar_ros.body.self_table import run_self_table
+    """Trace the URDF body (``body.self_table``), write the table and its statistics whole
+    (``outputs``), print the statistics."""
+    from acres_lidar_ros.body.self_table import generate_self_table
+    from acres_lidar_ros.outputs.files import atomic_write, refuse_existing
+    from acres_lidar_ros.outputs.json_files import json_key_lines
 
-    return run_self_table(args)
+    started = time.perf_counter()
+    out = Path(args.out)
+    json_path = out.with_suffix(".json")
+    if not args.force:  # refused before the trace, which takes seconds
+        for path in (out, json_path):
+            try:
+                refuse_existing(path)
+            except OutputError as exc:
+                raise OutputError(f"{exc} (--force replaces it)") from exc
+    table, s = generate_self_table(args.urdf, args.sensor, lidar_link=args.lidar_link)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the directory of {out}: {exc.strerror or exc}") from exc
+    # The statistics name the table file after the URDF and the sensor (the committed file's order).
+    statistics = {"urdf": s["urdf"], "sensor": s["sensor"], "table": out.name} | s
+    atomic_write(out, table.to_bytes(), overwrite=args.force)
+    try:
+        atomic_write(json_path, json_key_lines(statistics).encode("utf-8"), overwrite=args.force)
+    except BaseException:
+        if not args.force:
+            out.unlink(missing_ok=True)  # a new table without its statistics: neither is written
+        raise
+    elapsed_s = time.perf_counter() - started
+    print(f"wrote {out} ({s['table_bytes']} bytes) and {json_path} in {elapsed_s:.1f} s")
+    print(
+        f"cells with a body return: {s['cells_with_return']} of {s['cells']} at "
+        f"{s['return_range_min_m']} m to {s['return_range_max_m']} m"
+    )
+    print(f"cells the body blocks in some scans: {s['cells_blocking']}")
+    print(f"cells always body: {s['cells_always_body']}")
+    print(f"expected body points per scan: {s['expected_body_points_per_scan']}")
+    print(f"expected blocked beams per scan: {s['expected_blocked_beams_per_scan']}")
+    print(f"nearest body range: {s['nearest_body_range_m']} m")
+    return 0
 
 
-def vars_for_json(args) -> dict:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if not k.startswith("_")}
+def cmd_bag_repair(args) -> int:
+    from acres_lidar_ros.apps.bag_repair import repair_run
+
+    for line in repair_run(args.dir):
+        print(line)
+    return 0
 
 
-COMMANDS = {"scan": cmd_scan, "record": cmd_record, "bench": cmd_bench, "self-table": cmd_self_table}
+def vars_for_json(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line's values as plain JSON data, for the run's ``config.json``."""
+    from acres_lidar_ros.outputs.json_files import jsonable
+
+    return jsonable({k: v for k, v in vars(args).items() if not k.startswith("_")})
+
+
+COMMANDS = {
+    "scan": cmd_scan,
+    "record": cmd_record,
+    "bench": cmd_bench,
+    "self-table": cmd_self_table,
+    "bag-repair": cmd_bag_repair,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except AcresLidarError as exc:
-        print(f"acres-lidar {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"acres-lidar {args.command}: interrupted; files written so far are complete", file=sys.stderr)
-        return 130
+    # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a
+    # Ctrl-C never raises inside an import or a compiled kernel; record and scan stop between scans.
+    with StopSignals("acres-lidar") as stop:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        stop.prog = f"acres-lidar {args.command}"
+        args._stop = stop
+        try:
+            code = COMMANDS[args.command](args)
+        except AcresLidarError as exc:
+            print(f"acres-lidar {args.command}: error: {exc}", file=sys.stderr)
+            for note in getattr(exc, "__notes__", ()):
+                print(f"  {note}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:  # where no handler could be installed (not the main thread)
+            print(f"acres-lidar {args.command}: interrupted; files written so far are complete", file=sys.stderr)
+            return 130
+        if stop.requested is not None and code == 0:
+            print(f"acres-lidar {args.command}: stopped by {stop.name}", file=sys.stderr)
+            return exit_code(stop.requested)
+        return code
 
 
 if __name__ == "__main__":

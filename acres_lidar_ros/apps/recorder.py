@@ -8,7 +8,6 @@ the ground-truth trajectory.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import deque
@@ -22,7 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.outputs.files import atomic_write
+from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.sensor.poses import PoseHistory
 
@@ -38,30 +37,9 @@ def prepare_run_dir(out_dir: Path) -> Path:
     return out_dir
 
 
-def write_json(path: Path, data: dict) -> Path:
-    return atomic_write(path, (json.dumps(_jsonable(data), indent=2) + "\n").encode())
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if math.isfinite(v) else str(v)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOptions, run: dict) -> None:
     """The run's effective configuration beside its results."""
-    write_json(out_dir / "config.json", {"sensors": config.effective, "options": asdict(options), "run": run})
+    write_json(out_dir / "config.json", jsonable({"sensors": config.effective, "options": asdict(options), "run": run}))
 
 
 def write_scan_outputs(
@@ -70,7 +48,7 @@ def write_scan_outputs(
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
     PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``."""
-    from acres_lidar_ros.outputs.records import append_jsonl, scan_row
+    from acres_lidar_ros.outputs.records import scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
     if files == "none":
@@ -105,6 +83,7 @@ class RecordSummary:
     seconds: float
     sim_seconds: float
     lidar_busy: int = 0
+    stopped: bool = False  # ended early by ``should_stop``
 
     @property
     def real_time_factor(self) -> float:
@@ -153,6 +132,7 @@ def record_drive(
     boxes_at: Callable[[float], Iterable] | None = None,
     run: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
@@ -163,13 +143,20 @@ def record_drive(
     ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
     ground-truth base_footprint poses. The bag is closed, readable, on any error or Ctrl-C.
 
+    Nothing completed is lost: each scan's cloud and the odometry before it are flushed to the
+    disk (``BagWriter.flush``) before its files are written and its ``lidar.jsonl`` row is
+    appended, so after a kill, a power cut or a full disk every scan the jsonl lists is in the
+    bag (``acres-lidar bag-repair`` rebuilds its summary and metadata).
+
+    ``should_stop()`` is asked before each scan (the CLI's signal flag); when it answers True,
+    the scans handed to the writer are finished, the bag is closed, and the summary says
+    ``stopped``.
+
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
     ``progress(done, total)`` is called after each scan.
     """
     from acres_lidar_ros.outputs.bag import BagWriter
     from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_profile
-    from acres_lidar_ros.outputs.records import episode_dict
-    from acres_lidar_ros.outputs.tum import write_tum
 
     point_profile(point_type)  # an unknown point type fails before the run directory exists
 
@@ -210,6 +197,7 @@ def record_drive(
         header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
         cloud = point_cloud(scan, point_type, header_ns)  # made once, for the bag and the PCD
         bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
+        bag.flush()  # on the disk before the jsonl row says the scan is complete
         write_scan_outputs(scan, out_dir, files, config, cloud)
         summary.scans += 1
         summary.points += int(scan.returns.valid.sum())
@@ -228,6 +216,9 @@ def record_drive(
             bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)
             pending: deque = deque()
             for stamp_ns in stamps_ns:
+                if should_stop is not None and should_stop():
+                    summary.stopped = True
+                    break
                 release_ns = stamp_ns + int(round(config.delay_s * 1e9))
                 boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
                 scan = scanner.scan(trajectory, stamp_ns, boxes=boxes)
@@ -236,13 +227,41 @@ def record_drive(
                     pending.popleft().result()  # a writer error stops the drive here
             while pending:
                 pending.popleft().result()
-            write_poses_up_to(bag, int(sample_ns[-1]))
-    finally:
+            if not summary.stopped:
+                write_poses_up_to(bag, int(sample_ns[-1]))
+    except BaseException as error:
         summary.seconds = time.perf_counter() - started
-        n = written["samples"]
-        write_tum(out_dir / "trajectory_gt.tum", sample_times[:n], positions[:n], quaternions[:n])
-        write_json(
-            out_dir / "episode.json",
-            episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy, material_table=config.materials),
-        )
+        try:
+            _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config)
+        except OutputError as late:
+            error.add_note(f"writing the run's last files also failed: {late}")
+        if isinstance(error, OutputError) and not (out_dir / "bag" / "metadata.yaml").exists():
+            error.add_note(
+                f"the {summary.scans} scans listed in {out_dir / 'lidar.jsonl'} are in the bag; "
+                f"once there is space, `acres-lidar bag-repair {out_dir}` makes it readable"
+            )
+        raise
+    summary.seconds = time.perf_counter() - started
+    _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config)
     return summary
+
+
+def _write_run_end(
+    out_dir: Path,
+    summary: RecordSummary,
+    n_samples: int,
+    sample_times: np.ndarray,
+    positions: np.ndarray,
+    quaternions: np.ndarray,
+    config: SensorConfig,
+) -> None:
+    """The ground-truth trajectory written so far and ``episode.json`` (at the end of a drive)."""
+    from acres_lidar_ros.outputs.records import episode_dict
+    from acres_lidar_ros.outputs.tum import write_tum
+
+    n = n_samples
+    write_tum(out_dir / "trajectory_gt.tum", sample_times[:n], positions[:n], quaternions[:n])
+    write_json(
+        out_dir / "episode.json",
+        episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy, material_table=config.materials),
+    )

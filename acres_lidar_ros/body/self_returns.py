@@ -40,8 +40,6 @@ same with and without the table. ``sigma_0`` is ``lidar.std_m``; with the noise 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -51,7 +49,8 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
-from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.tracing.hits import NO_OBJECT
@@ -216,32 +215,12 @@ def load_self_table(path: str | Path, columns: int, rings: int) -> SelfReturnTab
     return SelfReturnTable.from_planes(planes, columns, rings, f"self-return table {str(path)!r}", path)
 
 
-def write_self_table(table: SelfReturnTable, path: str | Path, force: bool = False) -> Path:
-    """Write whole or nothing: a temporary file beside ``path``, then ``os.replace``.
-
-    Raises ``OutputError`` when ``path`` exists and ``force`` is false, or the write fails.
-    """
-    path = Path(path)
-    if path.exists() and not force:
-        raise OutputError(f"{str(path)!r} exists; refusing to overwrite it (use --force)")
-    write_atomic(path, table.to_bytes())
-    return path
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` through a temporary file in the same directory and ``os.replace``."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from exc
+def sensor_self_table(config: SensorConfig) -> SelfReturnTable | None:
+    """The self-return table the sensors file names (``lidar.self_returns``), loaded and checked
+    for the sensor's columns and rings; None when it names none. Raises as ``load_self_table``."""
+    if config.self_returns is None:
+        return None
+    return load_self_table(config.self_returns, config.columns, config.rings)
 
 
 def self_return_hash(scan_index: int, seed: int, cells: int | np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Generate a self-return table by tracing a URDF body from the LiDAR (``acres-lidar self-table``).
+"""Generate a self-return table by tracing a URDF body from the LiDAR (``acres-lidar self-table`` writes it).
 
 The spec's table is measured from recorded scans; without recordings we trace a body model from
 the real mount. For every beam of the sensor, seven sub-rays with the spec's pattern and weights
@@ -35,21 +35,19 @@ the beam on the body; the rest of the beam sees the scene.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
 
-from acres_lidar_ros.body.self_returns import SelfReturnTable, write_atomic
-from acres_lidar_ros.body.urdf import Robot, load_urdf
+from acres_lidar_ros.body.self_returns import SelfReturnTable
+from acres_lidar_ros.body.urdf import BASE_LINK, LIDAR_LINK, Robot, load_urdf
 from acres_lidar_ros.config.materials import MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
-from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError, SceneError
+from acres_lidar_ros.errors import ConfigError, SceneError
 from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
     footprint_range_spread_m,
@@ -70,8 +68,6 @@ GRAZING_NONE_DEG = 86.0
 """Incidence from which no sub-ray on the body returns (calibration)."""
 MOUNT_POSITION_TOLERANCE_M = 1e-3
 MOUNT_ANGLE_TOLERANCE_RAD = 1e-4
-BASE_LINK = "base_footprint"
-LIDAR_LINK = "lidar"
 STATISTICS_DECIMALS = 4
 
 
@@ -402,38 +398,28 @@ def table_statistics(table: SelfReturnTable, detail: dict | None = None) -> dict
 
 
 def generate_self_table(
-    urdf_path: str | Path,
-    config: SensorConfig | str | Path,
-    out_path: str | Path,
-    force: bool = False,
-    lidar_link: str = LIDAR_LINK,
-) -> dict:
-    """Trace the URDF's body and write the table and its statistics (``<out>.json``, beside it).
+    urdf_path: str | Path, config: SensorConfig | str | Path, lidar_link: str = LIDAR_LINK
+) -> tuple[SelfReturnTable, dict[str, Any]]:
+    """Trace the URDF's body from the sensor's mount: the table and its statistics (the content
+    of the ``.json`` that ``acres-lidar self-table`` writes beside the table). Writes nothing.
 
     Parameters
     ----------
     urdf_path : the URDF (links ``base_footprint`` and ``lidar_link`` required)
     config : SensorConfig, or a named sensor / sensors file for ``load_sensor_config``
-    out_path : the ``.f32`` table; the statistics go to the same name with ``.json``
-    force : overwrite existing files
+    lidar_link : the URDF link of the sensor
 
     Returns
     -------
-    dict: the statistics written to the JSON.
+    (SelfReturnTable, dict): the table, and ``urdf`` and ``sensor`` (file names), ``table_bytes``,
+    the generator's ``sub_rays`` and grazing angles, and ``table_statistics``.
 
     Raises
     ------
     ConfigError (URDF does not parse, lacks a link, its lidar mount differs from the sensors
-    file's), SceneError (a mesh is missing), OutputError (a file exists without ``force``, or the
-    write fails). Nothing is written on an error.
+    file's), SceneError (a mesh is missing).
     """
     urdf_path = Path(urdf_path)
-    out_path = Path(out_path)
-    json_path = out_path.with_suffix(".json")
-    if not force:
-        for path in (out_path, json_path):
-            if path.exists():
-                raise OutputError(f"{str(path)!r} exists; refusing to overwrite it (use --force)")
     if not isinstance(config, SensorConfig):
         config = load_sensor_config(config)
     robot = load_urdf(urdf_path, required_links=(BASE_LINK, lidar_link))
@@ -443,68 +429,10 @@ def generate_self_table(
     statistics = {
         "urdf": urdf_path.name,
         "sensor": Path(config.source).name if config.source else "",
-        "table": out_path.name,
         "table_bytes": len(table.to_bytes()),
         "sub_rays": GENERATOR_SUB_RAYS,
         "grazing_full_deg": GRAZING_FULL_DEG,
         "grazing_none_deg": GRAZING_NONE_DEG,
         **table_statistics(table, detail),
     }
-    write_atomic(out_path, table.to_bytes())
-    write_atomic(json_path, statistics_json(statistics).encode("utf-8"))
-    return statistics
-
-
-def statistics_json(statistics: dict) -> str:
-    """One key a line, values compact (the per-ring list stays on its line)."""
-    lines = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in statistics.items()]
-    return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def add_self_table_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of ``acres-lidar self-table``."""
-    parser.add_argument("--urdf", required=True, type=Path, help="URDF of the vehicle (links base_footprint and lidar)")
-    parser.add_argument("--sensor", default="polaris", help="named sensor (polaris, default) or a sensors file")
-    parser.add_argument(
-        "--out", required=True, type=Path, help="table file (.f32); the statistics go to .json beside it"
-    )
-    parser.add_argument("--lidar-link", default=LIDAR_LINK, help="URDF link of the sensor (default: lidar)")
-    parser.add_argument("--force", action="store_true", help="overwrite existing files")
-    return parser
-
-
-def run_self_table(args: argparse.Namespace) -> int:
-    """Run ``self-table``; print the statistics. 0 on success, 2 on a user error (message on stderr)."""
-    import sys
-
-    start = time.perf_counter()
-    try:
-        statistics = generate_self_table(args.urdf, args.sensor, args.out, force=args.force, lidar_link=args.lidar_link)
-    except AcresLidarError as exc:
-        print(f"acres-lidar self-table: error: {exc}", file=sys.stderr)
-        return 2
-    elapsed_s = time.perf_counter() - start
-    s = statistics
-    print(f"wrote {args.out} ({s['table_bytes']} bytes) and {Path(args.out).with_suffix('.json')} in {elapsed_s:.1f} s")
-    print(
-        f"cells with a body return: {s['cells_with_return']} of {s['cells']} at "
-        f"{s['return_range_min_m']} m to {s['return_range_max_m']} m"
-    )
-    print(f"cells the body blocks in some scans: {s['cells_blocking']}")
-    print(f"cells always body: {s['cells_always_body']}")
-    print(f"expected body points per scan: {s['expected_body_points_per_scan']}")
-    print(f"expected blocked beams per scan: {s['expected_blocked_beams_per_scan']}")
-    print(f"nearest body range: {s['nearest_body_range_m']} m")
-    return 0
-
-
-def self_table_main(argv: list[str] | None = None) -> int:
-    """``python -m acres_lidar_ros.body.self_table --urdf ... --sensor polaris --out ...``."""
-    parser = add_self_table_arguments(
-        argparse.ArgumentParser(prog="acres-lidar self-table", description=__doc__.splitlines()[0])
-    )
-    return run_self_table(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(self_table_main())
+    return table, statistics

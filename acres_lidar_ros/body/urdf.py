@@ -31,6 +31,11 @@ import numpy as np
 from acres_lidar_ros.errors import ConfigError, SceneError
 from acres_lidar_ros.sensor.pattern import mount_rotation
 
+BASE_LINK = "base_footprint"
+"""The link of the vehicle frame the body is traced in (REP 105's ``base_footprint``)."""
+LIDAR_LINK = "lidar"
+"""The default link of the sensor; it and its children are not part of the traced body."""
+
 GEOMETRY_KINDS = ("box", "cylinder", "sphere", "mesh")
 
 

@@ -2,6 +2,7 @@
 
 Modules: ``layouts`` (the dtypes every output derives from), ``pointcloud2`` (ROS message),
 ``pcd``, ``ply``, ``preview`` (PNG top view), ``records`` (lidar.jsonl rows, episode.json),
-``tum`` (trajectories), ``bag`` (rosbag2 / MCAP) and ``files`` (atomic, no-overwrite writes).
+``tum`` (trajectories), ``bag`` (rosbag2 / MCAP), ``json_files`` (strict JSON text, JSON files and
+lines) and ``files`` (whole-or-nothing writes, no overwrite unless asked).
 Import the module you need; this package imports nothing heavy on its own.
 """

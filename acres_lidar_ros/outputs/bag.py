@@ -18,10 +18,15 @@ release time). ``BagWriter`` refuses to write into
 an existing path and closes the bag on any exception (including ``KeyboardInterrupt``), so what
 was written so far stays a readable bag. (rosbags' own context manager aborts on an exception,
 which leaves an MCAP without its summary and no metadata.yaml.)
+
+``BagWriter.flush`` ends the MCAP chunk in work and pushes the file to the disk (fsync): what was
+written before a flush survives a kill, a power cut or a full disk as complete chunks, which
+``outputs.bag_repair`` turns back into a readable bag (summary and ``metadata.yaml``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
@@ -162,14 +167,43 @@ class BagWriter:
             raise
         return self
 
+    def flush(self) -> None:
+        """End the MCAP chunk in work and push everything written so far to the disk (fsync).
+
+        After a flush, the messages written so far lie in complete chunks on the disk: a kill, a
+        power cut or a full disk later loses none of them (``outputs.bag_repair`` reads them back).
+        A flush with nothing new only syncs.
+        """
+        if self._writer is None:
+            raise OutputError(f"bag {self.path} is not open; use BagWriter as a context manager or call open()")
+        # rosbags' MCAP storage keeps the chunk in work in memory and ends it past 1 MiB; its
+        # close_chunk and bio are the storage writer's own (rosbags.rosbag2.storage_mcap.McapWriter).
+        storage = self._writer.storage
+        try:
+            if storage.chunk.bio.tell():
+                storage.close_chunk()
+            storage.bio.flush()
+            os.fsync(storage.bio.fileno())
+        except OSError as error:
+            raise OutputError(f"cannot write bag {self.path}: {error}") from error
+
     def close(self) -> None:
-        """Finish the bag (MCAP summary and metadata.yaml). Closing twice does nothing."""
+        """Finish the bag (MCAP summary and metadata.yaml). Closing twice does nothing.
+
+        When finishing fails (a full disk), the bag keeps its flushed chunks and has no
+        ``metadata.yaml``; no temporary file is left. ``outputs.bag_repair`` recovers it.
+        """
         writer, self._writer = self._writer, None
         if writer is None:
             return
         try:
             writer.close()
         except Exception as error:
+            storage = writer.storage
+            if storage is not None:
+                with contextlib.suppress(Exception):
+                    storage.abort()  # closes the file handle
+            (self.path / "metadata.yaml.tmp").unlink(missing_ok=True)
             raise OutputError(f"cannot finish bag {self.path}: {error}") from error
 
     def __enter__(self) -> BagWriter:

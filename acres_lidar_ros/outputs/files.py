@@ -1,13 +1,21 @@
-"""Writing output files: atomically, never over an existing file.
+"""Writing files: whole or not at all, and never over an existing file unless asked.
 
-Every file writer of ``acres_lidar_ros.outputs`` goes through ``atomic_write``: the bytes go to a
-temporary file in the target's directory, are flushed to disk, and only then appear under the
-target name. A reader never sees a half-written scan, an error (or Ctrl-C) midway leaves no file,
-and an existing output is never replaced.
+Every file the package writes goes through ``atomic_write``: the bytes go to a temporary file in
+the target's directory, are flushed and ``fsync``ed to disk, and only then appear under the target
+name (a link, or ``os.replace`` when overwriting is asked for), and the directory entry is synced
+too. A reader never sees a half-written file, an error (or Ctrl-C) midway leaves neither a target
+nor a temporary file, a power cut leaves the old state or the new file, and an existing file is
+replaced only with ``overwrite=True`` (``acres-lidar self-table --force``).
+
+For a new file the temporary is an anonymous one (Linux ``O_TMPFILE``) where the file system
+offers it: it has no name until it is linked under the target's, so a kill at any moment leaves no
+stray file. Elsewhere (and to overwrite) it is a named ``.<target>.<random>.tmp`` that an error
+removes and that ``acres-lidar bag-repair`` removes after a kill.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -41,15 +49,19 @@ def refuse_existing(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memoryview | Writer) -> Path:
-    """Write a new file at ``path`` all at once, or not at all.
+def atomic_write(
+    path: str | os.PathLike[str], content: bytes | bytearray | memoryview | Writer, overwrite: bool = False
+) -> Path:
+    """Write the file at ``path`` all at once, or not at all.
 
     Parameters
     ----------
     path : str or PathLike
-        Target file. Its directory must exist; the file must not.
+        Target file. Its directory must exist; the file must not, unless ``overwrite``.
     content : bytes-like, or callable(binary file) -> None
         The file's bytes, or a function that writes them into the open temporary file.
+    overwrite : bool
+        Replace an existing file (atomically: readers see the old file or the new one).
 
     Returns
     -------
@@ -58,14 +70,23 @@ def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memo
     Raises
     ------
     OutputError
-        The target exists, its directory is missing, or the write failed (the cause is chained).
-        Whatever ``content`` raises (including ``KeyboardInterrupt``) propagates unchanged, and in
-        every failure no temporary file and no target file is left behind.
+        The target exists (without ``overwrite``), its directory is missing, or the write failed
+        (the cause is chained). Whatever ``content`` raises (including ``KeyboardInterrupt``)
+        propagates unchanged, and in every failure no temporary file is left behind and the target
+        is as it was.
     """
-    path = refuse_existing(path)
+    path = Path(path) if overwrite else refuse_existing(path)
     directory = path.parent
     if not directory.is_dir():
         raise OutputError(f"cannot write {path}: directory {directory} does not exist")
+    try:
+        fd = None if overwrite else _anonymous_file(directory)  # linkat cannot replace a file
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error}") from error
+    if fd is not None:
+        _write_anonymous(fd, path, content)
+        _sync_directory(directory)
+        return path
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
@@ -73,19 +94,60 @@ def atomic_write(path: str | os.PathLike[str], content: bytes | bytearray | memo
     tmp_path = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
-            if callable(content):
-                content(handle)
-            else:
-                handle.write(content)
-            handle.flush()  # no fsync: the rename makes the file whole or absent for every reader;
-            # fsync would add durability against a power cut at 1-2 ms per scan file.
-        _publish(tmp_path, path)
+            _fill(handle, content)
+        if overwrite:
+            os.replace(tmp_path, path)
+        else:
+            _publish(tmp_path, path)
+        _sync_directory(directory)
     except BaseException as error:
         tmp_path.unlink(missing_ok=True)
         if isinstance(error, OutputError) or not isinstance(error, OSError):
             raise
         raise OutputError(f"cannot write {path}: {error}") from error
     return path
+
+
+def _fill(handle: BinaryIO, content: bytes | bytearray | memoryview | Writer) -> None:
+    """Write ``content`` into the open file and sync it to the disk (whole after a power cut)."""
+    if callable(content):
+        content(handle)
+    else:
+        handle.write(content)
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def _anonymous_file(directory: Path) -> int | None:
+    """An unnamed file in ``directory`` (``O_TMPFILE``), or None where the file system has none."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(directory, flag | os.O_WRONLY, 0o644)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
+        raise
+
+
+def _write_anonymous(fd: int, path: Path, content: bytes | bytearray | memoryview | Writer) -> None:
+    """Fill the unnamed file ``fd`` and link it as ``path``; it vanishes on any failure."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _fill(handle, content)
+            # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N names an O_TMPFILE file, and fails
+            # atomically when ``path`` exists. A src_dir_fd makes os.link call linkat (without
+            # one, CPython calls link(2), which does not follow the /proc link).
+            proc_fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.link(str(handle.fileno()), path, src_dir_fd=proc_fd, follow_symlinks=True)
+            finally:
+                os.close(proc_fd)
+    except FileExistsError as error:
+        raise OutputError(f"output {path} exists already; refusing to overwrite it") from error
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error}") from error
 
 
 def _publish(tmp_path: Path, path: Path) -> None:
@@ -103,3 +165,17 @@ def _publish(tmp_path: Path, path: Path) -> None:
         os.replace(tmp_path, path)
         return
     tmp_path.unlink()
+
+
+def _sync_directory(directory: Path) -> None:
+    """``fsync`` the directory so the new name survives a power cut (where the platform allows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # e.g. a platform without directory handles: the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a directory; the file itself is synced
+    finally:
+        os.close(fd)

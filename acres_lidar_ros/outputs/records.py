@@ -6,16 +6,13 @@ material table, a short description of each model part and the run's counters.
 
 Everything returned is plain JSON data (``dict``/``list``/``int``/``float``/``str``/``None``);
 non-finite numbers become ``None`` (e.g. ``visibility_m`` of clear air), so the files are strict
-JSON.
+JSON. ``json_files`` writes them (``append_jsonl``, ``write_json``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +20,6 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.materials import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.scan import Scan
 
 # One short text per model part, for episode.json.
@@ -216,35 +212,3 @@ def episode_dict(
             raise OutputError(f"extra episode keys {sorted(clash)} clash with the episode's own keys")
         episode |= dict(extra)
     return episode
-
-
-def json_line(row: Mapping[str, Any]) -> str:
-    """One strict-JSON line (no NaN or Infinity) with a trailing newline."""
-    try:
-        return json.dumps(row, allow_nan=False, separators=(",", ":")) + "\n"
-    except (TypeError, ValueError) as error:
-        raise OutputError(f"row is not strict JSON data: {error}") from error
-
-
-def append_jsonl(path: str | os.PathLike[str], row: Mapping[str, Any]) -> Path:
-    """Append one row to a JSON-lines file (created when missing) with a single write."""
-    path = Path(path)
-    line = json_line(row).encode("utf-8")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
-    except OSError as error:
-        raise OutputError(f"cannot append to {path}: {error}") from error
-    return path
-
-
-def write_episode_json(path: str | os.PathLike[str], episode: Mapping[str, Any]) -> Path:
-    """Write ``episode.json`` (indented strict JSON) to a new file (atomic, no overwrite)."""
-    try:
-        text = json.dumps(episode, allow_nan=False, indent=2) + "\n"
-    except (TypeError, ValueError) as error:
-        raise OutputError(f"episode for {path} is not strict JSON data: {error}") from error
-    return atomic_write(path, text.encode("utf-8"))

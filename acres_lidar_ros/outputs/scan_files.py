@@ -16,10 +16,11 @@ import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.files import scan_file_stem
+from acres_lidar_ros.outputs.json_files import append_jsonl
 from acres_lidar_ros.outputs.pcd import write_pcd
 from acres_lidar_ros.outputs.ply import write_ply
 from acres_lidar_ros.outputs.preview import render_top_view, write_png
-from acres_lidar_ros.outputs.records import append_jsonl, scan_row
+from acres_lidar_ros.outputs.records import scan_row
 from acres_lidar_ros.scan import Scan
 
 OUTPUT_MODES = ("ply", "pcd", "both")

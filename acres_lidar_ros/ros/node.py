@@ -1,10 +1,11 @@
 """``lidar_node``: the simulated Helios as a ROS 2 node (rclpy wiring only).
 
-The logic lives in ROS-free modules: ``scheduler`` (due times, stamps, delay, busy drops, late
-counts, the pose wait, odometry ingestion, marker boxes, the TF mount), ``ros_params`` (parameter
+The logic lives in ROS-free modules: ``runtime.loop.NodeLoop`` (pose ingestion, due times,
+pretraces, finishes, publish decisions, diagnostics; the schedule benchmark drives the same
+class), ``runtime.tf_inputs`` (marker boxes, the TF mount), ``ros.params`` (parameter
 declarations and on-set validation from the schema), ``scan`` (the core) and ``outputs`` (the
 organised cloud's dtype and fields). This module only connects them to topics, TF, timers and
-parameters. It is the only module of the package that imports rclpy at import time.
+parameters: its callbacks call into the loop, and publish and log what the loop returns.
 
 Topics: subscribes ``/odom`` (nav_msgs/Odometry) or reads TF ``odom -> base_footprint``
 (``pose_source``), ``/vehicle_markers`` (visualization_msgs/MarkerArray); publishes
@@ -17,8 +18,7 @@ import array
 import signal
 import sys
 import threading
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -37,9 +37,9 @@ from std_msgs.msg import Header
 from tf2_ros import Buffer, TransformException, TransformListener
 from visualization_msgs.msg import MarkerArray
 
-from acres_lidar_ros.config.schema import LIDAR_PARAM
+from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
-from acres_lidar_ros.errors import AcresLidarError, PoseError
+from acres_lidar_ros.errors import AcresLidarError
 from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.ros.params import (
@@ -53,20 +53,12 @@ from acres_lidar_ros.ros.params import (
     split_changes,
     startup_overrides,
 )
-from acres_lidar_ros.runtime.scheduler import (
-    GIL_SWITCH_INTERVAL_S,
-    Event,
-    LogThrottle,
-    PollResult,
-    PoseTracker,
-    ScanJob,
-    ScanScheduler,
-    SweepTracer,
-    boxes_from_markers,
-    diagnostic_status,
-    mount_overrides,
-)
-from acres_lidar_ros.scan import Scanner, ScanOptions, freeze_startup_objects
+from acres_lidar_ros.runtime.events import Event
+from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop
+from acres_lidar_ros.runtime.scheduler import ScanJob
+from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
+from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
+from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 
 POLL_PERIOD_S = 0.002
 TF_POSE_PERIOD_S = 0.02
@@ -125,12 +117,16 @@ def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
     )
 
 
+def trace_pool() -> Executor | None:
+    """The executor the loop traces in: None, the loop's own pool of two threads."""
+    return None
+
+
 class LidarNode(Node):
-    """The simulated Helios: poses in, scheduled organised clouds out."""
+    """The simulated Helios: poses in, scheduled organised clouds out (``NodeLoop`` over rclpy)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("lidar_node", **kwargs)
-        self._throttle = LogThrottle(5.0)
         own = node_declarations()
         self._declare(own)
         self.settings = node_values({d.name: self._value(d.name) for d in own})
@@ -138,31 +134,35 @@ class LidarNode(Node):
         self._decls = by_name(declarations(config))
         self._declare(d for d in self._decls.values() if d.group != "node")
         values = {name: self._value(name) for name in self._decls}
-        self.config: SensorConfig = config.with_overrides(startup_overrides(values, config))
-        self.scanner = Scanner(
-            self.config, self._load_scene(option_values(values).get("seed", 0)), ScanOptions(**option_values(values))
+        config = config.with_overrides(startup_overrides(values, config))
+        scanner = Scanner(
+            config,
+            self._load_scene(option_values(values).get("seed", 0)),
+            ScanOptions(**option_values(values)),
+            self_table=sensor_self_table(config),
         )
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
-        self.get_logger().info(f"kernels ready in {self.scanner.warm_up():.1f} s")
+        self.get_logger().info(f"kernels ready in {scanner.warm_up():.1f} s")
         freeze_startup_objects()  # no full garbage collection walks the start-up objects mid-scan
-        self.sweeps = SweepTracer(self.scanner)  # one scan traced at a time, columns as poses arrive
         self._mount_from_tf = False
         self._mount_warned = False
         self._markers: list[Any] = []
         self._markers_lock = threading.Lock()
-        self._last_diagnostics: dict[str, Any] | None = None
 
         s = self.settings
-        self.tracker = PoseTracker(self.config.period_s, odom_frame=s["odom_frame"], base_frame=s["base_frame"])
-        self.scheduler = ScanScheduler(
-            self.config.period_s,
-            self.config.delay_s,
+        self.loop = NodeLoop(
+            scanner,
             lambda: self.get_clock().now().nanoseconds,
+            self._pack,
+            self._emit,
+            job_inputs=self._job_inputs,
+            executor=trace_pool(),
             ts_first_point=stamps_sweep_start(s["point_type"], s["ts_first_point"]),
             pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
+            odom_frame=s["odom_frame"],
+            base_frame=s["base_frame"],
         )
-        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lidar-trace")
         self._tf = Buffer()
         self._tf_listener = TransformListener(self._tf, self)
         self._cloud_pub = self.create_publisher(PointCloud2, s["topic"], cloud_qos(s["qos_depth"]))
@@ -183,6 +183,14 @@ class LidarNode(Node):
             f"publishing {s['point_type']} on {s['topic']} in frame {self.config.frame_id!r}, "
             f"delay {self.config.delay_s * 1e3:.0f} ms, poses from {s['pose_source']}"
         )
+
+    @property
+    def config(self) -> SensorConfig:
+        return self.loop.config
+
+    @property
+    def scanner(self) -> Scanner:
+        return self.loop.scanner
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -207,20 +215,17 @@ class LidarNode(Node):
         return build_default_farm(seed)
 
     def close(self) -> None:
-        self.scheduler.stop()
-        self._workers.shutdown(wait=True, cancel_futures=True)
+        self.loop.close()
 
-    # -- logging ------------------------------------------------------------------------------
+    # -- output -------------------------------------------------------------------------------
 
     def _log(self, events: list[Event]) -> None:
         # One call site per severity: rclpy's logger keys its state by the caller's line and
         # raises "Logger severity cannot be changed between calls" if one line logs two severities.
         logger = self.get_logger()
-        for e in events:
+        for e in self.loop.to_log(events):
             if e.level == "debug":
                 logger.debug(e.message)
-            elif not self._throttle.allow(e.kind):
-                continue
             elif e.level == "info":
                 logger.info(e.message)
             elif e.level == "warn":
@@ -228,88 +233,76 @@ class LidarNode(Node):
             else:
                 logger.error(e.message)
 
+    def _emit(self, out: LoopOutput) -> None:
+        """What the loop returns or a worker completes: log it, publish it."""
+        self._log(out.events)
+        self._publish(out.publish)
+
+    def _publish(self, jobs: list[ScanJob]) -> None:
+        for job in jobs:
+            # A worker can finish after Ctrl-C has shut the context down (close() waits for it):
+            # nothing more goes out then, and that is not an error.
+            if not self.context.ok():
+                return
+            try:
+                self._cloud_pub.publish(job.result)
+            except Exception:
+                if self.context.ok():
+                    raise
+                return
+            job.result = None
+
+    def _pack(self, scan: Scan, job: ScanJob) -> PointCloud2:
+        """In a worker: the scan's cloud in ``point_type``'s layout as a PointCloud2."""
+        cloud = point_cloud(scan, self.settings["point_type"], job.stamp_ns)
+        return cloud_message(cloud, scan.frame_id, job.stamp_ns)
+
     # -- inputs -------------------------------------------------------------------------------
 
     def _on_odom(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        result = self.tracker.add(
-            stamp_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w), msg.header.frame_id, msg.child_frame_id
-        )
-        if result.kind != "accepted":
-            self._log([Event(result.level, result.kind, result.message)])
-            return
-        self._on_poll()  # a scan this pose completes starts now, ahead of the pretraces
-        self._pretrace()
-
-    def _pretrace(self) -> None:
-        """Trace, in a worker, the columns of the running and waiting sweeps the new pose covers."""
-        newest_ns = self.tracker.newest_ns
-        # A job whose sweep the poses now cover is about to start: its finish does the rest.
-        targets = [
-            (job.sweep_end_ns, job.index)
-            for job in self.scheduler.jobs()
-            if job.state == "waiting_pose" and newest_ns is not None and newest_ns < job.sweep_end_ns
-        ]
-        upcoming = self.scheduler.upcoming()
-        if upcoming is not None:
-            targets.append(upcoming)
-        for sweep_end_ns, index in targets:
-            try:
-                poses = self.tracker.snapshot(sweep_end_ns)
-            except PoseError:
-                return
-            if self.sweeps.request_pretrace(sweep_end_ns, index, poses):  # merged with older requests
-                self._workers.submit(self.sweeps.drain_pretraces).add_done_callback(self._pretraces_done)
-
-    def _pretraces_done(self, future: Future) -> None:
-        """A failed pretrace loses nothing (the scan's finish traces those columns again and
-        reports its own failure), but it is logged, throttled."""
-        if future.cancelled() or future.exception() is None:
-            return
-        exc = future.exception()
-        self._log(
-            [
-                Event(
-                    "warn",
-                    "pretrace_failed",
-                    f"tracing a sweep ahead failed ({type(exc).__name__}: {exc}); "
-                    "its scan traces those columns when it finishes",
-                )
-            ]
+        self._emit(
+            self.loop.on_pose(
+                stamp_ns(msg.header.stamp),
+                (p.x, p.y, p.z),
+                (q.x, q.y, q.z, q.w),
+                msg.header.frame_id,
+                msg.child_frame_id,
+            )
         )
 
     def _on_tf_pose(self) -> None:
         try:
             tf = self._tf.lookup_transform(self.settings["odom_frame"], self.settings["base_frame"], Time())
         except TransformException as exc:
-            self._log(
-                [
-                    Event(
-                        "warn",
-                        "tf_pose",
-                        f"no TF pose {self.settings['odom_frame']} -> {self.settings['base_frame']}: {exc}",
-                    )
-                ]
-            )
+            message = f"no TF pose {self.settings['odom_frame']} -> {self.settings['base_frame']}: {exc}"
+            self._log([Event("warn", "tf_pose", message)])
             return
         t, q = tf.transform.translation, tf.transform.rotation
-        result = self.tracker.add(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w))
-        if result.kind not in ("accepted", "duplicate"):
-            self._log([Event(result.level, result.kind, result.message)])
-        if result.kind == "accepted":
-            self._pretrace()
+        self._emit(self.loop.on_pose(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)))
 
     def _on_markers(self, msg: MarkerArray) -> None:
         with self._markers_lock:
             self._markers = list(msg.markers)
 
-    def _lookup(self, target: str, source: str, at_ns: int | None):
+    def _lookup(
+        self, target: str, source: str, at_ns: int | None
+    ) -> tuple[tuple[float, float, float], tuple[float, float, float, float]] | None:
         try:
             tf = self._tf.lookup_transform(target, source, Time() if at_ns is None else Time(nanoseconds=at_ns))
         except TransformException:
             return None
         t, q = tf.transform.translation, tf.transform.rotation
         return (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)
+
+    def _job_inputs(self, job: ScanJob) -> tuple[list[Any], list[Event]]:
+        """When a scan starts: the mount (from TF once it is there) and the other vehicles."""
+        self._resolve_mount()
+        with self._markers_lock:
+            markers = list(self._markers)
+        return boxes_from_markers(
+            markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns)
+        )
 
     def _resolve_mount(self) -> None:
         """The mount base_frame -> lidar frame from TF (robot_state_publisher), once; else the
@@ -327,92 +320,18 @@ class LidarNode(Node):
                 )
             return
         self._mount_from_tf = True
-        overrides = mount_overrides(*found, self.config.position_flu_m, self.config.rpy_rad)
+        overrides = mount_overrides(found[0], found[1], self.config.position_flu_m, self.config.rpy_rad)
         if overrides is not None:
             self.get_logger().info(f"mount from TF differs from the sensors file; using TF: {overrides}")
-            self._rebuild(overrides)
-
-    def _rebuild(self, overrides: dict[str, Any]) -> None:
-        with self.sweeps.lock:
-            if all(LIDAR_PARAM[key].runtime for key in overrides):  # keeps the noise streams going
-                self.scanner.set_runtime_config(overrides)
-                self.config = self.scanner.config
-                return
-            self.config = self.config.with_overrides(overrides)
-            self.scanner = Scanner(self.config, options=self.scanner.options, tracer=self.scanner.tracer)
-        self.sweeps.replace_scanner(self.scanner)
+            self.loop.rebuild(overrides)
 
     # -- the cycle ----------------------------------------------------------------------------
 
     def _on_poll(self) -> None:
-        if self.get_clock().now().nanoseconds == 0 or not self.config.enabled:
-            return  # sim time before the first /clock
-        result = self.scheduler.poll(self.tracker.newest_ns)
-        if any(e.kind == "clock_jump_back" for e in result.events):
-            self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
-        self._log(result.events)
-        open_ends = [job.sweep_end_ns for job in self.scheduler.jobs()]
-        upcoming = self.scheduler.upcoming()
-        if open_ends or upcoming is not None:  # forget sweeps of dropped or failed scans
-            self.sweeps.discard(min(open_ends) if open_ends else upcoming[0])
-        for job in result.start:
-            self._start(job)
-        self._publish(result)
-
-    def _start(self, job: ScanJob) -> None:
-        self._resolve_mount()
-        try:
-            poses = self.tracker.snapshot(job.sweep_end_ns, extrapolate=job.extrapolated)
-        except PoseError as exc:  # the history was cleared between the poll and now
-            self._log(self.scheduler.trace_failed(job, str(exc)).events)
-            return
-        with self._markers_lock:
-            markers = list(self._markers)
-        boxes, events = boxes_from_markers(
-            markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns)
-        )
-        self._log(events)
-        future = self._workers.submit(self._trace, job, poses, boxes)
-        future.add_done_callback(lambda f: self._finished(job, f))
-
-    def _trace(self, job: ScanJob, poses, boxes) -> tuple[PointCloud2, float]:
-        started = time.perf_counter()
-        scan = self.sweeps.finish(job, poses, boxes)
-        frame_id = scan.frame_id
-        wall_s = time.perf_counter() - started
-        cloud = point_cloud(scan, self.settings["point_type"], job.stamp_ns)
-        return cloud_message(cloud, frame_id, job.stamp_ns), wall_s
-
-    def _finished(self, job: ScanJob, future: Future) -> None:
-        if future.cancelled():  # shutting down
-            return
-        exc = future.exception()
-        if exc is not None:
-            result = self.scheduler.trace_failed(job, f"{type(exc).__name__}: {exc}")
-        else:
-            message, wall_s = future.result()
-            result = self.scheduler.trace_done(job, message, wall_s)
-        self._log(result.events)
-        self._publish(result)
-
-    def _publish(self, result: PollResult) -> None:
-        for job in result.publish:
-            # A worker can finish after Ctrl-C has shut the context down (close() waits for it):
-            # nothing more goes out then, and that is not an error.
-            if not self.context.ok():
-                return
-            try:
-                self._cloud_pub.publish(job.result)
-            except Exception:
-                if self.context.ok():
-                    raise
-                return
-            job.result = None
+        self._emit(self.loop.tick())
 
     def _on_diagnostics(self) -> None:
-        current = self.scheduler.diagnostics(DIAGNOSTICS_PERIOD_S)
-        level, message, values = diagnostic_status(current, self._last_diagnostics)
-        self._last_diagnostics = current
+        level, message, values = self.loop.diagnostics(DIAGNOSTICS_PERIOD_S)
         status = DiagnosticStatus(
             level=_DIAGNOSTIC_LEVEL[level],
             name="lidar_node: simulated lidar",
@@ -433,10 +352,9 @@ class LidarNode(Node):
             return SetParametersResult(successful=False, reason=reason)
         lidar, options = split_changes(changes, self._decls)
         if lidar:
-            self._rebuild(lidar)
+            self.loop.rebuild(lidar)
         if options:
-            with self.sweeps.lock:
-                self.scanner.set_options(**options)
+            self.loop.set_options(**options)
         if changes:
             self.get_logger().info(f"parameters changed: {changes}")
         return SetParametersResult(successful=True, reason="")

@@ -1,0 +1,178 @@
+"""Odometry (or TF) samples of base_footprint in the odom frame into a ``PoseHistory``.
+
+``PoseTracker`` keeps one period plus a margin; NaN, non-unit quaternions and wrong frames are
+rejected with a reason; duplicate stamps are ignored; older samples are dropped, and a jump
+backwards (a looping bag, a simulator reset) clears the history and says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from acres_lidar_ros.errors import ConfigError, PoseError
+from acres_lidar_ros.runtime.events import NS_PER_S
+from acres_lidar_ros.sensor.poses import UNIT_QUATERNION_TOLERANCE, PoseHistory
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """Outcome of one pose sample: ``kind`` is ``accepted``, ``duplicate``, ``out_of_order``,
+    ``time_jump`` (history cleared, the sample accepted), ``invalid`` or ``wrong_frame``."""
+
+    accepted: bool
+    kind: str
+    level: str = "debug"
+    message: str = ""
+
+
+class PoseTracker:
+    """Samples of base_footprint in the odom frame -> a ``PoseHistory`` (thread-safe).
+
+    Parameters
+    ----------
+    period_s : float
+        Scan period; the history keeps ``period_s + margin_s``.
+    margin_s : float
+        Extra history, so that a sweep is covered even when the sample after it comes late.
+    odom_frame, base_frame : str
+        The frames a sample must name (``header.frame_id``, ``child_frame_id``).
+    jump_back_s : float
+        A sample older than the newest by more than this is a time jump (a looping bag, a
+        simulator reset): the history is cleared and restarts with it. Less than this: the sample
+        is out of order and dropped.
+    """
+
+    def __init__(
+        self,
+        period_s: float,
+        margin_s: float = 0.1,
+        odom_frame: str = "odom",
+        base_frame: str = "base_footprint",
+        jump_back_s: float = 1.0,
+    ) -> None:
+        if not (math.isfinite(period_s) and period_s > 0) or not (math.isfinite(margin_s) and margin_s >= 0):
+            raise ConfigError(f"period_s = {period_s!r}, margin_s = {margin_s!r}: expected period > 0, margin >= 0")
+        self.history = PoseHistory(max_age_s=period_s + margin_s)
+        self.odom_frame = odom_frame
+        self.base_frame = base_frame
+        self.jump_back_ns = int(round(jump_back_s * NS_PER_S))
+        self.counts: dict[str, int] = dict.fromkeys(
+            ("accepted", "duplicate", "out_of_order", "time_jump", "invalid", "wrong_frame"), 0
+        )
+        self._newest_ns: int | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def newest_ns(self) -> int | None:
+        """Stamp of the newest accepted sample, ns (None when the history is empty)."""
+        with self._lock:
+            return self._newest_ns
+
+    def add(
+        self,
+        stamp_ns: int,
+        position_m: Sequence[float] | np.ndarray,
+        quaternion_xyzw: Sequence[float] | np.ndarray,
+        frame_id: str | None = None,
+        child_frame_id: str | None = None,
+    ) -> IngestResult:
+        """Take one sample (``frame_id``/``child_frame_id`` None: not checked, as for TF lookups)."""
+        result = self._add(int(stamp_ns), position_m, quaternion_xyzw, frame_id, child_frame_id)
+        self.counts[result.kind] += 1
+        return result
+
+    def _add(self, stamp_ns, position_m, quaternion_xyzw, frame_id, child_frame_id) -> IngestResult:
+        if (frame_id is not None and frame_id != self.odom_frame) or (
+            child_frame_id is not None and child_frame_id != self.base_frame
+        ):
+            return IngestResult(
+                False,
+                "wrong_frame",
+                "warn",
+                f"pose sample {frame_id!r} -> {child_frame_id!r} rejected: expected "
+                f"{self.odom_frame!r} -> {self.base_frame!r} (parameters odom_frame, base_frame)",
+            )
+        p = np.asarray(position_m, dtype=np.float64).reshape(-1)
+        q = np.asarray(quaternion_xyzw, dtype=np.float64).reshape(-1)
+        if p.shape != (3,) or q.shape != (4,) or not (np.isfinite(p).all() and np.isfinite(q).all()):
+            return IngestResult(
+                False,
+                "invalid",
+                "warn",
+                f"pose sample at {stamp_ns * 1e-9:.3f} s rejected: position {p.tolist()} and "
+                f"quaternion {q.tolist()} must be 3 and 4 finite numbers",
+            )
+        norm = float(np.linalg.norm(q))
+        if abs(norm - 1.0) > UNIT_QUATERNION_TOLERANCE:
+            return IngestResult(
+                False,
+                "invalid",
+                "warn",
+                f"pose sample at {stamp_ns * 1e-9:.3f} s rejected: quaternion {q.tolist()} has "
+                f"norm {norm:.6g}; expected a unit quaternion (within {UNIT_QUATERNION_TOLERANCE})",
+            )
+        with self._lock:
+            newest = self._newest_ns
+            cleared = ""
+            if newest is not None:
+                if stamp_ns == newest:
+                    return IngestResult(
+                        False,
+                        "duplicate",
+                        "debug",
+                        f"pose sample at {stamp_ns * 1e-9:.6f} s repeats the newest stamp: ignored",
+                    )
+                if stamp_ns < newest:
+                    back_ns = newest - stamp_ns
+                    if back_ns <= self.jump_back_ns:
+                        return IngestResult(
+                            False,
+                            "out_of_order",
+                            "warn",
+                            f"pose sample at {stamp_ns * 1e-9:.6f} s is {back_ns * 1e-6:.1f} ms older "
+                            f"than the newest ({newest * 1e-9:.6f} s): dropped",
+                        )
+                    self.history.clear()
+                    cleared = (
+                        f"pose time jumped back {back_ns * 1e-9:.3f} s, from {newest * 1e-9:.3f} s to "
+                        f"{stamp_ns * 1e-9:.3f} s (a looping bag or a simulator reset): history cleared"
+                    )
+            try:
+                self.history.append(stamp_ns / NS_PER_S, p, q)
+            except PoseError as exc:  # two ns stamps that are one float second apart, for instance
+                return IngestResult(False, "invalid", "warn", f"pose sample rejected: {exc}")
+            self._newest_ns = stamp_ns
+            if cleared:
+                return IngestResult(True, "time_jump", "warn", cleared)
+            return IngestResult(True, "accepted")
+
+    def clear(self) -> None:
+        with self._lock:
+            self.history.clear()
+            self._newest_ns = None
+
+    def snapshot(self, sweep_end_ns: int, extrapolate: bool = False) -> PoseHistory:
+        """A copy of the history for one trace (so ingestion goes on while a worker reads it).
+
+        With ``extrapolate`` and no sample at or after ``sweep_end_ns``, the copy gets one more
+        sample at ``sweep_end_ns``: the position continued at the last segment's velocity, the
+        rotation held (``PoseHistory.interpolate(extrapolate=True)``).
+        """
+        with self._lock:
+            if not len(self.history):
+                raise PoseError("pose history is empty: no odometry received yet")
+            history = copy.deepcopy(self.history)
+            newest = self._newest_ns
+        history.max_age_s = None
+        if extrapolate and newest is not None and newest < sweep_end_ns:
+            t_s = sweep_end_ns / NS_PER_S
+            position, rotation = history.interpolate(np.array([t_s]), extrapolate=True)
+            history.append(t_s, position[0], Rotation.from_matrix(rotation[0]).as_quat())
+        return history

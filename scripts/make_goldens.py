@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Write the golden scans of ``test/golden/`` (issue 9: the radiometry must keep its results).
+
+The goldens were taken from the code *before* radiometry was rewritten (commit ``d376a36``, the
+flat layout ``acres_lidar_ros.scan``, ``acres_lidar_ros.config`` ...), so that the new core is
+checked against what the old one gave, not against itself. To regenerate them exactly:
+
+    git -C /work/main worktree add --detach /tmp/golden-old d376a36
+    cd /tmp/golden-old && python3 -m venv .venv && .venv/bin/pip install -q -e .
+    .venv/bin/python /path/to/this/checkout/scripts/make_goldens.py --out /path/to/this/checkout/test/golden
+
+The script runs against either layout (it imports the flat one when the layered one is
+missing), so it can also be run on a later commit to see what changed; the committed files
+must come from ``d376a36``. ``test/test_golden_scans.py`` reads the cases from the same
+``CASES`` table (this file is importable).
+
+Each case is one run of one ``Scanner`` (the noise streams carry over between its scans, so a
+case is taken in order): a sensor, options, a seed and the tour times of its scan stamps. Per
+scan the file holds, per beam and return slot, what the check compares: ``valid``, ``flags``,
+``class_id``, ``material_id``, ``object_id``, ``signal``, ``intensity``, and for the valid
+slots only ``range_m`` (float64, stored byte-planar: the eight bytes of every value one plane
+after the other, which compresses a fifth better) and ``reflectivity`` (float32, the check's
+tolerance on it is relative 1e-6). ``load_golden`` reads a file back into these arrays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+# (name, sensor, overrides, options, seed, stamps as seconds after the tour's start)
+CASES: tuple[tuple[str, str, dict, dict, int, tuple[float, ...]], ...] = (
+    ("polaris_farm_seed0", "polaris", {}, {}, 0, (0.1, 0.2, 14.3)),
+    ("polaris_farm_seed7", "polaris", {}, {}, 7, (21.7, 33.0, 47.5)),
+    ("polaris_rain_seed0", "polaris", {}, {"rain_mm_per_h": 10.0, "visibility_m": 2000.0}, 0, (0.1, 9.0, 27.4)),
+    ("polaris_rain_seed3", "polaris", {}, {"rain_mm_per_h": 10.0, "visibility_m": 2000.0}, 3, (40.2, 61.9, 62.0)),
+    ("default_foliage_seed0", "default", {}, {}, 0, (0.1, 3.3, 12.0, 25.5)),
+    ("default_foliage_seed11", "default", {}, {}, 11, (18.0, 36.6, 44.4)),
+    ("default_first_last_seed5", "default", {"return_mode": "dual_first_last"}, {}, 5, (8.8, 30.1, 52.3)),
+)
+"""The runs: 6 Polaris scans on the farm, 6 Polaris scans in rain 10 mm/h with 2 km visibility and
+10 scans of the default 7-sub-ray sensor (dual returns) among the farm's trees and crops."""
+
+FIELDS = ("valid", "return_flags", "class_id", "material_id", "object_id", "signal", "intensity")
+
+
+def _api():
+    """(load_sensor_config, Scanner, ScanOptions, PoseHistory, build_default_farm, default_tour)."""
+    from acres_lidar_ros.scene import build_default_farm, default_tour
+
+    try:
+        from acres_lidar_ros.config.sensors import load_sensor_config
+        from acres_lidar_ros.scan import Scanner, ScanOptions
+        from acres_lidar_ros.sensor.poses import PoseHistory
+    except ImportError:  # the flat layout of d376a36
+        from acres_lidar_ros.poses import PoseHistory
+
+        from acres_lidar_ros.config import load_sensor_config
+        from acres_lidar_ros.scan import Scanner, ScanOptions
+    return load_sensor_config, Scanner, ScanOptions, PoseHistory, build_default_farm, default_tour
+
+
+def case_scanner(case, scene=None):
+    """The scanner of one case, its tour and the stamps (ns) of its scans."""
+    load_sensor_config, Scanner, ScanOptions, PoseHistory, build_default_farm, default_tour = _api()
+    _, sensor, overrides, options, seed, stamps_s = case
+    if scene is None:
+        scene = build_default_farm(seed=0)
+    config = load_sensor_config(sensor)
+    if overrides:
+        config = config.with_overrides(overrides)
+    try:  # since 4b45c98 the scanner is given its self-return table; before, it loaded it
+        from acres_lidar_ros.body.self_returns import sensor_self_table
+    except ImportError:
+        table = {}
+    else:
+        table = {"self_table": sensor_self_table(config)}
+    scanner = Scanner(config, scene, options=ScanOptions(seed=seed, **options), **table)
+    times, positions, quaternions = default_tour(scene)
+    tour = PoseHistory.from_arrays(times, positions, quaternions)
+    stamps_ns = [int(round((tour.start_s + t) * 1e9)) for t in stamps_s]
+    return scanner, tour, stamps_ns
+
+
+def scan_record(scan) -> dict[str, np.ndarray]:
+    """What the golden check compares of one ``Scan`` (as stored: see the module notes)."""
+    returns = scan.returns
+    record = {name: np.asarray(getattr(returns, name)) for name in FIELDS}
+    range_m = np.ascontiguousarray(np.asarray(returns.range_m, dtype=np.float64)[returns.valid])
+    record["range_m_planes"] = np.ascontiguousarray(range_m.view(np.uint8).reshape(-1, 8).T)
+    record["reflectivity"] = np.asarray(returns.reflectivity, dtype=np.float64)[returns.valid].astype(np.float32)
+    return record
+
+
+def load_golden(path: Path) -> list[dict[str, np.ndarray]]:
+    """The scans of one golden file, in order: each a dict of ``FIELDS``, ``range_m`` (float64,
+    the valid slots in C order) and ``reflectivity`` (float32, the same slots)."""
+    with np.load(path) as data:
+        arrays = {name: data[name] for name in data.files}
+    scans = []
+    k = 0
+    while f"scan{k}_valid" in arrays:
+        scan = {name: arrays[f"scan{k}_{name}"] for name in FIELDS + ("reflectivity",)}
+        planes = arrays[f"scan{k}_range_m_planes"]
+        scan["range_m"] = np.ascontiguousarray(planes.T).view(np.float64).reshape(-1)
+        scans.append(scan)
+        k += 1
+    return scans
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the .npz files (test/golden)")
+    args = parser.parse_args(argv)
+    _, _, _, _, build_default_farm, _ = _api()
+    scene = build_default_farm(seed=0)
+    args.out.mkdir(parents=True, exist_ok=True)
+    index = {}
+    for case in CASES:
+        scanner, tour, stamps_ns = case_scanner(case, scene)
+        arrays = {}
+        for k, stamp_ns in enumerate(stamps_ns):
+            scan = scanner.scan(tour, stamp_ns)
+            for name, value in scan_record(scan).items():
+                arrays[f"scan{k}_{name}"] = value
+        path = args.out / f"{case[0]}.npz"
+        partial = path.with_suffix(".npz.partial")
+        with open(partial, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+        partial.replace(path)
+        index[case[0]] = hashlib.sha256(path.read_bytes()).hexdigest()
+        print(f"{path}: {len(stamps_ns)} scans, {path.stat().st_size / 1e6:.2f} MB", file=sys.stderr)
+    import acres_lidar_ros
+
+    source = Path(acres_lidar_ros.__file__).resolve().parent
+    commit = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    manifest = {"commit": commit, "sha256": index}
+    (args.out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

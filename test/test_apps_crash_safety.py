@@ -1,0 +1,222 @@
+"""Nothing lost: `acres-lidar record` stopped by signals at random moments, or by a full disk.
+
+Every scan the run lists in ``lidar.jsonl`` (its durable report of completed scans) must be in the
+bag, read by rosbags and by the mcap reader: as the bag is after SIGINT, SIGTERM and SIGHUP, after
+``acres-lidar bag-repair`` after SIGKILL or a full disk. No traceback, no stray temporary file, and
+every PCD whole. ``ACRES_SIGNAL_TRIALS`` (default 2) sets the trials per signal and
+``ACRES_SIGNAL_SEED`` (default 0) their moments; run with ``-s`` to see the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from rosbags.highlevel import AnyReader
+
+from acres_lidar_ros.apps import cli
+from acres_lidar_ros.apps.signals import StopSignals, exit_code
+from acres_lidar_ros.outputs.bag_repair import bag_is_readable
+from acres_lidar_ros.outputs.pcd import read_pcd
+from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
+
+TRIALS = int(os.environ.get("ACRES_SIGNAL_TRIALS", "2"))
+SEED = int(os.environ.get("ACRES_SIGNAL_SEED", "0"))
+DURATION_S = 4.0  # simulated seconds per recording: 40 scans at 10 Hz, ~1.5 s of work
+STARTUP_SHARE = 0.25  # of the trials signal during the start-up, the others during the drive
+LATEST_S = 1.5  # a moment is up to this long after the start, or after the first scan's row
+SHAPE = (1800, 32)  # Polaris: columns, rings
+
+
+def _command(*args: str) -> list[str]:
+    script = Path(sys.executable).with_name("acres-lidar")
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-m", "acres_lidar_ros.apps.cli", *args]
+
+
+def _record(out: Path, duration_s: float = DURATION_S) -> subprocess.Popen:
+    args = ("record", "--duration", str(duration_s), "--out", str(out), "--no-progress", "--files", "pcd")
+    return subprocess.Popen(
+        _command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def _finish(child: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, stderr = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        _, stderr = child.communicate()
+        pytest.fail(f"recording did not end within 120 s: {stderr}")
+    return child.returncode, stderr
+
+
+def _rows(run: Path) -> list[dict]:
+    path = run / "lidar.jsonl"
+    if not path.exists():
+        return []
+    data = path.read_text()
+    assert data == "" or data.endswith("\n"), "lidar.jsonl does not end on a complete line"
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def _clouds_rosbags(bag: Path) -> dict[int, int]:
+    """stamp_ns -> cells with a return, of every /lidar/points message (rosbags)."""
+    out = {}
+    with AnyReader([bag]) as reader:
+        connections = [c for c in reader.connections if c.topic == "/lidar/points"]
+        for connection, _, raw in reader.messages(connections=connections):
+            msg = reader.deserialize(raw, connection.msgtype)
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            cloud = decode_pointcloud2(msg)
+            assert cloud.shape == SHAPE
+            out[stamp_ns] = int(np.isfinite(cloud["x"]).sum())
+    return out
+
+
+def _stamps_mcap(bag: Path) -> set[int]:
+    (mcap_file,) = bag.glob("*.mcap")
+    with open(mcap_file, "rb") as handle:
+        reader = make_reader(handle, decoder_factories=[DecoderFactory()])
+        assert reader.get_summary() is not None
+        return {
+            msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            for _, _, _, msg in reader.iter_decoded_messages(topics=["/lidar/points"])
+        }
+
+
+def _check_run(run: Path, stderr: str, *, repaired: bool) -> tuple[int, int]:
+    """Check a stopped run; return (scans listed as complete, of those missing from the bag)."""
+    assert "Traceback" not in stderr, stderr
+    if not run.exists():
+        return 0, 0
+    stray = [p for p in run.rglob("*") if p.name.endswith((".tmp", ".repair"))]
+    assert not stray, f"stray temporary files {stray}"
+    rows = _rows(run)
+    for pcd in (run / "lidar").glob("*.pcd"):
+        assert read_pcd(pcd).shape == SHAPE  # whole, or it would not be there
+    for row in rows:
+        for name in row["files"]:
+            assert (run / name).is_file(), f"{name} of a completed scan is missing"
+    bag = run / "bag"
+    if not bag.exists():
+        assert not rows
+        return 0, 0
+    assert bag_is_readable(bag)[0], "bag unreadable" + (" after bag-repair" if repaired else "")
+    clouds = _clouds_rosbags(bag)
+    stamps_mcap = _stamps_mcap(bag)
+    lost = [row["stamp_ns"] for row in rows if row["stamp_ns"] not in clouds or row["stamp_ns"] not in stamps_mcap]
+    for row in rows:
+        if row["stamp_ns"] in clouds:
+            assert clouds[row["stamp_ns"]] == row["beams_with_return"]
+    if not repaired:
+        assert len(clouds) == len(rows)  # a clean stop writes every scan it traced, with its row
+    return len(rows), len(lost)
+
+
+def _wait_for_first_row(child: subprocess.Popen, run: Path, timeout_s: float = 60.0) -> None:
+    """Until the run lists its first scan (or ends); polls every 10 ms, at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while child.poll() is None and not (run / "lidar.jsonl").exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no scan listed within {timeout_s} s")
+        time.sleep(0.01)
+
+
+def _trial(tmp: Path, signum: int, during_drive: bool, delay_s: float) -> tuple[int, int]:
+    run = tmp / "run"
+    child = _record(run)
+    if during_drive:
+        _wait_for_first_row(child, run)
+    time.sleep(delay_s)
+    finished = child.poll() is not None
+    if not finished:
+        os.kill(child.pid, signum)
+    code, stderr = _finish(child)
+    if finished or code == 0:
+        assert code == 0, stderr
+    elif signum == signal.SIGKILL:
+        assert code == -signal.SIGKILL
+    else:
+        assert code == exit_code(signum), stderr
+        assert signal.Signals(signum).name in stderr
+    repaired = signum == signal.SIGKILL and code != 0
+    if repaired and (run / "bag").exists():
+        assert cli.main(["bag-repair", str(run)]) == 0
+    return _check_run(run, stderr, repaired=repaired)
+
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_signals_at_random_moments_lose_no_completed_scan(tmp_path, signum):
+    rng = np.random.default_rng([SEED, int(signum)])
+    completed = lost = 0
+    for trial in range(TRIALS):
+        during_drive = trial % 2 == 1 or rng.uniform() > STARTUP_SHARE  # one in two at least
+        delay_s = float(rng.uniform(0.0, LATEST_S))
+        done, missing = _trial(tmp_path / f"trial{trial}", signum, during_drive, delay_s)
+        completed += done
+        lost += missing
+    print(f"\n{signal.Signals(signum).name}: {TRIALS} trials, {completed} completed scans, {lost} lost")
+    assert lost == 0
+
+
+def test_stop_signals_set_a_flag_and_restore_the_handlers():
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    with StopSignals("test") as stop:
+        assert stop.requested is None
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)  # the handler runs at the next bytecode boundary
+        assert stop.requested == signal.SIGTERM and stop.name == "SIGTERM"
+    assert {s: signal.getsignal(s) for s in before} == before
+    assert exit_code(signal.SIGTERM) == 143 and exit_code(signal.SIGINT) == 130
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    where.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command: cannot make a small tmpfs for the full-disk test")
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not allowed here: {result.stderr.strip()}")
+
+
+def test_full_disk_loses_no_completed_scan(tmp_path):
+    disk = tmp_path / "disk"
+    _mount_tmpfs(disk, "20m")
+    try:
+        run = disk / "run"
+        child = _record(run, duration_s=5.0)  # ~75 MB of bag and PCD files: the disk fills
+        code, stderr = _finish(child)
+        assert code == 2, stderr
+        assert "No space left on device" in stderr and "bag-repair" in stderr
+        assert "Traceback" not in stderr, stderr
+        rows = _rows(run)
+        assert rows, "no scan completed before the disk was full"
+        # Repairing on the full disk says how much room it needs; with room it succeeds.
+        result = subprocess.run(_command("bag-repair", str(run)), capture_output=True, text=True)
+        if result.returncode != 0:
+            assert result.returncode == 2 and "MiB free" in result.stderr, result.stderr
+            subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+            result = subprocess.run(_command("bag-repair", str(run)), capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        completed, lost = _check_run(run, stderr, repaired=True)
+        print(f"\nfull disk (20 MiB tmpfs): {completed} completed scans, {lost} lost")
+        assert completed == len(rows) and lost == 0
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)

@@ -1,0 +1,150 @@
+"""NodeLoop, the node's logic without ROS: a manual clock, work inline, a real Scanner on a plane."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.runtime.events import LogThrottle
+from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
+from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.tracing.trace import Tracer
+
+MS = 1_000_000
+IDENTITY = (0.0, 0.0, 0.0, 1.0)
+
+
+class ManualClock:
+    def __init__(self, now_ns: int) -> None:
+        self.now_ns = now_ns
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+
+@pytest.fixture(scope="module")
+def plane_tracer() -> Tracer:
+    return Tracer(SceneBuilder(TerrainGrid(np.array([-300.0, -300.0]), 600.0, np.zeros((2, 2)))).build())
+
+
+def make_loop(tracer, clock, config=None, **kw):
+    config = config or load_sensor_config("polaris")
+    scanner = Scanner(config, tracer=tracer, options=ScanOptions(self_returns=False, seed=3))
+    emitted: list[LoopOutput] = []
+    loop = NodeLoop(
+        scanner,
+        clock,
+        lambda scan, job: (scan.stamp_ns, scan.index, int(scan.returns.valid.sum())),
+        emitted.append,
+        executor=InlineExecutor(),
+        throttle=LogThrottle(5.0, clock),
+        **kw,
+    )
+    return loop, emitted
+
+
+def feed(loop, clock, stamps_ms, latency_ms=1):
+    """Odometry at rest at the origin, each sample arriving ``latency_ms`` after its stamp."""
+    out = LoopOutput()
+    for ms in stamps_ms:
+        clock.now_ns = (ms + latency_ms) * MS
+        out.extend(loop.on_pose(ms * MS, (0.0, 0.0, 0.0), IDENTITY, "odom", "base_footprint"))
+    return out
+
+
+def published(emitted, out=None):
+    jobs = [j for o in emitted for j in o.publish] + (out.publish if out else [])
+    return [j.result for j in jobs]
+
+
+def test_the_pose_at_the_stamp_starts_the_scan_and_it_goes_out_at_stamp_plus_delay(plane_tracer):
+    clock = ManualClock(950 * MS)
+    loop, emitted = make_loop(plane_tracer, clock)
+    assert loop.tick().publish == []
+    feed(loop, clock, range(900, 1000, 20))
+    clock.now_ns = 1_000 * MS
+    loop.tick()
+    assert loop.scheduler.in_work == 1 and loop.scheduler.jobs()[0].state == "waiting_pose"
+    feed(loop, clock, [1000])  # covers the sweep 900..1000 ms: the finish runs (inline) at once
+    (job,) = loop.scheduler.jobs()
+    assert job.state == "ready" and published(emitted) == []
+    clock.now_ns = 1_011 * MS
+    assert loop.tick().publish == []
+    clock.now_ns = 1_012 * MS
+    (cloud,) = published(emitted, loop.tick())
+    assert cloud[:2] == (1_000 * MS, 0) and cloud[2] > 0  # the plane is in view
+    assert loop.next_wakeup_ns() == 1_100 * MS
+
+
+def test_rejected_odometry_is_returned_as_events_and_counted_by_reason(plane_tracer):
+    clock = ManualClock(1_000 * MS)
+    loop, _ = make_loop(plane_tracer, clock)
+    out = LoopOutput()
+    out.extend(loop.on_pose(980 * MS, (np.nan, 0.0, 0.0), IDENTITY, "odom", "base_footprint"))
+    out.extend(loop.on_pose(980 * MS, (0.0, 0.0, 0.0), IDENTITY, "map", "base_footprint"))
+    out.extend(loop.on_pose(980 * MS, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 2.0), "odom", "base_footprint"))
+    assert [e.kind for e in out.events] == ["invalid", "wrong_frame", "invalid"]
+    assert loop.tracker.counts["invalid"] == 2 and loop.tracker.counts["wrong_frame"] == 1
+    values = dict(loop.diagnostics()[2])
+    assert values["pose_rejected_invalid"] == "2" and values["pose_rejected_wrong_frame"] == "1"
+
+
+def test_to_log_throttles_repeated_kinds_but_not_debug_lines(plane_tracer):
+    clock = ManualClock(1_000 * MS)
+    loop, _ = make_loop(plane_tracer, clock)
+    events = feed(loop, clock, [980]).events + loop.on_pose(960 * MS, (0, 0, 0), IDENTITY).events
+    events += loop.on_pose(940 * MS, (0, 0, 0), IDENTITY).events + loop.on_pose(980 * MS, (0, 0, 0), IDENTITY).events
+    assert [e.kind for e in events] == ["out_of_order", "out_of_order", "duplicate"]
+    assert [e.kind for e in loop.to_log(events)] == ["out_of_order", "duplicate"]
+
+
+def test_a_disabled_lidar_and_a_clock_at_zero_open_no_scan(plane_tracer):
+    clock = ManualClock(0)
+    loop, _ = make_loop(plane_tracer, clock)
+    loop.tick()
+    assert loop.scheduler.counts["due"] == 0  # sim time before the first /clock
+    off = load_sensor_config("polaris").with_overrides({"enabled": False})
+    clock.now_ns = 1_000 * MS
+    loop, _ = make_loop(plane_tracer, clock, config=off)
+    feed(loop, clock, [980, 1000])
+    assert loop.scheduler.counts["due"] == 0
+
+
+def test_pretraces_cover_the_running_sweep_before_its_stamp(plane_tracer):
+    clock = ManualClock(1_001 * MS)
+    loop, _ = make_loop(plane_tracer, clock)
+    loop.tick()
+    assert loop.scheduler.upcoming() == (1_100 * MS, 0)
+    feed(loop, clock, range(1000, 1081, 20))
+    sweep = loop.sweeps._sweeps[1_100 * MS]
+    assert 0.7 * sweep.traced.size < sweep.traced.sum() < sweep.traced.size  # traced up to the 1080 ms pose
+    off, _ = make_loop(plane_tracer, ManualClock(1_001 * MS), pretrace=False)
+    off.tick()
+    feed(off, off.clock, range(1000, 1081, 20))
+    assert off.sweeps._sweeps == {}
+
+
+def test_rebuild_keeps_the_scanner_for_runtime_keys_and_replaces_it_otherwise(plane_tracer):
+    clock = ManualClock(1_000 * MS)
+    loop, _ = make_loop(plane_tracer, clock)
+    first = loop.scanner
+    loop.rebuild({"return_mode": "last"})
+    assert loop.scanner is first and loop.config.return_mode == "last"
+    loop.rebuild({"position_flu_m": [2.0, 0.0, 2.0]})
+    assert loop.scanner is not first and loop.scanner.tracer is first.tracer
+    assert list(loop.config.position_flu_m) == [2.0, 0.0, 2.0]
+    loop.set_options(rain_mm_per_h=4.0)
+    assert loop.scanner.options.rain_mm_per_h == 4.0
+
+
+def test_the_loop_defaults_are_the_node_parameters_defaults():
+    # The bench drives the loop with its defaults; the node passes its parameters: the same values.
+    import inspect
+
+    from acres_lidar_ros.ros.params import NODE_PARAM
+
+    defaults = inspect.signature(NodeLoop).parameters
+    for name in ("ts_first_point", "pose_timeout_s", "max_extrapolation_s", "odom_frame", "base_frame"):
+        assert defaults[name].default == NODE_PARAM[name].default, name
