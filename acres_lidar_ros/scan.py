@@ -17,10 +17,15 @@ from acres_lidar_ros.body.self_returns import SelfReturnTable
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
+from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.model import BeamModel
+from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import column_time_offset
+from acres_lidar_ros.tracing.hits import Hits
 
 
 @dataclass(frozen=True)
@@ -172,35 +177,47 @@ class Scanner:
         self._beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
         self._lens_origins = np.repeat(self.pattern.lens_origins_sensor, config.rings, axis=0)
         self.self_table = self_table
-        self._self_table = self._applied_self_table()
-        self._streams = self._new_streams()
-        self._beam_params = None  # built on the first radiometric scan
-        self._beam_options = None
+        self.streams: NoiseStreams | None = self._new_streams()
+        self._model: BeamModel | None = None  # built on first use, again after a change
         self._next_index = 0
         self.timings_ms: dict[str, float] = {}
+        self.last_echoes: ScanEchoes | None = None
 
     # -- configuration ---------------------------------------------------------------------
 
-    def _new_streams(self):
-        if not self.options.radiometry:
-            return None
-        from acres_lidar_ros.radiometry.beam_model import NoiseStreams
+    def _new_streams(self) -> NoiseStreams | None:
+        """The run's noise streams (``noise.NoiseStreams`` of the seed); None without radiometry."""
+        return NoiseStreams(self.options.seed) if self.options.radiometry else None
 
-        return NoiseStreams(self.options.seed)
-
-    def _applied_self_table(self) -> SelfReturnTable | None:
+    @property
+    def applied_self_table(self) -> SelfReturnTable | None:
+        """The self-return table the scans apply: ``self_table`` while ``options.self_returns``."""
         return self.self_table if self.options.self_returns else None
+
+    @property
+    def model(self) -> BeamModel:
+        """The radiometric model of the current config and options (built on first use and
+        again after ``set_options`` or ``set_runtime_config``; the same object until then)."""
+        if self._model is None:
+            options = self.options
+            self._model = BeamModel.build(
+                self.config,
+                noise=options.noise,
+                weather=options.weather and not options.ideal,
+                rain_mm_per_h=options.rain_mm_per_h,
+                visibility_m=options.visibility_m,
+                foliage_solid=not options.foliage,
+            )
+        return self._model
 
     def set_options(self, **changes) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
         options = replace(self.options, **changes)
         reseed = options.seed != self.options.seed or options.radiometry != self.options.radiometry
         self.options = options
-        self._beam_params = self._beam_options = None  # rebuilt on the next scan
+        self._model = None
         if reseed:
-            self._streams = self._new_streams()
-        if "self_returns" in changes:
-            self._self_table = self._applied_self_table()
+            self.streams = self._new_streams()
 
     def warm_up(self) -> float:
         """Trace one throw-away scan with a copy of this scanner (same tracer, own streams), so
@@ -211,7 +228,7 @@ class Scanner:
         at_rest = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
         sweep = spare.start_sweep(int(round(self.config.period_s * 1e9)), index=0)
         half = np.flatnonzero(sweep.firing_time_s <= np.median(sweep.firing_time_s))
-        sweep._trace(at_rest, half, extrapolate=False)  # the block path the node takes, too
+        sweep.trace_columns(at_rest, half)  # the block path the node takes, too
         sweep.finish(at_rest)
         return time.perf_counter() - started
 
@@ -226,7 +243,7 @@ class Scanner:
                 + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime)
             )
         self.config = self.config.with_overrides(overrides)
-        self._beam_params = self._beam_options = None
+        self._model = None
 
     @property
     def sub_rays(self) -> int:
@@ -276,6 +293,11 @@ class Scanner:
             sub, lens = sub[columns], lens[columns]
         return _rays_world(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
 
+    def points_sensor(self, range_m: np.ndarray) -> np.ndarray:
+        """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
+        the (cells, R) ranges; NaN where the range is NaN."""
+        return _points_sensor(range_m, self._beam_directions, self._lens_origins)
+
     # -- the scan -----------------------------------------------------------------------------
 
     def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> Sweep:
@@ -298,79 +320,10 @@ class Scanner:
         ``boxes`` are other vehicles (``boxes.VehicleBox``) in the world at this scan.
         ``extrapolate`` continues the last pose for columns that fire after it.
         """
-        return self.start_sweep(stamp_ns, boxes, index).finish(poses, extrapolate=extrapolate)
-
-    def _finish(self, sweep: Sweep, hits, origins: np.ndarray, directions: np.ndarray, echo_blocks=None) -> Scan:
-        """Returns, self returns and points of a fully traced sweep: from its hits, or from the
-        radiometry its blocks had done as they were traced (``echo_blocks``, see ``Sweep``)."""
-        config, options = self.config, self.options
-        t2 = time.perf_counter()
-        returns = self._returns(hits, origins, directions, sweep.index, echo_blocks)
-        if self._self_table is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_returns
-
-            # The returns were just made for this scan and nothing else holds them: merge in place.
-            returns = merge_self_returns(self._self_table, returns, sweep.self_decision(), copy=False)
-        t3 = time.perf_counter()
-        points = _points_sensor(returns.range_m, self._beam_directions, self._lens_origins)
-        t4 = time.perf_counter()
-        weather_on = options.weather_on(config)
-        self.timings_ms = {
-            "rays_ms": sweep.rays_s * 1e3,
-            "trace_ms": sweep.trace_s * 1e3,
-            "returns_ms": (t3 - t2 + sweep.prepare_s) * 1e3,
-            "points_ms": (t4 - t3) * 1e3,
-        }
-        return Scan(
-            index=sweep.index,
-            stamp_ns=sweep.stamp_ns,
-            columns=config.columns,
-            rings=config.rings,
-            returns=returns,
-            points_sensor=points,
-            time_offset_s=sweep.time_offset_s,
-            ring_rank=self.pattern.ring_rank,
-            T_world_sensor=sweep.T_world_sensor,
-            frame_id=config.frame_id,
-            weather={
-                "rain_mm_per_h": options.rain_mm_per_h if weather_on else 0.0,
-                "visibility_m": options.visibility_m if weather_on else math.inf,
-            },
-        )
-
-    def _returns(self, hits, origins: np.ndarray, directions: np.ndarray, index: int, echo_blocks=None):
-        config, options = self.config, self.options
-        if echo_blocks is not None:  # prepared by the sweep with this scanner's current model
-            from acres_lidar_ros.radiometry.beam_kernel import finish_echoes
-            from acres_lidar_ros.radiometry.beam_model import scan_atmosphere
-
-            params, beam_options = self._beam_params, self._beam_options
-            return finish_echoes(
-                echo_blocks, params, beam_options, scan_atmosphere(params, beam_options), self._streams
-            )
-        if not options.radiometry:
-            return nearest_hit_returns(
-                hits,
-                self.pattern.sub_ray_weights,
-                config.min_range_m,
-                config.range_m,
-                config.materials.reflectivity,
-            )
-        from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams, process_beams
-
-        if self._beam_params is None:
-            self._beam_params = BeamModelParams.from_config(config)
-            self._beam_options = BeamModelOptions.from_scan_options(options)
-        return process_beams(
-            hits,
-            origins,
-            directions,
-            self.pattern.sub_ray_weights,
-            self._beam_params,
-            self._beam_options,
-            self._streams,
-            index,
-        )
+        sweep = self.start_sweep(stamp_ns, boxes, index)
+        scan = sweep.finish(poses, extrapolate=extrapolate)
+        self.timings_ms, self.last_echoes = sweep.timings_ms, sweep.echoes
+        return scan
 
 
 @numba.njit(cache=True, nogil=True)
@@ -415,19 +368,41 @@ def _rays_world(T_world_sensor, sub_directions_sensor, lens_origins_sensor):
     return origins, directions
 
 
+@dataclass
+class _Block:
+    """One traced column block of a sweep: its rays, hits and (with radiometry) its beams'
+    contributions and echoes, prepared with ``model``."""
+
+    columns: np.ndarray
+    origins: np.ndarray
+    directions: np.ndarray
+    hits: Hits
+    beams: BeamBlock | None = None
+    model: BeamModel | None = None
+
+
 class Sweep:
     """One scan traced in column blocks as the pose history covers their firing times.
 
     The ROS 2 node starts a sweep when the scan is due and calls ``trace_covered`` whenever
     odometry arrives, so when the sweep ends only the columns that fired after the last pose are
-    left; ``finish`` traces those and forms the returns. With radiometry, the part of it that
-    draws nothing (reached hits, power, echoes: ``beam_kernel.prepare_echoes``) runs on each
-    block as it is traced; ``finish`` runs the rest over all beams at once
-    (``beam_kernel.finish_echoes``: clutter, noise, detection, returns), because the noise and
-    rain streams run over the beams in ring-major order. If the scanner's model changed since
-    the first block (``set_options``, ``set_runtime_config``) or a block was refused,
-    ``finish`` forms the returns from the hits as one scan does. Either way the result is the
-    same scan as one ``Scanner.scan`` with the same poses.
+    left; ``finish`` traces those and forms the scan. With radiometry, the part that needs only
+    a beam's own hits (contributions and echoes: ``echoes.prepare_block``) runs on each block as
+    it is traced, and the noise pairs the scan will take are formed ahead
+    (``NoiseStreams.draw_ahead``); ``finish`` runs the rest over all beams at once
+    (``detection.finish_returns``: clutter, noise draws, detection, returns), because the noise
+    and rain streams run over the beams in ring-major order. A block prepared with another model
+    than the scanner's at the finish (``set_options``, ``set_runtime_config``), or one whose
+    hits were refused, is prepared again there (which raises the refusal). Either way the result
+    is the same scan as one ``Scanner.scan`` with the same poses.
+
+    Attributes
+    ----------
+    timings_ms : dict
+        After ``finish``: ``rays_ms``, ``trace_ms``, ``returns_ms`` (the radiometry of the blocks
+        while they were traced, and of the finish, and the self returns), ``points_ms``.
+    echoes : ScanEchoes or None
+        After ``finish`` with radiometry: every echo of the scan after detection.
     """
 
     def __init__(self, scanner: Scanner, stamp_ns: int, boxes: tuple, index: int) -> None:
@@ -439,14 +414,13 @@ class Sweep:
         self.firing_time_s = stamp_ns * 1e-9 + self.time_offset_s
         self.traced = np.zeros(scanner.config.columns, dtype=bool)
         self.T_world_sensor = np.empty((scanner.config.columns, 4, 4))
-        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []
-        # EchoBlocks of the traced blocks, None when the returns come from the hits in finish.
-        self._echo_blocks: list | None = [] if scanner.options.radiometry else None
-        self._prepared_with: tuple | None = None  # the scanner's (params, options) they used
+        self._blocks: list[_Block] = []
         self._self_decision = None  # (key, SelfDecision) once decided
         self.rays_s = 0.0
         self.trace_s = 0.0
         self.prepare_s = 0.0
+        self.timings_ms: dict[str, float] = {}
+        self.echoes: ScanEchoes | None = None
 
     @property
     def done(self) -> bool:
@@ -461,7 +435,11 @@ class Sweep:
             from acres_lidar_ros.body.self_returns import decide_self_returns
 
             decision = decide_self_returns(
-                scanner._self_table, self.index, scanner.options.seed, scanner.config.std_m, scanner.options.noise
+                scanner.applied_self_table,
+                self.index,
+                scanner.options.seed,
+                scanner.config.std_m,
+                scanner.options.noise,
             )
             self._self_decision = (key, decision)
         return self._self_decision[1]
@@ -474,33 +452,56 @@ class Sweep:
         columns = np.flatnonzero(~self.traced & (self.firing_time_s <= poses.end_s))
         if columns.size < max(min_columns, 1):
             return 0
-        self._trace(poses, columns, extrapolate=False)
+        self.trace_columns(poses, columns)
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
         """Trace what is left and form the scan."""
         columns = np.flatnonzero(~self.traced)
         if columns.size:
-            self._trace(poses, columns, extrapolate)
+            self.trace_columns(poses, columns, extrapolate)
         scanner = self.scanner
-        if self._echo_blocks is not None and scanner.options.radiometry and _same(self._model(), self._prepared_with):
-            echo_blocks, self._echo_blocks, self._blocks = self._echo_blocks, None, []
-            return scanner._finish(self, None, None, None, echo_blocks=echo_blocks)
-        if len(self._blocks) == 1:
-            _, origins, directions, hits = self._blocks[0]
-        else:
-            order = np.argsort(np.concatenate([block[0] for block in self._blocks]), kind="stable")
-            per_column = scanner.config.rings * scanner.sub_rays
-            rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
-            origins = np.concatenate([block[1] for block in self._blocks])[rows]
-            directions = np.concatenate([block[2] for block in self._blocks])[rows]
-            hits = _concatenate_hits([block[3] for block in self._blocks], rows)
-        self._blocks = []
-        return scanner._finish(self, hits, origins, directions)
+        config, options = scanner.config, scanner.options
+        t2 = time.perf_counter()
+        returns = self._returns()
+        table = scanner.applied_self_table
+        if table is not None:
+            from acres_lidar_ros.body.self_returns import merge_self_returns
 
-    def _trace(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool) -> None:
+            # The returns were just made for this scan and nothing else holds them: merge in place.
+            returns = merge_self_returns(table, returns, self.self_decision(), copy=False)
+        t3 = time.perf_counter()
+        points = scanner.points_sensor(returns.range_m)
+        t4 = time.perf_counter()
+        weather_on = options.weather_on(config)
+        self.timings_ms = {
+            "rays_ms": self.rays_s * 1e3,
+            "trace_ms": self.trace_s * 1e3,
+            "returns_ms": (t3 - t2 + self.prepare_s) * 1e3,
+            "points_ms": (t4 - t3) * 1e3,
+        }
+        return Scan(
+            index=self.index,
+            stamp_ns=self.stamp_ns,
+            columns=config.columns,
+            rings=config.rings,
+            returns=returns,
+            points_sensor=points,
+            time_offset_s=self.time_offset_s,
+            ring_rank=scanner.pattern.ring_rank,
+            T_world_sensor=self.T_world_sensor,
+            frame_id=config.frame_id,
+            weather={
+                "rain_mm_per_h": options.rain_mm_per_h if weather_on else 0.0,
+                "visibility_m": options.visibility_m if weather_on else math.inf,
+            },
+        )
+
+    def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
+        """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
+        beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
         scanner, config = self.scanner, self.scanner.config
-        if scanner._self_table is not None and self._self_decision is None:
+        if scanner.applied_self_table is not None and self._self_decision is None:
             self.self_decision()  # the body's part needs no poses: decide it before the stamp
         t0 = time.perf_counter()
         T_world_base = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate)
@@ -523,70 +524,66 @@ class Sweep:
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        self._blocks.append((columns, origins, directions, hits))
-        if self._echo_blocks is not None:
-            self._prepare(columns, origins, directions, hits)
+        block = _Block(columns, origins, directions, hits)
+        self._blocks.append(block)
+        if scanner.options.radiometry:
+            try:
+                self._prepare(block)
+            except (ValueError, IndexError):
+                block.beams = None  # refused: finish prepares it again and raises there
+            streams = scanner.streams
+            if not self.done and streams is not None:
+                # The noise pairs depend on the stream's position alone: form them now, before
+                # the stamp, so that finish only takes them (no number changes). Every block
+                # checks, because the previous scan may finish (and move the stream on) meanwhile.
+                used = streams.pairs_used_last
+                streams.draw_ahead(used + used // 4 + 1024 if used else config.columns * config.rings)
             self.prepare_s += time.perf_counter() - t2
 
-    def _model(self) -> tuple:
-        """The scanner's beam-model ``(params, options)`` objects, built if it has none."""
-        from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams
-
+    def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
-        if scanner._beam_params is None:
-            scanner._beam_params = BeamModelParams.from_config(scanner.config)
-            scanner._beam_options = BeamModelOptions.from_scan_options(scanner.options)
-        return scanner._beam_params, scanner._beam_options
-
-    def _prepare(self, columns: np.ndarray, origins: np.ndarray, directions: np.ndarray, hits) -> None:
-        """The radiometry of a traced block that draws nothing; on a change of model or a
-        refused block, leave the returns to ``finish``'s path from the hits (which raises the
-        refusal there, as one scan does)."""
-        from acres_lidar_ros.radiometry.beam_kernel import NUMBA_IMPORT_ERROR, prefetch_noise_draws, prepare_echoes
-        from acres_lidar_ros.radiometry.beam_model import scan_atmosphere
-
-        scanner = self.scanner
-        model = self._model() if scanner.options.radiometry and NUMBA_IMPORT_ERROR is None else None
-        if self._prepared_with is None:
-            self._prepared_with = model
-        if model is None or not _same(model, self._prepared_with):
-            self._echo_blocks = None
-            return
-        params, options = model
+        model = scanner.model
         rings = scanner.config.rings
-        cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
-        try:
-            block = prepare_echoes(
-                hits,
-                origins,
-                directions,
-                scanner.pattern.sub_ray_weights,
-                params,
-                options,
-                scan_atmosphere(params, options),
-                scanner._streams.seed,
-                self.index,
-                cells,
-            )
-        except (ValueError, IndexError):
-            self._echo_blocks = None
-            return
-        self._echo_blocks.append(block)
-        if not self.done:
-            # The noise pairs depend on the stream's position alone: form them now, before the
-            # stamp, so that finish only looks them up (no number changes). Every block checks,
-            # because the previous scan may finish (and move the stream on) during this sweep.
-            prefetch_noise_draws(scanner._streams, rings * scanner.config.columns)
+        cells = (block.columns[:, None] * rings + np.arange(rings)).reshape(-1)
+        block.model = model
+        block.beams = prepare_block(
+            block.hits,
+            block.origins,
+            block.directions,
+            scanner.pattern.sub_ray_weights,
+            model,
+            scanner.options.seed,
+            self.index,
+            cells,
+        )
+
+    def _returns(self) -> Returns:
+        scanner = self.scanner
+        if scanner.options.radiometry:
+            model = scanner.model
+            for block in self._blocks:
+                if block.beams is None or block.model is not model:
+                    self._prepare(block)
+            assert scanner.streams is not None
+            beams = [block.beams for block in self._blocks if block.beams is not None]
+            self._blocks = []
+            returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index)
+            return returns
+        config = scanner.config
+        if len(self._blocks) == 1:
+            hits = self._blocks[0].hits
+        else:
+            order = np.argsort(np.concatenate([block.columns for block in self._blocks]), kind="stable")
+            per_column = config.rings * scanner.sub_rays
+            rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
+            hits = _concatenate_hits([block.hits for block in self._blocks], rows)
+        self._blocks = []
+        return nearest_hit_returns(
+            hits, scanner.pattern.sub_ray_weights, config.min_range_m, config.range_m, config.materials.reflectivity
+        )
 
 
-def _same(model: tuple | None, other: tuple | None) -> bool:
-    """Whether two ``(params, options)`` pairs are the very same objects."""
-    return model is not None and other is not None and all(a is b for a, b in zip(model, other))
-
-
-def _concatenate_hits(blocks: list, rows: np.ndarray):
+def _concatenate_hits(blocks: list[Hits], rows: np.ndarray) -> Hits:
     """Hits of several column blocks in one array set, rows put back in cell order."""
-    from acres_lidar_ros.tracing.hits import Hits
-
     fields = Hits.__dataclass_fields__
     return Hits(**{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in fields})

@@ -170,8 +170,9 @@ def _assert_same_returns(got, expected):
 @pytest.mark.parametrize("weather", [{}, {"rain_mm_per_h": 5.0, "visibility_m": 500.0}], ids=["clear", "rain"])
 def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour, sensor, weather):
     """The node traces columns, and runs the radiometry that draws nothing, as their poses
-    arrive; the scan must be bit for bit the one-shot ``process_beams`` over the whole scan."""
-    from acres_lidar_ros.radiometry.beam_model import BeamModelOptions, BeamModelParams, process_beams
+    arrive; the scan must be bit for bit the whole scan's hits prepared as one block."""
+    from acres_lidar_ros.radiometry.detection import finish_returns
+    from acres_lidar_ros.radiometry.echoes import prepare_block
     from acres_lidar_ros.radiometry.noise import NoiseStreams
 
     config = load_sensor_config(sensor)
@@ -190,11 +191,11 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour,
         history.append(t[i], p[i], q[i])
         traced += sweep.trace_covered(history)
     assert 0 < traced == config.columns and sweep.done
-    assert len(sweep._echo_blocks) == len(sweep._blocks) > 2  # prepared block by block
+    assert len(sweep._blocks) > 2 and all(block.beams is not None for block in sweep._blocks)  # block by block
     chunked = sweep.finish(history)
     np.testing.assert_array_equal(chunked.T_world_sensor, full.T_world_sensor)
 
-    # The reference: the whole scan's hits through one process_beams.
+    # The reference: the whole scan's hits as one block.
     origins, directions = scanner.rays_world(full.T_world_sensor)
     hits = tracer.trace(
         origins,
@@ -205,19 +206,14 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour,
         pond_threshold_m=config.pond_threshold_m,
     )
     streams = NoiseStreams(5)
-    one_shot = process_beams(
-        hits,
-        origins,
-        directions,
-        scanner.pattern.sub_ray_weights,
-        BeamModelParams.from_config(config),
-        BeamModelOptions.from_scan_options(options),
-        streams,
-        sweep.index,
+    cells = np.arange(config.columns * config.rings)
+    block = prepare_block(
+        hits, origins, directions, scanner.pattern.sub_ray_weights, scanner.model, 5, sweep.index, cells
     )
+    one_shot, _ = finish_returns([block], scanner.model, streams, sweep.index)
     _assert_same_returns(chunked.returns, one_shot)
     _assert_same_returns(full.returns, one_shot)
-    assert (scanner._streams.noise.state, scanner._streams.rain.state) == (streams.noise.state, streams.rain.state)
+    assert (scanner.streams.noise.state, scanner.streams.rain.state) == (streams.noise.state, streams.rain.state)
 
 
 def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(polaris, farm_tour):
@@ -228,7 +224,7 @@ def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(pol
     poses = PoseHistory.from_arrays(times, positions, quaternions)
     scanner = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5))
     sweep = scanner.start_sweep(stamp_ns)
-    sweep._trace(poses, np.arange(100), extrapolate=False)
+    sweep.trace_columns(poses, np.arange(100))
     scanner.set_options(noise=False)
     changed = sweep.finish(poses)
     expected = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=5, noise=False)).scan(poses, stamp_ns)

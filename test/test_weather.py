@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from acres_lidar_ros.config.schema import LIDAR_PARAMS
+from acres_lidar_ros.config.sensors import WeatherConfig, load_sensor_config
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import Pcg32
 from acres_lidar_ros.radiometry.weather import (
     CLEAR_AIR,
-    WeatherParams,
     atmosphere,
     check_conditions,
     clutter_slabs,
@@ -29,6 +30,8 @@ from acres_lidar_ros.radiometry.weather import (
 )
 
 WAVELENGTH_NM = 905.0
+WEATHER = WeatherConfig(**{p.name.split(".", 1)[1]: p.default for p in LIDAR_PARAMS if p.name.startswith("weather.")})
+"""The schema's defaults of the weather block."""
 WAVELENGTH_FACTOR = WAVELENGTH_NM / 550.0  # 1.645455
 
 
@@ -70,7 +73,7 @@ def hand_alpha(rain: float, visibility_m: float) -> tuple[float, float]:
     ],
 )
 def test_atmosphere_extinction_at_three_rates_and_visibilities(rain, visibility_m, alpha_rain, alpha_fog):
-    atm = atmosphere(rain, visibility_m, WAVELENGTH_NM, WeatherParams())
+    atm = atmosphere(rain, visibility_m, WAVELENGTH_NM, WEATHER)
     exact_rain, exact_fog = hand_alpha(rain, visibility_m)
     assert atm.alpha_rain_per_m == pytest.approx(exact_rain, rel=1e-12, abs=1e-18)
     assert atm.alpha_fog_per_m == pytest.approx(exact_fog, rel=1e-12, abs=1e-18)
@@ -92,7 +95,7 @@ def test_haze_blend_and_fog_backscatter_by_hand():
 
 
 def test_atmosphere_backscatter_and_drops():
-    atm = atmosphere(10.0, 400.0, WAVELENGTH_NM, WeatherParams())
+    atm = atmosphere(10.0, 400.0, WAVELENGTH_NM, WEATHER)
     # V_f < 500 m: pure fog ratio.
     assert atm.fog_visibility_m < 500.0
     assert atm.beta_fog_per_m_sr == pytest.approx(atm.alpha_fog_per_m / 18.8, rel=1e-12)
@@ -104,8 +107,8 @@ def test_atmosphere_backscatter_and_drops():
 
 
 def test_disabled_weather_and_clear_air():
-    assert atmosphere(50.0, 100.0, WAVELENGTH_NM, WeatherParams(enabled=False)) is CLEAR_AIR
-    clear = atmosphere(0.0, math.inf, WAVELENGTH_NM, WeatherParams())
+    assert atmosphere(50.0, 100.0, WAVELENGTH_NM, replace(WEATHER, enabled=False)) is CLEAR_AIR
+    clear = atmosphere(0.0, math.inf, WAVELENGTH_NM, WEATHER)
     assert clear.alpha_per_m == 0.0 and not clear.has_clutter
 
 
@@ -123,28 +126,19 @@ def test_bad_conditions_are_rejected_with_the_option_name(rain, visibility, name
     with pytest.raises(ConfigError, match=name):
         check_conditions(rain, visibility)
     with pytest.raises(ConfigError, match=name):
-        atmosphere(rain, visibility, WAVELENGTH_NM, WeatherParams())
+        atmosphere(rain, visibility, WAVELENGTH_NM, WEATHER)
 
 
-def test_weather_params_from_config_and_bad_values():
-    block = SimpleNamespace(
-        enabled=True,
-        rain_extinction_db_per_km=1.0,
-        rain_extinction_exponent=0.6,
-        fog_lidar_ratio_sr=20.0,
-        haze_lidar_ratio_sr=50.0,
-        rain_lidar_ratio_sr=400.0,
-        rain_drops_per_m3=2000.0,
-        rain_drops_exponent=0.2,
-        exit_diameter_m=0.02,
-        clutter_max_range_m=8.0,
-    )
-    params = WeatherParams.from_config(block)
-    assert params.rain_lidar_ratio_sr == 400.0 and params.clutter_max_range_m == 8.0
-    with pytest.raises(ConfigError, match="weather.fog_lidar_ratio_sr"):
-        WeatherParams(fog_lidar_ratio_sr=0.0)
-    with pytest.raises(ConfigError, match="weather.exit_diameter_m"):
-        WeatherParams(exit_diameter_m=-0.1)
+def test_the_weather_block_is_the_schemas_with_its_defaults_and_bad_values_refused():
+    # The defaults of the spec's "Parameters" table, declared once in config/schema.py.
+    assert (WEATHER.rain_extinction_db_per_km, WEATHER.rain_extinction_exponent) == (1.076, 0.67)
+    assert (WEATHER.rain_drops_per_m3, WEATHER.rain_drops_exponent) == (1951.0, 0.21)
+    assert (WEATHER.fog_lidar_ratio_sr, WEATHER.haze_lidar_ratio_sr, WEATHER.rain_lidar_ratio_sr) == (18.8, 60.0, 500.0)
+    config = load_sensor_config("default")
+    with pytest.raises(ConfigError, match=r"lidar\.weather\.fog_lidar_ratio_sr = 0\.0 is out of range"):
+        config.with_overrides({"weather.fog_lidar_ratio_sr": 0.0})
+    with pytest.raises(ConfigError, match=r"lidar\.weather\.exit_diameter_m = -0\.1 is out of range"):
+        config.with_overrides({"weather.exit_diameter_m": -0.1})
 
 
 # --- Drops -----------------------------------------------------------------------------------------

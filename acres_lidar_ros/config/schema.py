@@ -15,14 +15,17 @@ from typing import Any
 
 from acres_lidar_ros.errors import ConfigError
 
-RETURN_MODES = (
-    "strongest",
-    "first",
-    "last",
-    "dual_strongest_last",
-    "dual_first_last",
-    "triple_first_strongest_last",
-)
+RETURNS_PER_BEAM: dict[str, int] = {
+    "strongest": 1,
+    "first": 1,
+    "last": 1,
+    "dual_strongest_last": 2,
+    "dual_first_last": 2,
+    "triple_first_strongest_last": 3,
+}
+"""Each return mode (spec "Return Mode") and the returns per beam ``R`` it gives."""
+
+RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
 
 _FRAME_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
 

@@ -406,16 +406,20 @@ class NoiseStreams:
         LiDAR noise: state ``seed + 2018``, sequence 3 (n1 and n2 of each echo).
     rain : Pcg32
         Rain drops: state ``seed + 4036``, sequence 5 (drop counts and energies of clutter slabs).
-    noise_draws : object or None
-        The compiled backend's noise pairs formed ahead from ``noise``'s current state
-        (``beam_kernel.NoiseDraws``); it checks the state before using them.
+    pairs_used_last : int
+        Noise pairs the last ``noise_pairs`` took (what the next scan will probably take).
+
+    The noise pairs are a function of the stream's position alone, so they can be formed before
+    the scan that takes them is traced (``draw_ahead``); ``noise_pairs`` then takes them without
+    forming them again. Either way the numbers are the stream's own (``Pcg32.next_normal_pairs``).
     """
 
     def __init__(self, seed: int) -> None:
         self.seed = int(seed)
         self.noise = Pcg32((self.seed + NOISE_STATE_OFFSET) & MASK64, NOISE_SEQUENCE)
         self.rain = Pcg32((self.seed + RAIN_STATE_OFFSET) & MASK64, RAIN_SEQUENCE)
-        self.noise_draws = None
+        self.pairs_used_last = 0
+        self._ahead: tuple[int, np.ndarray, np.ndarray] | None = None  # (state, n1, n2) formed ahead
 
     def copy(self) -> NoiseStreams:
         """Independent streams in the same states (the same seed)."""
@@ -423,5 +427,36 @@ class NoiseStreams:
         other.seed = self.seed
         other.noise = self.noise.copy()
         other.rain = self.rain.copy()
-        other.noise_draws = None
+        other.pairs_used_last = self.pairs_used_last
+        other._ahead = self._ahead
         return other
+
+    def _pairs_ahead(self) -> tuple[np.ndarray, np.ndarray]:
+        ahead = self._ahead
+        if ahead is None or ahead[0] != self.noise.state:
+            return np.zeros(0), np.zeros(0)
+        return ahead[1], ahead[2]
+
+    def draw_ahead(self, n: int) -> int:
+        """Form at least the next ``n`` noise pairs without moving the stream; returns how many
+        are held."""
+        n1, n2 = self._pairs_ahead()
+        have = n1.size
+        if n > have:
+            generator = self.noise.copy()
+            generator.advance(2 * have)
+            more1, more2 = generator.next_normal_pairs(int(n) - have)
+            n1, n2 = (np.concatenate([n1, more1]), np.concatenate([n2, more2])) if have else (more1, more2)
+            self._ahead = (self.noise.state, n1, n2)
+        return int(n1.size)
+
+    def noise_pairs(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next ``n`` pairs ``(n1, n2)`` of the noise stream, as ``noise.next_normal_pairs(n)``
+        gives them (from the pairs formed ahead where there are); the stream advances by ``2 n``."""
+        n = int(n)
+        self.draw_ahead(n)
+        n1, n2 = self._pairs_ahead()
+        self.noise.advance(2 * n)
+        self._ahead = (self.noise.state, n1[n:], n2[n:])
+        self.pairs_used_last = int(n)
+        return n1[:n], n2[:n]

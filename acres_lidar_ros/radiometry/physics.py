@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from acres_lidar_ros.config.schema import LIDAR_PARAM, MATERIAL_PARAM
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import Pcg32, mix64, place_normal, uniform_from_hash
 from acres_lidar_ros.sensor.timing import column_time_offset
@@ -61,6 +62,13 @@ KOSCHMIEDER_CONSTANT = 3.912
 DB_PER_NEPER_FACTOR = 4.343  # 10 / ln 10: dB to natural-log extinction
 FOG_REFERENCE_WAVELENGTH_NM = 550.0
 RAIN_VISIBILITY_MIN_RATE_MM_PER_H = 0.05
+
+# Defaults of the keyword arguments: the schema's (the spec's "Parameters"), declared there once.
+_SPECULAR_WIDTH_RAD = math.radians(MATERIAL_PARAM["specular_width_deg"].default)
+_INCIDENCE_EXPONENT = MATERIAL_PARAM["incidence_exponent"].default
+_RAIN_EXTINCTION_DB_PER_KM = LIDAR_PARAM["weather.rain_extinction_db_per_km"].default
+_RAIN_EXTINCTION_EXPONENT = LIDAR_PARAM["weather.rain_extinction_exponent"].default
+_WAVELENGTH_NM = LIDAR_PARAM["wavelength_nm"].default
 
 
 def _f64(x: np.ndarray | float) -> np.ndarray:
@@ -121,9 +129,9 @@ def rough_range_sigma_m(roughness_m: np.ndarray | float, cos_theta: np.ndarray |
 def minnaert_backscatter(
     cos_theta: np.ndarray | float,
     reflectivity: np.ndarray | float,
-    incidence_exponent: np.ndarray | float = 1.0,
+    incidence_exponent: np.ndarray | float = _INCIDENCE_EXPONENT,
     specular: np.ndarray | float = 0.0,
-    specular_width_rad: np.ndarray | float = math.radians(8.0),
+    specular_width_rad: np.ndarray | float = _SPECULAR_WIDTH_RAD,
     wet_darkening: np.ndarray | float = 0.0,
     wetness: np.ndarray | float = 0.0,
 ) -> np.ndarray:
@@ -434,8 +442,8 @@ def intensity_byte(reflectivity: np.ndarray | float) -> np.ndarray:
 
 def rain_extinction(
     rain_mm_per_h: np.ndarray | float,
-    extinction_db_per_km: np.ndarray | float = 1.076,
-    exponent: np.ndarray | float = 0.67,
+    extinction_db_per_km: np.ndarray | float = _RAIN_EXTINCTION_DB_PER_KM,
+    exponent: np.ndarray | float = _RAIN_EXTINCTION_EXPONENT,
 ) -> np.ndarray:
     """RainExtinction (Carbonneau and Wisely 1998): ``alpha_rain = a R_r^b / (4.343 * 1000)``.
 
@@ -524,7 +532,7 @@ def kim_q(fog_visibility_m_: np.ndarray | float) -> np.ndarray:
 def fog_extinction(
     visibility_m: np.ndarray | float,
     rain_mm_per_h: np.ndarray | float = 0.0,
-    wavelength_nm: np.ndarray | float = 905.0,
+    wavelength_nm: np.ndarray | float = _WAVELENGTH_NM,
 ) -> np.ndarray:
     """FogExtinction: ``alpha_fog = sigma_550 (lambda / 550 nm)^(-q)``.
 

@@ -5,8 +5,8 @@ arrays of shape ``(n, R)``. The returns of a beam are in range order and packed 
 slots after the last return have ``valid`` False.
 
 ``nearest_hit_returns`` is ACRES Core's "no radiometry" mode: a beam's return is its nearest
-hit within ``[min_range_m, range_m]``. The full radiometric model (``beam_model``) produces the
-same ``Returns``.
+hit within ``[min_range_m, range_m]``. The full radiometric model (``echoes``, ``detection``)
+produces the same ``Returns``; ``select_returns`` is its choice of echoes by the return mode.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from acres_lidar_ros.config.schema import RETURN_MODES
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 # Bits of the return_flags byte (spec "Return Mode").
@@ -70,6 +72,107 @@ class Returns:
         strongest = self.valid & ((self.return_flags & FLAG_STRONGEST) != 0)
         has_strongest = strongest.any(axis=1)
         return np.where(has_strongest, strongest.argmax(axis=1), 0)
+
+
+def empty_returns(n_beams: int, slots: int) -> Returns:
+    """``Returns`` of ``n_beams`` beams and ``slots`` slots, none valid (NaN ranges)."""
+    return Returns(
+        range_m=np.full((n_beams, slots), np.nan),
+        valid=np.zeros((n_beams, slots), bool),
+        reflectivity=np.zeros((n_beams, slots)),
+        signal=np.zeros((n_beams, slots), np.uint16),
+        intensity=np.zeros((n_beams, slots), np.uint8),
+        class_id=np.zeros((n_beams, slots), np.uint8),
+        material_id=np.zeros((n_beams, slots), np.uint8),
+        object_id=np.full((n_beams, slots), NO_OBJECT, np.int32),
+        return_flags=np.zeros((n_beams, slots), np.uint8),
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def segment_first_argmax(values, starts):
+    """Index of the first maximum of each segment ``[starts[i], starts[i + 1])`` of ``values``
+    (the last segment runs to the end); segments are non-empty and in order."""
+    n_seg = starts.shape[0]
+    out = np.empty(n_seg, np.int64)
+    for s in range(n_seg):
+        lo = starts[s]
+        hi = starts[s + 1] if s + 1 < n_seg else values.shape[0]
+        best = lo
+        for i in range(lo + 1, hi):
+            if values[i] > values[best]:
+                best = i
+        out[s] = best
+    return out
+
+
+def select_returns(
+    mode: str, measured_counts: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The echoes each beam reports by the return mode (spec "Return Mode"), in range order.
+
+    Parameters
+    ----------
+    mode : str
+        One of ``schema.RETURN_MODES``.
+    measured_counts : (d,) float64
+        ``S'`` of the detected echoes, beams one after the other, echoes in range order.
+    starts, lengths : (n,) int64
+        Where each beam's echoes start in ``measured_counts``, and how many (>= 1).
+
+    Returns
+    -------
+    chosen : (n, C) int64
+        Indices into ``measured_counts`` (-1 for an empty slot, filled slots first, in range
+        order); ``C`` is 1, 2 or 3 by the mode.
+    flags : (n, C) uint8
+        The return_flags byte of each: a point that fills several functions (first and last of a
+        single echo) carries all their bits; the flags only name the functions the mode selects.
+        In ``dual_strongest_last`` the second strongest joins only when the strongest is the last.
+    """
+    first = starts
+    last = starts + lengths - 1
+    none = np.full_like(first, -1)
+    if mode in ("strongest", "dual_strongest_last", "triple_first_strongest_last"):
+        strongest = segment_first_argmax(measured_counts, starts)
+    if mode == "strongest":
+        columns = [(strongest, FLAG_STRONGEST)]
+    elif mode == "first":
+        columns = [(first, FLAG_FIRST)]
+    elif mode == "last":
+        columns = [(last, FLAG_LAST)]
+    elif mode == "dual_first_last":
+        columns = [(first, FLAG_FIRST), (last, FLAG_LAST)]
+    elif mode == "triple_first_strongest_last":
+        columns = [(first, FLAG_FIRST), (strongest, FLAG_STRONGEST), (last, FLAG_LAST)]
+    elif mode == "dual_strongest_last":
+        others = np.array(measured_counts, dtype=np.float64)
+        others[strongest] = -np.inf
+        second = np.where(lengths >= 2, segment_first_argmax(others, starts), -1)
+        columns = [
+            (np.where(strongest == last, second, none), FLAG_SECOND_STRONGEST),
+            (strongest, FLAG_STRONGEST),
+            (last, FLAG_LAST),
+        ]
+    else:
+        raise ConfigError(f"lidar.return_mode = {mode!r}: must be one of {', '.join(RETURN_MODES)}")
+    idx = np.stack([c for c, _ in columns], axis=1)
+    flags = np.stack([np.where(c >= 0, f, 0) for c, f in columns], axis=1).astype(np.uint8)
+    if len(columns) == 1:
+        return idx, flags
+    big = np.iinfo(np.int64).max
+    order = np.argsort(np.where(idx >= 0, idx, big), axis=1, kind="stable")
+    idx = np.take_along_axis(idx, order, axis=1)
+    flags = np.take_along_axis(flags, order, axis=1)
+    keep = idx >= 0
+    for col in range(idx.shape[1] - 1, 0, -1):  # over the 2 or 3 slots
+        same = keep[:, col] & (idx[:, col] == idx[:, col - 1])
+        flags[same, col - 1] |= flags[same, col]
+        keep[same, col] = False
+    idx = np.where(keep, idx, -1)
+    flags = np.where(keep, flags, 0).astype(np.uint8)
+    pack = np.argsort(~keep, axis=1, kind="stable")
+    return np.take_along_axis(idx, pack, axis=1), np.take_along_axis(flags, pack, axis=1)
 
 
 def nearest_hit_returns(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from acres_lidar_ros.config.schema import LIDAR_PARAM
+from acres_lidar_ros.config.sensors import WeatherConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import Pcg32
 from acres_lidar_ros.radiometry.physics import fog_extinction, fog_visibility_m, rain_extinction
@@ -29,64 +31,6 @@ MAX_DROPS_PER_SLAB = 64
 # inversion would give 64 anyway; the count is set without summing the series (exp(-mean)
 # underflows past ~745).
 _POISSON_SATURATED_MEAN = 150.0
-
-
-@dataclass(frozen=True)
-class WeatherParams:
-    """The ``weather`` block of the sensor (spec "Parameters").
-
-    Attributes
-    ----------
-    enabled : bool
-        Rain and fog act on the beams.
-    rain_extinction_db_per_km, rain_extinction_exponent : float
-        ``a`` (dB/km) and ``b`` of the rain power law.
-    fog_lidar_ratio_sr, haze_lidar_ratio_sr, rain_lidar_ratio_sr : float
-        ``S_fog``, ``S_haze``, ``S_rain``, sr.
-    rain_drops_per_m3, rain_drops_exponent : float
-        ``n_d = rain_drops_per_m3 R_r^rain_drops_exponent``, 1/m^3.
-    exit_diameter_m : float
-        ``d_exit``, m.
-    clutter_max_range_m : float
-        Range limit of the clutter slabs, m.
-    """
-
-    enabled: bool = True
-    rain_extinction_db_per_km: float = 1.076
-    rain_extinction_exponent: float = 0.67
-    fog_lidar_ratio_sr: float = 18.8
-    haze_lidar_ratio_sr: float = 60.0
-    rain_lidar_ratio_sr: float = 500.0
-    rain_drops_per_m3: float = 1951.0
-    rain_drops_exponent: float = 0.21
-    exit_diameter_m: float = 0.01
-    clutter_max_range_m: float = 10.0
-
-    def __post_init__(self) -> None:
-        for key in ("fog_lidar_ratio_sr", "haze_lidar_ratio_sr", "rain_lidar_ratio_sr"):
-            value = getattr(self, key)
-            if not (math.isfinite(value) and value > 0.0):
-                raise ConfigError(f"weather.{key} = {value!r}: must be a finite number > 0")
-        for key in ("rain_extinction_db_per_km", "rain_drops_per_m3", "exit_diameter_m", "clutter_max_range_m"):
-            value = getattr(self, key)
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ConfigError(f"weather.{key} = {value!r}: must be a finite number >= 0")
-
-    @classmethod
-    def from_config(cls, weather: object) -> WeatherParams:
-        """From a config's ``weather`` block (any object with the attribute names above)."""
-        return cls(
-            enabled=bool(weather.enabled),
-            rain_extinction_db_per_km=float(weather.rain_extinction_db_per_km),
-            rain_extinction_exponent=float(weather.rain_extinction_exponent),
-            fog_lidar_ratio_sr=float(weather.fog_lidar_ratio_sr),
-            haze_lidar_ratio_sr=float(weather.haze_lidar_ratio_sr),
-            rain_lidar_ratio_sr=float(weather.rain_lidar_ratio_sr),
-            rain_drops_per_m3=float(weather.rain_drops_per_m3),
-            rain_drops_exponent=float(weather.rain_drops_exponent),
-            exit_diameter_m=float(weather.exit_diameter_m),
-            clutter_max_range_m=float(weather.clutter_max_range_m),
-        )
 
 
 def haze_blend(fog_visibility_m_: np.ndarray | float) -> np.ndarray:
@@ -112,7 +56,9 @@ def rain_backscatter(alpha_rain_per_m: np.ndarray | float, rain_lidar_ratio_sr: 
 
 
 def drop_density_per_m3(
-    rain_mm_per_h: np.ndarray | float, drops_per_m3: float = 1951.0, exponent: float = 0.21
+    rain_mm_per_h: np.ndarray | float,
+    drops_per_m3: float = LIDAR_PARAM["weather.rain_drops_per_m3"].default,
+    exponent: float = LIDAR_PARAM["weather.rain_drops_exponent"].default,
 ) -> np.ndarray:
     """Marshall-Palmer drop density ``n_d = 1951 R_r^0.21``, 1/m^3 (0 without rain)."""
     rate = np.maximum(np.asarray(rain_mm_per_h, dtype=np.float64), 0.0)
@@ -336,11 +282,12 @@ def check_conditions(rain_mm_per_h: float, visibility_m: float) -> None:
         )
 
 
-def atmosphere(rain_mm_per_h: float, visibility_m: float, wavelength_nm: float, weather: WeatherParams) -> Atmosphere:
+def atmosphere(rain_mm_per_h: float, visibility_m: float, wavelength_nm: float, weather: WeatherConfig) -> Atmosphere:
     """The extinction and backscatter of a scan's rain and fog (AcresLidar::Atmosphere).
 
     ``alpha_rain`` by the power law, ``alpha_fog`` by Koschmieder without the rain part and the
-    Kim-McArthur-Korevaar ``q`` at ``wavelength_nm``; ``beta_rain = alpha_rain / S_rain``,
+    Kim-McArthur-Korevaar ``q`` at ``wavelength_nm``, with the coefficients of the sensor's
+    ``weather`` block (``SensorConfig.weather``, validated by the schema); ``beta_rain = alpha_rain / S_rain``,
     ``beta_fog = alpha_fog ((1 - h) / S_fog + h / S_haze)``. With ``weather.enabled`` false the
     result is clear air (after the inputs are checked).
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from acres_lidar_ros.config.materials import MATERIAL_ID
+from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, points_in_polygon
-from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_HARVESTED, Scene, SceneBuilder
+from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_HARVESTED, Scene
 
 FARM_HALF_SIZE_M = 512.0
 TERRAIN_CELL_M = 4.0

@@ -15,8 +15,9 @@ import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID, MATERIAL_NAMES
 from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
-from acres_lidar_ros.scene.model import CROP_CLASS_NAMES, Scene, SceneBuilder
+from acres_lidar_ros.scene.model import CROP_CLASS_NAMES, Scene
 
 FORMAT_NAME = "acres_lidar_scene"
 FORMAT_VERSION = 1

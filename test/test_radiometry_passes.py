@@ -1,9 +1,11 @@
-"""process_beams: the spec's ProcessBeam for whole scans, against hand computations."""
+"""The spec's ProcessBeam (``echoes.prepare_block`` then ``detection.finish_returns``) against
+hand computations, the spec's stated values, statistics and properties."""
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,14 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.config.schema import RETURN_MODES, RETURNS_PER_BEAM
+from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.radiometry.beam_model import (
-    RETURN_MODES,
-    BeamModelOptions,
-    BeamModelParams,
-    process_beams,
-    ring_major_cells,
-)
+from acres_lidar_ros.radiometry.detection import draw_positions, finish_returns
+from acres_lidar_ros.radiometry.echoes import prepare_block
+from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
 from acres_lidar_ros.radiometry.noise import NoiseStreams, place_normal, roughness_normal
 from acres_lidar_ros.radiometry.physics import (
     detection_threshold,
@@ -28,7 +28,7 @@ from acres_lidar_ros.radiometry.physics import (
     tilted_cos,
 )
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
-from acres_lidar_ros.radiometry.weather import WeatherParams, atmosphere
+from acres_lidar_ros.radiometry.weather import atmosphere
 from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
 
 N_MATERIALS = 17
@@ -47,6 +47,7 @@ SOIL, BUILDING_M, METAL, OTHER_M, CORN_LEAF = (
     MATERIAL_ID["corn_leaf"],
 )
 S_T = detection_threshold(100.0, 20.0, 0.9)
+SHIPPED = load_sensor_config("default")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ def material_table(**overrides: dict[int, float]) -> SimpleNamespace:
 def stand_in_config(
     columns: int = 1, rings: int = 1, materials: SimpleNamespace | None = None, **lidar
 ) -> SimpleNamespace:
-    """An object with SensorConfig's attribute names (BeamModelParams.from_config is duck-typed)."""
+    """An object with SensorConfig's attribute names (the model reads its blocks by name)."""
     radiometry = SimpleNamespace(
         range_at_10pct_m=60.0,
         ring_range_at_10pct_m=np.full(rings, 60.0),
@@ -92,7 +93,7 @@ def stand_in_config(
     for key in list(lidar):
         if hasattr(radiometry, key):
             setattr(radiometry, key, lidar.pop(key))
-    weather = SimpleNamespace(**{**vars(WeatherParams()), **lidar.pop("weather", {})})
+    weather = SimpleNamespace(**{**vars(SHIPPED.weather), **lidar.pop("weather", {})})
     table = materials if materials is not None else material_table()
     base = dict(
         columns=columns,
@@ -110,11 +111,23 @@ def stand_in_config(
         return_mode="strongest",
     )
     base.update(lidar)
-    return SimpleNamespace(**base, radiometry=radiometry, weather=weather, material_table=lambda: table)
+    return SimpleNamespace(**base, radiometry=radiometry, weather=weather, materials=table)
 
 
-def params_for(columns: int = 1, rings: int = 1, materials: SimpleNamespace | None = None, **lidar) -> BeamModelParams:
-    return BeamModelParams.from_config(stand_in_config(columns, rings, materials, **lidar))
+def params_for(columns: int = 1, rings: int = 1, materials: SimpleNamespace | None = None, **lidar) -> SimpleNamespace:
+    """A stand-in for ``SensorConfig`` with the attributes the model reads."""
+    return stand_in_config(columns, rings, materials, **lidar)
+
+
+@dataclass(frozen=True)
+class BeamModelOptions:
+    """The run's switches of ``BeamModel.build``, bundled for the tests."""
+
+    noise: bool = True
+    weather: bool = True
+    rain_mm_per_h: float = 0.0
+    visibility_m: float = math.inf
+    foliage_solid: bool = False
 
 
 def make_hits(rows: list[list[tuple]], k: int | None = None) -> Hits:
@@ -140,14 +153,24 @@ def rays(n: int, origin=(0.0, 0.0, 0.0)) -> tuple[np.ndarray, np.ndarray]:
     return origins, directions
 
 
-def run(
-    hits: Hits, params: BeamModelParams, options=None, streams=None, weights=None, scan_index=0, origin=(0.0, 0.0, 0.0)
-):
+def run(hits: Hits, config, options=None, streams=None, weights=None, scan_index=0, origin=(0.0, 0.0, 0.0), blocks=1):
+    """The returns of one scan of ``hits``, its beams prepared in ``blocks`` column blocks."""
     options = options if options is not None else BeamModelOptions(noise=False)
     streams = streams if streams is not None else NoiseStreams(0)
     weights = np.ones(1) if weights is None else np.asarray(weights, dtype=float)
     o, d = rays(hits.shape[0], origin)
-    return process_beams(hits, o, d, weights, params, options, streams, scan_index)
+    model = BeamModel.build(config, **vars(options))
+    n_sub = weights.size
+    cells = np.arange(hits.shape[0] // n_sub)
+    if cells.size * n_sub != hits.shape[0] or cells.size != config.columns * config.rings:
+        raise ValueError(f"hits have {hits.shape[0]} rows; expected columns * rings * sub_rays")
+    prepared = []
+    for part in np.array_split(cells, blocks):
+        rows = (part[:, None] * n_sub + np.arange(n_sub)).reshape(-1)
+        hits_part = Hits(**{name: getattr(hits, name)[rows] for name in Hits.__dataclass_fields__})
+        prepared.append(prepare_block(hits_part, o[rows], d[rows], weights, model, streams.seed, scan_index, part))
+    returns, _ = finish_returns(prepared[::-1], model, streams, scan_index)
+    return returns
 
 
 def single(out, slot=0):
@@ -173,66 +196,77 @@ def single(out, slot=0):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_params_from_a_stand_in_config():
+def test_the_model_passes_the_config_on_and_derives_the_threshold():
     p = params_for(columns=4, rings=2, return_mode="dual_first_last", pulse_length_m=1.0)
-    assert (p.columns, p.rings, p.returns_per_beam) == (4, 2, 2)
-    assert p.ring_range_at_10pct_m.tolist() == [60.0, 60.0]
-    assert p.detection_threshold_counts == pytest.approx(85.961306, abs=5e-7)
-    assert p.materials.transmission[CORN_LEAF] == 0.5
-    assert isinstance(p.weather, WeatherParams)
+    model = BeamModel.build(p, noise=False)
+    assert model.config is p and (model.beams, model.returns_per_beam) == (8, 2)
+    # Spec "Detection": S10 = 100, B = 20, p = 0.9 give S_T = 85.961306 counts.
+    assert model.detection_threshold_counts == pytest.approx(85.961306, abs=5e-7)
+    assert not model.has_clutter and not model.noise
 
 
-def test_params_from_the_polaris_sensor_file():
-    from acres_lidar_ros.config.sensors import load_sensor_config
-
+def test_the_model_of_the_polaris_sensor_file():
     config = load_sensor_config("polaris")
-    p = BeamModelParams.from_config(config)
-    assert (p.columns, p.rings, p.return_mode) == (1800, 32, "strongest")
+    model = BeamModel.build(config)
+    assert (config.columns, config.rings, model.returns_per_beam) == (1800, 32, 1)
     # Spec "The Polaris LiDAR": R10 by ring groups, 6.9 mrad vertical divergence, L = 1 m.
-    assert p.ring_range_at_10pct_m[[0, 15, 16, 27, 28, 30, 31]].tolist() == [87.0, 87.0, 38.7, 38.7, 19.3, 19.3, 9.7]
-    assert p.beam_divergence_v_rad == pytest.approx(6.9e-3)
-    assert p.pulse_length_m == 1.0
+    r10 = config.radiometry.ring_range_at_10pct_m
+    assert r10[[0, 15, 16, 27, 28, 30, 31]].tolist() == [87.0, 87.0, 38.7, 38.7, 19.3, 19.3, 9.7]
+    assert config.beam_divergence_v_rad == pytest.approx(6.9e-3)
+    assert config.pulse_length_m == 1.0
+
+
+def test_weather_off_or_disabled_in_the_sensor_is_clear_air():
+    p = params_for(weather={"enabled": False})
+    assert not BeamModel.build(p, rain_mm_per_h=10.0, visibility_m=100.0).has_clutter
+    on = BeamModel.build(params_for(), rain_mm_per_h=10.0, visibility_m=100.0)
+    off = BeamModel.build(params_for(), weather=False, rain_mm_per_h=10.0, visibility_m=100.0)
+    assert on.has_clutter and on.atmosphere.alpha_per_m > 0.0
+    assert off.atmosphere.alpha_per_m == 0.0 and not off.has_clutter
 
 
 @pytest.mark.parametrize(
-    "change, key",
+    "change, message",
     [
-        ({"return_mode": "loudest"}, "lidar.return_mode"),
-        ({"ring_range_at_10pct_m": np.array([60.0, 60.0])}, "radiometry.ring_range_at_10pct_m"),
-        ({"ring_range_at_10pct_m": np.array([0.0])}, "radiometry.ring_range_at_10pct_m"),
-        ({"detection_probability_at_spec": 1.0}, "detection_probability_at_spec"),
-        ({"signal_at_10pct_counts": float("nan")}, "radiometry.signal_at_10pct_counts"),
-        ({"min_range_m": 300.0}, "lidar.min_range_m"),
-        ({"std_m": -0.1}, "lidar.std_m"),
+        ({"return_mode": "loudest"}, "lidar.return_mode = 'loudest': expected one of strongest, first"),
+        ({"radiometry.ring_range_at_10pct_m": [60.0, 60.0]}, "ring_range_at_10pct_m has 2 values but the sensor has 8"),
+        ({"radiometry.ring_range_at_10pct_m": [0.0] * 8}, r"ring_range_at_10pct_m\[0\] = 0.0 is out of range"),
+        ({"radiometry.detection_probability_at_spec": 1.0}, "detection_probability_at_spec = 1.0 is out of range"),
+        ({"radiometry.signal_at_10pct_counts": float("nan")}, "signal_at_10pct_counts = nan: expected a number > 0"),
+        ({"min_range_m": 300.0}, "lidar.min_range_m = 300.0 is out of range"),
+        ({"std_m": -0.1}, r"lidar.std_m = -0.1 is out of range: expected a number >= 0"),
+        ({"weather.fog_lidar_ratio_sr": 0.0}, "lidar.weather.fog_lidar_ratio_sr = 0.0 is out of range"),
     ],
 )
-def test_bad_params_are_rejected_with_the_key(change, key):
-    config = stand_in_config()
-    radiometry_keys = set(vars(config.radiometry))
-    for name, value in change.items():
-        setattr(config.radiometry if name in radiometry_keys else config, name, value)
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        BeamModelParams.from_config(config)
+def test_bad_model_keys_are_refused_by_the_schema_with_key_value_and_range(change, message):
+    with pytest.raises(ConfigError, match=message):
+        SHIPPED.with_overrides(change)
 
 
 @pytest.mark.parametrize(
-    "override, key",
+    "material, key, value, message",
     [
-        ({"transmission": {CORN_LEAF: 1.0}}, "corn_leaf.transmission"),
-        ({"reflectivity": {SOIL: -0.1}}, "soil.reflectivity"),
-        ({"roughness_m": {SOIL: float("inf")}}, "roughness_m"),
+        ("corn_leaf", "transmission", 1.0, "lidar.materials.corn_leaf.transmission = 1.0"),
+        ("soil", "reflectivity", -0.1, "lidar.materials.soil.reflectivity = -0.1"),
+        ("soil", "roughness_m", 1e9, "lidar.materials.soil.roughness_m = 1000000000.0"),
     ],
 )
-def test_bad_materials_are_rejected_with_the_key(override, key):
-    with pytest.raises(ConfigError, match=key):
-        params_for(materials=material_table(**override))
+def test_bad_materials_are_refused_with_the_key(tmp_path, material, key, value, message):
+    from acres_lidar_ros.config.sensors import config_dir
+
+    path = tmp_path / "sensors.json"
+    path.write_text(
+        json.dumps({"extends": str(config_dir() / "sensors.json"), "lidar": {"materials": {material: {key: value}}}})
+    )
+    with pytest.raises(ConfigError, match=message):
+        load_sensor_config(path)
 
 
 def test_bad_options_are_rejected_with_the_name():
     with pytest.raises(ConfigError, match="rain_mm_per_h"):
-        BeamModelOptions(rain_mm_per_h=600.0)
+        BeamModel.build(SHIPPED, rain_mm_per_h=600.0)
     with pytest.raises(ConfigError, match="visibility_m"):
-        BeamModelOptions(visibility_m=5.0)
+        BeamModel.build(SHIPPED, visibility_m=5.0)
 
 
 def test_shape_mismatch_is_refused():
@@ -401,7 +435,7 @@ def test_fog_clutter_slabs_become_precipitation_echoes():
     p = params_for(return_mode="triple_first_strongest_last", min_range_m=0.5)
     opts = BeamModelOptions(noise=False, visibility_m=50.0)
     out = run(make_hits([[(5.0, BUILDING, BUILDING_M, 1.0)]]), p, opts)
-    atm = atmosphere(0.0, 50.0, 905.0, WeatherParams())
+    atm = atmosphere(0.0, 50.0, 905.0, SHIPPED.weather)
     # The near clutter is also the strongest echo (S = 100 * 0.196 * 2304 * 0.790 * e^-0.196 = 2.9e4
     # against the wall's 100 * 3 * 144 * e^-0.78 = 2.0e4), so triple mode gives two points.
     assert out.valid[0].tolist() == [True, True, False]
@@ -463,7 +497,7 @@ def test_return_modes_on_a_beam_with_three_echoes(case, mode):
     rows = [[(10.0, OTHER, OTHER_M, 1.0)], [(20.0, BUILDING, BUILDING_M, 1.0)], [(30.0, SILO, METAL, 1.0)]]
     out = run(make_hits(rows), p, weights=np.full(3, 1.0 / 3.0))
     ranges, flags = EXPECTED_MODES[(case, mode)]
-    slots = RETURN_MODES[mode]
+    slots = RETURNS_PER_BEAM[mode]
     assert out.valid.shape == (1, slots)
     n = len(ranges)
     assert out.valid[0].tolist() == [True] * n + [False] * (slots - n)
@@ -681,3 +715,33 @@ def test_returns_are_finite_and_in_range_for_any_hits(rows, ambient, mode, rain)
     assert np.all(out.return_flags[v] > 0) and np.all(out.return_flags[~v] == 0)
     # Returns are packed to the front and in range order.
     assert np.all(v[:, :-1] | ~v[:, 1:])
+
+
+def test_draw_positions_by_hand():
+    # 2 columns x 2 rings; cells 0 .. 3 have 2, 1, 1 and 2 echoes. Ring-major: ring 0 (cells 0
+    # and 2), then ring 1 (cells 1 and 3): cell 0 takes pairs 0 and 1, cell 2 pair 2, cell 1
+    # pair 3, cell 3 pairs 4 and 5.
+    cell = np.array([0, 0, 1, 2, 3, 3])
+    assert draw_positions(cell, columns=2, rings=2).tolist() == [0, 1, 3, 2, 4, 5]
+    assert draw_positions(np.zeros(0, np.int64), 2, 2).size == 0
+
+
+@pytest.mark.parametrize("blocks", [2, 5])
+@pytest.mark.parametrize("rain", [0.0, 30.0])
+def test_any_split_into_blocks_gives_the_same_bits(blocks, rain):
+    rng = np.random.default_rng(4)
+    rows = []
+    for _ in range(40):
+        n = int(rng.integers(0, 4))
+        ranges = np.sort(rng.uniform(0.6, 60.0, n))
+        kinds = rng.choice([(CORN, CORN_LEAF), (BUILDING, BUILDING_M), (GROUND, SOIL)], n)
+        rows.append([(float(r), int(c), int(m), float(rng.uniform(0.1, 1.0))) for r, (c, m) in zip(ranges, kinds)])
+    hits = make_hits(rows, k=4)
+    p = params_for(columns=20, rings=2, return_mode="triple_first_strongest_last", pulse_length_m=1.0)
+    opts = BeamModelOptions(noise=True, rain_mm_per_h=rain, visibility_m=500.0 if rain else math.inf)
+    one_streams, split_streams = NoiseStreams(3), NoiseStreams(3)
+    one = run(hits, p, opts, streams=one_streams, scan_index=2)
+    split = run(hits, p, opts, streams=split_streams, scan_index=2, blocks=blocks)
+    for name in one.__dataclass_fields__:
+        assert np.array_equal(getattr(one, name), getattr(split, name), equal_nan=True), name
+    assert (one_streams.noise.state, one_streams.rain.state) == (split_streams.noise.state, split_streams.rain.state)

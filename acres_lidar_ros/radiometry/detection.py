@@ -1,0 +1,254 @@
+"""The part of ProcessBeam that needs the whole scan: clutter, noise, detection and returns.
+
+``finish_returns`` takes the ``BeamBlock``s of every beam of a scan (``echoes.prepare_block``)
+and completes them, in the order the spec's streams run:
+
+1. **Clutter** (rain and fog with clutter on): slabs of ``min_return_separation_m`` from
+   ``min_range_m`` to the smallest of ``clutter_max_range_m``, ``range_m`` and the beam's nearest
+   solid hit; ``P = rho_slab`` (the whole beam, ``g = 1``), class precipitation, material other.
+   Slabs under the skip rule ``S + 5 sqrt(S + B) < S_T`` are dropped. The slabs are listed and
+   their drops drawn from the rain stream in ring-major beam order (``weather``). The slabs join
+   the beams' contributions and the echoes are formed then (``echoes.form_echoes``).
+2. **Noise draws.** Each echo takes two 32-bit outputs of the noise stream (``NoiseStreams``:
+   state seed + 2018, sequence 3), which give ``n1`` and ``n2`` as the two branches of one
+   Box-Muller pair; echoes in range order, beams in ring-major sequence: the beam with ring ``r``
+   and column ``c`` is number ``r N_c + c`` (the cells are ``c N_r + r``). With noise off the
+   numbers are drawn all the same and not used, so the stream stays aligned.
+3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
+   extinction), ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
+   ``R_min <= R_e <= R_max``; ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
+   ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
+   ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
+4. **Returns** by ``return_mode`` (``returns.select_returns``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
+from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
+from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
+from acres_lidar_ros.radiometry.noise import NoiseStreams
+from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, signal_counts
+from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
+from acres_lidar_ros.radiometry.weather import (
+    clutter_slabs,
+    mean_drops_in_slab,
+    slab_drop_energy,
+    slab_is_skipped,
+    slab_reflectance,
+)
+from acres_lidar_ros.tracing.hits import NO_OBJECT
+
+PRECIPITATION_CLASS = CLASS_ID["precipitation"]
+PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
+MAX_SIGNAL_COUNTS = 65535
+
+
+@dataclass(frozen=True)
+class ScanEchoes:
+    """Every echo of a scan after detection (what the returns were chosen from).
+
+    Attributes
+    ----------
+    index : int
+        The scan's number in its run.
+    cell : (e,) int64
+        Beam of each echo; beams in cell order, echoes in range order.
+    range_m : (e,) float64
+        ``R_e``, m (before the range noise).
+    signal_counts : (e,) float64
+        ``S``, the mean signal after extinction.
+    measured_counts : (e,) float64
+        ``S'`` (``S`` with noise off).
+    detected : (e,) bool
+    """
+
+    index: int
+    cell: np.ndarray
+    range_m: np.ndarray
+    signal_counts: np.ndarray
+    measured_counts: np.ndarray
+    detected: np.ndarray
+
+
+def finish_returns(
+    blocks: list[BeamBlock], model: BeamModel, streams: NoiseStreams, index: int
+) -> tuple[Returns, ScanEchoes]:
+    """The returns of a scan from the blocks of all its beams (see the module notes).
+
+    Parameters
+    ----------
+    blocks : list of BeamBlock
+        Their ``cells`` hold every cell of the scan once, in any order of blocks.
+    model : BeamModel
+        The model the blocks were prepared with.
+    streams : NoiseStreams
+        The run's streams; ``noise`` (and ``rain`` with rain clutter) advance.
+    index : int
+        The scan's number (kept in the ``ScanEchoes``).
+
+    Returns
+    -------
+    Returns of shape (columns * rings, R), and the scan's echoes.
+
+    Raises
+    ------
+    ValueError
+        When the blocks' cells are not every cell once (nothing is drawn then).
+    """
+    config = model.config
+    n_beams = model.beams
+    cells = np.concatenate([block.cells for block in blocks]) if blocks else np.zeros(0, np.int64)
+    if cells.size and (cells.min() < 0 or cells.max() >= n_beams):
+        raise ValueError(f"a block has a cell outside 0 .. {n_beams - 1}")
+    seen = np.bincount(cells, minlength=n_beams)
+    if not (seen == 1).all():
+        raise ValueError(
+            f"the blocks must hold each of the {n_beams} cells once; "
+            f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated"
+        )
+    if model.has_clutter:
+        nearest_solid = np.empty(n_beams)
+        for block in blocks:
+            nearest_solid[block.cells] = block.nearest_solid_m
+        slabs = clutter_contributions(model, streams, nearest_solid)
+        parts = [block.contributions for block in blocks] + [slabs]
+        echoes = form_echoes(Contributions.concatenate(parts), config.min_return_separation_m)
+    else:
+        echoes = Echoes.concatenate([block.echoes for block in blocks if block.echoes is not None])
+    return detect(echoes, model, streams, index)
+
+
+def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray) -> Contributions:
+    """Step 1 of the module notes: the slabs of every beam that survive the skip rule, as
+    contributions in cell order (the rain stream advances)."""
+    config, atm = model.config, model.atmosphere
+    rad = config.radiometry
+    n_rings, n_columns = config.rings, config.columns
+    separation = config.min_return_separation_m
+    stop = np.minimum(nearest_solid_m, min(config.weather.clutter_max_range_m, config.range_m))
+    cells_rm = ring_major_cells(n_columns, n_rings)
+    slab_rm, center_m = clutter_slabs(stop[cells_rm], config.min_range_m, separation)
+    cell = cells_rm[slab_rm]
+    if atm.drop_density_per_m3 > 0.0 and cell.size:
+        mean_drops = mean_drops_in_slab(
+            atm.drop_density_per_m3, config.weather.exit_diameter_m, center_m, config.beam_divergence_rad, separation
+        )
+        energy = slab_drop_energy(streams.rain, mean_drops)
+    else:
+        mean_drops = energy = np.zeros(cell.size)
+    rho_slab = slab_reflectance(atm.beta_fog_per_m_sr, atm.beta_rain_per_m_sr, separation, mean_drops, energy)
+    signal = signal_counts(
+        rho_slab,
+        center_m,
+        1.0,
+        rad.signal_at_10pct_counts,
+        rad.ring_range_at_10pct_m[cell % n_rings],
+        rad.overlap_range_m,
+        atm.alpha_per_m,
+    )
+    keep = np.flatnonzero(
+        ~slab_is_skipped(signal, rad.ambient_counts, model.detection_threshold_counts) & (rho_slab > 0)
+    )
+    cell, center_m, rho_slab = cell[keep], center_m[keep], rho_slab[keep]
+    order = np.argsort(cell, kind="stable")  # ring-major -> cell order; a beam's slabs stay in range order
+    m = cell.size
+    return Contributions(
+        cell[order],
+        center_m[order],
+        rho_slab[order],
+        np.ones(m),
+        np.full(m, PRECIPITATION_CLASS, np.uint8),
+        np.full(m, PRECIPITATION_MATERIAL, np.uint8),
+        np.full(m, NO_OBJECT, np.int32),
+    )
+
+
+def draw_positions(cell: np.ndarray, columns: int, rings: int) -> np.ndarray:
+    """Step 2 of the module notes: the place of each echo's pair in the noise stream.
+
+    ``cell`` (e,) is the beam of each echo, beams in cell order and echoes in range order (the
+    echoes of a beam together). Returns (e,) int64: a permutation of ``0 .. e - 1``.
+    """
+    n_echo = cell.size
+    if n_echo == 0:
+        return np.zeros(0, np.int64)
+    count = np.bincount(cell, minlength=columns * rings)
+    first = np.cumsum(count) - count  # first echo of each cell
+    rank = np.arange(n_echo) - first[cell]
+    count_rm = count[ring_major_cells(columns, rings)]
+    offset_rm = np.cumsum(count_rm) - count_rm
+    return offset_rm[(cell % rings) * columns + cell // rings] + rank
+
+
+def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) -> tuple[Returns, ScanEchoes]:
+    """Steps 2 to 4 of the module notes for the echoes of a whole scan (cell order)."""
+    config = model.config
+    rad = config.radiometry
+    n_beams, slots = model.beams, model.returns_per_beam
+    n_echo = echoes.cell.size
+    n1_drawn, n2_drawn = streams.noise_pairs(n_echo)
+    draw = draw_positions(echoes.cell, config.columns, config.rings)
+    ring = echoes.cell % config.rings
+    clear = signal_counts(
+        echoes.reflectance,
+        echoes.range_m,
+        echoes.peak,
+        rad.signal_at_10pct_counts,
+        rad.ring_range_at_10pct_m[ring],
+        rad.overlap_range_m,
+    )
+    alpha = model.atmosphere.alpha_per_m
+    signal = clear * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else clear
+    if model.noise:
+        n1, n2 = n1_drawn[draw], n2_drawn[draw]
+        measured = signal + np.sqrt(np.maximum(signal + rad.ambient_counts, 0.0)) * n1
+        sigma_r = range_sigma_m(
+            signal, rad.ambient_counts, rad.signal_at_10pct_counts, config.std_m, rad.range_std_low_snr_m
+        )
+        range_meas = np.clip(echoes.range_m + sigma_r * n2, 0.0, config.range_m)
+    else:
+        measured = signal
+        range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
+    detected = (
+        (measured >= model.detection_threshold_counts)
+        & (echoes.range_m >= config.min_range_m)
+        & (echoes.range_m <= config.range_m)
+    )
+    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected)
+    det = np.flatnonzero(detected)
+    out = empty_returns(n_beams, slots)
+    if det.size == 0:
+        return out, scan_echoes
+
+    # --- 4. Return selection among the detected echoes (beam-major, range order). ---
+    d_cell = echoes.cell[det]
+    lit_start = np.flatnonzero(np.r_[True, d_cell[1:] != d_cell[:-1]])
+    lit_beams = d_cell[lit_start]
+    d_n = np.diff(np.r_[lit_start, det.size])
+    chosen, flags = select_returns(config.return_mode, measured[det], lit_start, d_n)
+    lit_row, slot_col = np.nonzero(chosen >= 0)
+    pick = det[chosen[lit_row, slot_col]]  # echo of each return
+    at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
+    ret_measured = measured[pick]
+    ret_clear = clear[pick]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reflectivity = np.where(
+            ret_clear > 0.0, echoes.reflectance[pick] * np.maximum(ret_measured, 0.0) / ret_clear, 0.0
+        )
+    out.range_m.reshape(-1)[at] = range_meas[pick]
+    out.valid.reshape(-1)[at] = True
+    out.reflectivity.reshape(-1)[at] = reflectivity
+    out.signal.reshape(-1)[at] = np.floor(
+        np.clip(ret_measured, 0.0, min(rad.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5
+    )
+    out.intensity.reshape(-1)[at] = intensity_byte(reflectivity)
+    out.class_id.reshape(-1)[at] = echoes.class_id[pick]
+    out.material_id.reshape(-1)[at] = echoes.material_id[pick]
+    out.object_id.reshape(-1)[at] = echoes.object_id[pick]
+    out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
+    return out, scan_echoes

@@ -1,0 +1,352 @@
+"""From the surface hits of a block of beams to their echoes (AcresLidar::ProcessBeam, the part
+that draws nothing).
+
+Everything here depends on each beam's own hits only, so the ``Sweep`` runs it on every column
+block as it is traced, before the scan's stamp. The spec's equations come from ``physics`` and
+``noise`` (vectorised numpy over the block); what is left here is the bookkeeping between them:
+
+1. **Contributions** (``contributions``). Hits of a sub-ray are taken in range order; ``T`` is
+   the product of the transmissions of the foliage hits in front (``T = 1`` at the start). A
+   hit contributes ``P = w_j T^2 (1 - tau) rho_bs a``; foliage passes light (``tau`` of its
+   material), a solid hit has ``tau = 0`` and ends the sub-ray. Hits behind the end get no light.
+2. **Ground relief and texture** (class ground only, each term off when its parameter is 0):
+   micro-slope ``theta'`` from the 0.25 m cell normal (key ``seed``), albedo ``a`` from the 0.1 m
+   cell normal (key ``seed + 1``), roughness from the normal of the (scan, beam, sub-ray) hash
+   (key ``seed + 2``). Hashes, so the noise stream is untouched. ``theta'`` replaces ``theta``
+   for the backscatter, the roughness and the echo stretch.
+3. **Echo stretch** ``g = L / sqrt(L^2 + (R tan theta beta_p)^2)`` with ``beta_p = beta_v`` for
+   ground and ``beta`` for other solids; ``g = 1`` for foliage that passes light.
+4. **Echoes** (``form_echoes``). All contributions of a beam with ``P > 0`` in range order; an
+   echo starts at the nearest contribution not yet in an echo and takes every contribution
+   within ``min_return_separation_m`` of it (``R_i - R_first <= separation``). ``rho_e = sum P``,
+   ``R_e`` and ``g_e`` are ``P``-weighted means; class, material and object are those of the
+   largest contribution (the nearest one on a tie).
+
+With rain or fog clutter the slabs are contributions too, and they need the rain stream in the
+whole scan's ring-major order: then ``detection.finish_returns`` forms the echoes.
+
+Foliage option: with ``foliage_solid`` the tracer stops at foliage and a foliage hit is a solid
+surface: ``tau = 0``, the sub-ray ends there, the echo stretch uses ``beta`` and the hit ends
+the clutter slabs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS
+from acres_lidar_ros.radiometry.model import BeamModel
+from acres_lidar_ros.radiometry.noise import place_normal, roughness_normal
+from acres_lidar_ros.radiometry.physics import (
+    MAX_TILT_RAD,
+    footprint_range_spread_m,
+    minnaert_backscatter,
+    pulse_peak_factor,
+    rough_range_sigma_m,
+)
+from acres_lidar_ros.radiometry.returns import segment_first_argmax
+from acres_lidar_ros.tracing.hits import Hits
+
+MICRO_SLOPE_CELL_M = 0.25
+ALBEDO_CELL_M = 0.1
+MIN_ROUGH_RANGE_M = 0.01
+GROUND_CLASS = CLASS_ID["ground"]
+
+
+@dataclass(frozen=True)
+class Contributions:
+    """The lit contributions of some beams, in beam (cell) order and range order within a beam.
+
+    Attributes
+    ----------
+    cell : (m,) int64
+        Cell ``c N_r + r`` of each contribution's beam.
+    range_m, power, peak : (m,) float64
+        ``R`` (after the roughness move), ``P`` (> 0) and ``g``.
+    class_id, material_id : (m,) uint8
+    object_id : (m,) int32
+    """
+
+    cell: np.ndarray
+    range_m: np.ndarray
+    power: np.ndarray
+    peak: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    object_id: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: list[Contributions]) -> Contributions:
+        """The contributions of several groups, by beam (cell) and range; on a tie of both the
+        earlier group's come first."""
+        names = Contributions.__dataclass_fields__
+        joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
+        if not _sorted_by_beam_and_range(joined["cell"], joined["range_m"]):
+            order = np.lexsort((joined["range_m"], joined["cell"]))  # stable: earlier parts first on a tie
+            joined = {name: a[order] for name, a in joined.items()}
+        return Contributions(**joined)
+
+
+@dataclass(frozen=True)
+class Echoes:
+    """The echoes of some beams, beams in cell order and echoes in range order within a beam.
+
+    Attributes
+    ----------
+    cell : (e,) int64
+    range_m, reflectance, peak : (e,) float64
+        ``R_e``, ``rho_e`` and ``g_e``.
+    class_id, material_id : (e,) uint8
+    object_id : (e,) int32
+    """
+
+    cell: np.ndarray
+    range_m: np.ndarray
+    reflectance: np.ndarray
+    peak: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    object_id: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: list[Echoes]) -> Echoes:
+        """Echoes of several groups of beams, beams in cell order (a beam's echoes stay in order)."""
+        names = Echoes.__dataclass_fields__
+        if len(parts) == 1:
+            return parts[0]
+        joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
+        cell = joined["cell"]
+        if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
+            order = np.argsort(cell, kind="stable")
+            joined = {name: a[order] for name, a in joined.items()}
+        return Echoes(**joined)
+
+
+@dataclass(frozen=True)
+class BeamBlock:
+    """What a block of beams gives before the stamp (``prepare_block``).
+
+    Attributes
+    ----------
+    cells : (n,) int64
+        The block's cells.
+    nearest_solid_m : (n,) float64
+        Range of each beam's nearest solid hit that light reaches, m (inf where none): where
+        its clutter slabs stop.
+    contributions : Contributions
+    echoes : Echoes or None
+        The block's echoes; None when the scan has clutter (then the slabs join first).
+    """
+
+    cells: np.ndarray
+    nearest_solid_m: np.ndarray
+    contributions: Contributions
+    echoes: Echoes | None
+
+
+def prepare_block(
+    hits: Hits,
+    ray_origins_world: np.ndarray,
+    ray_directions_world: np.ndarray,
+    weights: np.ndarray,
+    model: BeamModel,
+    seed: int,
+    scan_index: int,
+    cells: np.ndarray,
+) -> BeamBlock:
+    """Contributions and (without clutter) echoes of a block of beams: see the module notes.
+
+    Parameters
+    ----------
+    hits : Hits of shape (n * S, K)
+        Sub-ray ``j`` of the block's beam ``i`` is row ``i * S + j``.
+    ray_origins_world, ray_directions_world : (n * S, 3) float64
+        Lens centre and unit direction of each sub-ray in the world, m (for the ground cells).
+    weights : (S,) float64
+        ``w_j``.
+    model : BeamModel
+    seed : int
+        The run's seed: key of the ground hashes.
+    scan_index : int
+        Scan number in the run (the roughness hash).
+    cells : (n,) int64
+        Cell of each beam of the block.
+
+    Raises
+    ------
+    ValueError
+        For rows that do not match ``cells`` and ``weights``, or a valid hit whose range is not
+        finite and >= 0.
+    IndexError
+        For a class or material number outside the tables.
+    """
+    cells = np.asarray(cells, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    n_rows = hits.shape[0]
+    if weights.size < 1 or n_rows != cells.size * weights.size:
+        raise ValueError(f"hits have {n_rows} rows; expected beams * sub_rays = {cells.size} * {weights.size}")
+    origins = np.asarray(ray_origins_world, dtype=np.float64)
+    directions = np.asarray(ray_directions_world, dtype=np.float64)
+    if origins.shape != (n_rows, 3) or directions.shape != (n_rows, 3):
+        raise ValueError(f"ray origins {origins.shape} and directions {directions.shape} must both be ({n_rows}, 3)")
+    contributions, nearest_solid = contributions_of_hits(
+        hits, origins, directions, weights, model, seed, scan_index, cells
+    )
+    echoes = None if model.has_clutter else form_echoes(contributions, model.config.min_return_separation_m)
+    return BeamBlock(cells, nearest_solid, contributions, echoes)
+
+
+def contributions_of_hits(
+    hits: Hits,
+    origins: np.ndarray,
+    directions: np.ndarray,
+    weights: np.ndarray,
+    model: BeamModel,
+    seed: int,
+    scan_index: int,
+    cells: np.ndarray,
+) -> tuple[Contributions, np.ndarray]:
+    """Steps 1 to 3 of the module notes: the lit contributions of the block's beams and each
+    beam's nearest solid range (inputs as ``prepare_block``)."""
+    config = model.config
+    mats = config.materials
+    n_sub = weights.size
+    k_slots = hits.shape[1]
+
+    # --- 1. Which hits light reaches, and the foliage transmission in front of each. ---
+    # Valid slots are a prefix of each row (the Hits contract), so in the flat list of valid
+    # hits the hit in front of slot k > 0 is the previous entry.
+    flat = np.flatnonzero(hits.valid.ravel())
+    slot = flat % k_slots
+    cls = hits.class_id.ravel()[flat]
+    mat = hits.material_id.ravel()[flat].astype(np.intp)
+    passes = np.zeros(flat.size, bool) if model.foliage_solid else IS_FOLIAGE_CLASS[cls]
+    tau_hit = np.where(passes, mats.transmission[mat], 0.0)
+    t_hit = np.ones(flat.size)
+    for k in range(1, k_slots):  # over the hit slots of a sub-ray (a handful), not beams
+        at = np.flatnonzero(slot == k)
+        if at.size == 0:
+            break
+        t_hit[at] = t_hit[at - 1] * tau_hit[at - 1]
+    reached = np.flatnonzero(t_hit > 0.0)
+    if reached.size != flat.size:
+        flat, cls, mat, passes, tau_hit, t_hit = (a[reached] for a in (flat, cls, mat, passes, tau_hit, t_hit))
+    row = flat // k_slots
+    beam = row // n_sub  # the block's beam
+    sub_ray = row - beam * n_sub
+    range_m = hits.range_m.ravel()[flat]
+    if range_m.size and not (np.all(range_m >= 0.0) and np.all(np.isfinite(range_m))):
+        raise ValueError("hits: every valid hit needs a finite range_m >= 0")
+    cos_theta = np.clip(np.abs(hits.cos_incidence.ravel()[flat]), 0.0, 1.0)
+    albedo = np.ones(flat.size)
+
+    # --- 2. Ground relief and texture. ---
+    ground = np.flatnonzero(cls == GROUND_CLASS)
+    is_ground = np.zeros(flat.size, bool)
+    is_ground[ground] = True
+    if ground.size:
+        g_mat = mat[ground]
+        g_row = row[ground]
+        g_range = range_m[ground]
+        point_x = origins[g_row, 0] + g_range * directions[g_row, 0]
+        point_y = origins[g_row, 1] + g_range * directions[g_row, 1]
+        sigma_t = mats.micro_slope_rad[g_mat]
+        tilt = np.flatnonzero(sigma_t > 0.0)
+        theta = np.arccos(cos_theta[ground])
+        if tilt.size:
+            z_slope = place_normal(point_x[tilt], point_y[tilt], MICRO_SLOPE_CELL_M, seed)
+            theta[tilt] += sigma_t[tilt] * z_slope
+        g_cos = np.cos(np.clip(theta, 0.0, MAX_TILT_RAD))
+        cos_theta[ground] = g_cos
+        s_rho = mats.reflectivity_sd[g_mat]
+        tex = np.flatnonzero(s_rho > 0.0)
+        if tex.size:
+            z_albedo = place_normal(point_x[tex], point_y[tex], ALBEDO_CELL_M, seed + 1)
+            albedo[ground[tex]] = np.exp(s_rho[tex] * z_albedo - 0.5 * s_rho[tex] ** 2)
+        sigma_h = mats.roughness_m[g_mat]
+        rough = np.flatnonzero(sigma_h > 0.0)
+        if rough.size:
+            hit = ground[rough]
+            z_rough = roughness_normal(seed, scan_index, cells[beam[hit]], sub_ray[hit])
+            moved = g_range[rough] + rough_range_sigma_m(sigma_h[rough], g_cos[rough]) * z_rough
+            range_m[hit] = np.maximum(MIN_ROUGH_RANGE_M, moved)
+
+    # --- Contribution and echo stretch of each hit. ---
+    rho_bs = minnaert_backscatter(
+        cos_theta,
+        mats.reflectivity[mat],
+        mats.incidence_exponent[mat],
+        mats.specular[mat],
+        mats.specular_width_rad[mat],
+        mats.wet_darkening[mat],
+        hits.wetness.ravel()[flat],
+    )
+    power = weights[sub_ray] * t_hit * t_hit * (1.0 - tau_hit) * rho_bs * albedo
+    if config.pulse_length_m > 0.0:
+        divergence = np.where(is_ground, config.beam_divergence_v_rad, config.beam_divergence_rad)
+        stretch = pulse_peak_factor(config.pulse_length_m, footprint_range_spread_m(range_m, cos_theta, divergence))
+        peak = np.where(passes, 1.0, stretch)
+    else:
+        peak = np.ones(flat.size)
+
+    nearest_solid = np.full(cells.size, np.inf)
+    if model.has_clutter:
+        solid = ~passes
+        np.minimum.at(nearest_solid, beam[solid], range_m[solid])
+
+    lit = np.flatnonzero(power > 0.0)
+    beam, range_m, power, peak = beam[lit], range_m[lit], power[lit], peak[lit]
+    cls, mat_out, obj = cls[lit], mat[lit].astype(np.uint8), hits.object_id.ravel()[flat[lit]]
+    # By beam, then range (stable: ties keep the sub-ray and slot order).
+    if not _sorted_by_beam_and_range(beam, range_m):
+        order = np.lexsort((range_m, beam))
+        beam, range_m, power, peak = beam[order], range_m[order], power[order], peak[order]
+        cls, mat_out, obj = cls[order], mat_out[order], obj[order]
+    return (
+        Contributions(cells[beam], range_m, power, peak, cls.astype(np.uint8), mat_out, obj.astype(np.int32)),
+        nearest_solid,
+    )
+
+
+def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
+    """Step 4 of the module notes: the echoes of contributions in beam and range order."""
+    c = contributions
+    if c.cell.size == 0:
+        empty = np.zeros(0)
+        return Echoes(
+            np.zeros(0, np.int64), empty, empty, empty, *(np.zeros(0, t) for t in (np.uint8, np.uint8, np.int32))
+        )
+    start = np.flatnonzero(_echo_opens(c.cell, c.range_m, float(separation_m)))
+    rho_e = np.add.reduceat(c.power, start)
+    range_e = np.add.reduceat(c.power * c.range_m, start) / rho_e
+    peak_e = np.add.reduceat(c.power * c.peak, start) / rho_e
+    largest = segment_first_argmax(c.power, start)
+    return Echoes(
+        c.cell[start], range_e, rho_e, peak_e, c.class_id[largest], c.material_id[largest], c.object_id[largest]
+    )
+
+
+def _sorted_by_beam_and_range(beam: np.ndarray, range_m: np.ndarray) -> bool:
+    if beam.size < 2:
+        return True
+    step = np.diff(beam)
+    return bool(np.all((step > 0) | ((step == 0) & (range_m[1:] >= range_m[:-1]))))
+
+
+@numba.njit(cache=True, nogil=True)
+def _echo_opens(cell, range_m, separation_m):
+    """Whether each contribution (beam and range order) opens an echo: it is the beam's first,
+    or more than ``separation_m`` behind the first contribution of the echo before it."""
+    n = cell.shape[0]
+    opens = np.empty(n, np.bool_)
+    first_m = 0.0
+    for i in range(n):
+        if i == 0 or cell[i] != cell[i - 1] or range_m[i] > first_m + separation_m:
+            opens[i] = True
+            first_m = range_m[i]
+        else:
+            opens[i] = False
+    return opens
