@@ -20,6 +20,8 @@ setup(
         "mcap>=1.1",
         "tqdm>=4.60",
         "numba>=0.59",
+        # PROSPECT-D leaves and the soil spectra: materials at the sensor's wavelength (GPL-3.0)
+        "prosail>=2.0.5",
     ],
     extras_require={
         "test": [

@@ -34,15 +34,21 @@ from pathlib import Path
 
 import numpy as np
 
+DEFAULT_SPEC_NUMBERS = str(
+    Path(__file__).resolve().parents[1] / "test" / "golden" / "sensors_default_spec_numbers.json"
+)
+"""The default sensor with the spec's numbers instead of the default spectra of leaves and soils
+(issue 12): the same sensor as "default" at d376a36."""
+
 # (name, sensor, overrides, options, seed, stamps as seconds after the tour's start)
 CASES: tuple[tuple[str, str, dict, dict, int, tuple[float, ...]], ...] = (
     ("polaris_farm_seed0", "polaris", {}, {}, 0, (0.1, 0.2, 14.3)),
     ("polaris_farm_seed7", "polaris", {}, {}, 7, (21.7, 33.0, 47.5)),
     ("polaris_rain_seed0", "polaris", {}, {"rain_mm_per_h": 10.0, "visibility_m": 2000.0}, 0, (0.1, 9.0, 27.4)),
     ("polaris_rain_seed3", "polaris", {}, {"rain_mm_per_h": 10.0, "visibility_m": 2000.0}, 3, (40.2, 61.9, 62.0)),
-    ("default_foliage_seed0", "default", {}, {}, 0, (0.1, 3.3, 12.0, 25.5)),
-    ("default_foliage_seed11", "default", {}, {}, 11, (18.0, 36.6, 44.4)),
-    ("default_first_last_seed5", "default", {"return_mode": "dual_first_last"}, {}, 5, (8.8, 30.1, 52.3)),
+    ("default_foliage_seed0", DEFAULT_SPEC_NUMBERS, {}, {}, 0, (0.1, 3.3, 12.0, 25.5)),
+    ("default_foliage_seed11", DEFAULT_SPEC_NUMBERS, {}, {}, 11, (18.0, 36.6, 44.4)),
+    ("default_first_last_seed5", DEFAULT_SPEC_NUMBERS, {"return_mode": "dual_first_last"}, {}, 5, (8.8, 30.1, 52.3)),
 )
 """The runs: 6 Polaris scans on the farm, 6 Polaris scans in rain 10 mm/h with 2 km visibility and
 10 scans of the default 7-sub-ray sensor (dual returns) among the farm's trees and crops."""

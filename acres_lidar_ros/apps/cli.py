@@ -25,6 +25,7 @@ examples:
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
   acres-lidar bag-repair runs/drive                  after a kill or a full disk: rebuild the bag's index
+  acres-lidar materials --sensor default --wavelength 1550   the material table at 1550 nm
 """
 
 
@@ -87,7 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{scan,record,bench,self-table,bag-repair}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{scan,record,bench,self-table,bag-repair,materials}"
+    )
 
     scan = sub.add_parser(
         "scan",
@@ -171,6 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     table.add_argument("--lidar-link", default=LIDAR_LINK, help=f"URDF link of the sensor (default: {LIDAR_LINK})")
     table.add_argument("--force", action="store_true", help="overwrite existing files")
+
+    from acres_lidar_ros.apps.materials import add_materials_arguments
+
+    add_materials_arguments(sub.add_parser("materials", help="the material table at a wavelength, 400 to 2500 nm"))
     return parser
 
 
@@ -439,12 +446,19 @@ def vars_for_json(args: argparse.Namespace) -> dict[str, Any]:
     return jsonable({k: v for k, v in vars(args).items() if not k.startswith("_")})
 
 
+def cmd_materials(args: argparse.Namespace) -> int:
+    from acres_lidar_ros.apps.materials import run_materials
+
+    return run_materials(args)
+
+
 COMMANDS = {
     "scan": cmd_scan,
     "record": cmd_record,
     "bench": cmd_bench,
     "self-table": cmd_self_table,
     "bag-repair": cmd_bag_repair,
+    "materials": cmd_materials,
 }
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from acres_lidar_ros.config.spectral_library import LIBRARY_SAMPLES
 from acres_lidar_ros.errors import ConfigError
 
 RETURNS_PER_BEAM: dict[str, int] = {
@@ -320,6 +321,8 @@ MATERIAL_PARAMS: tuple[Param, ...] = (
 MATERIAL_PARAM: dict[str, Param] = {p.name: p for p in MATERIAL_PARAMS}
 
 # The spec's material table (905 nm estimates): reflectivity, specular, width, transmission, wet.
+# The materials of DEFAULT_SPECTRA take reflectivity and transmission from their spectrum unless
+# a sensors file names numbers; these numbers are then the default of any optical key it leaves out.
 MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
     "other": {"reflectivity": 0.30},
     "soil": {"reflectivity": 0.25, "wet_darkening": 0.5},
@@ -339,6 +342,72 @@ MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
     "mud": {"reflectivity": 0.12},
     "potato_leaf": {"reflectivity": 0.47, "transmission": 0.45},
 }
+
+# A material's "spectrum": its reflectivity and transmission at the sensor's wavelength from a
+# model, resolved once at load (config/spectra.py, docs/materials.md). Ranges: the "typical" ones of
+# the prosail package's README where it gives them (N, chlorophyll, carotenoid, brown pigment,
+# psoil); ours for the rest, wide enough for measured leaves (see docs/materials.md).
+SPECTRUM_MODELS: tuple[str, ...] = ("prospect", "soil", "library")
+SPECTRUM_PARAMS: tuple[Param, ...] = (
+    P("model", "str", None, choices=SPECTRUM_MODELS, description="The spectral model."),
+    P("structure", "float", None, low=0.8, high=2.5, description="prospect: N, leaf structure (plates)."),
+    P("chlorophyll_ug_cm2", "float", None, "ug/cm^2", low=0, high=80, description="prospect: C_ab, chlorophyll a+b."),
+    P("water_cm", "float", None, "cm", low=0, high=0.1, description="prospect: C_w, equivalent water thickness."),
+    P(
+        "dry_matter_g_cm2",
+        "float",
+        None,
+        "g/cm^2",
+        low=0,
+        high=0.05,
+        description="prospect: C_m, dry matter (leaf mass per area).",
+    ),
+    P("carotenoid_ug_cm2", "float", 8.0, "ug/cm^2", low=0, high=20, description="prospect: C_car, carotenoids."),
+    P("anthocyanin_ug_cm2", "float", 0.0, "ug/cm^2", low=0, high=40, description="prospect: C_ant, anthocyanins."),
+    P("brown_pigment", "float", 0.0, low=0, high=1, description="prospect: C_brown, brown pigments (arbitrary units)."),
+    P("dry_fraction", "float", None, low=0, high=1, description="soil: psoil, 1 the dry soil spectrum, 0 the wet one."),
+    P("brightness", "float", 1.0, low=0, high=1.9, description="soil: rsoil, scales the mixed soil spectrum."),
+    P("sample", "str", None, choices=tuple(LIBRARY_SAMPLES), description="library: the measured sample."),
+)
+SPECTRUM_PARAM: dict[str, Param] = {p.name: p for p in SPECTRUM_PARAMS}
+SPECTRUM_KEYS: dict[str, tuple[str, ...]] = {
+    "prospect": (
+        "structure",
+        "chlorophyll_ug_cm2",
+        "water_cm",
+        "dry_matter_g_cm2",
+        "carotenoid_ug_cm2",
+        "anthocyanin_ug_cm2",
+        "brown_pigment",
+    ),
+    "soil": ("dry_fraction", "brightness"),
+    "library": ("sample",),
+}
+"""The keys of each model besides ``model``; those whose default is None are required."""
+
+SPECTRUM_WAVELENGTH_NM: tuple[float, float] = (400.0, 2500.0)
+"""The wavelengths every spectrum is defined at (a library sample may cover less)."""
+
+OPTICAL_KEYS: tuple[str, ...] = ("reflectivity", "transmission")
+"""The material keys a spectrum gives; a material names these or a spectrum, never both."""
+
+# The default spectra. Chlorophyll and water are typical green-leaf values (the issue's example,
+# 40 ug/cm^2 and 0.01 cm); N and dry matter are fitted so that PROSPECT-D at 905 nm gives the
+# spec's table above to within 1e-4 (its 905 nm estimates). tree_foliage stays numeric: its
+# transmission 0.6 is that of a crown layer with its gaps (rho + tau > 1), which no leaf gives.
+# The soils' dry fractions give the spec's 0.25 and 0.12 at 905 nm.
+DEFAULT_SPECTRA: dict[str, dict[str, Any]] = {
+    name: {"model": "prospect", "structure": n, "chlorophyll_ug_cm2": 40.0, "water_cm": 0.01, "dry_matter_g_cm2": cm}
+    for name, n, cm in (
+        ("corn_leaf", 1.452, 0.00502),
+        ("soybean_leaf", 1.696, 0.00729),
+        ("potato_leaf", 1.664, 0.00847),
+        ("shrub", 1.368, 0.0085),
+        ("grass", 1.452, 0.00502),
+    )
+}
+DEFAULT_SPECTRA["soil"] = {"model": "soil", "dry_fraction": 0.49}
+DEFAULT_SPECTRA["mud"] = {"model": "soil", "dry_fraction": 0.115}
 
 # Scan options (command line and node parameters), not keys of the sensors file.
 OPTION_PARAMS: tuple[Param, ...] = (
@@ -376,4 +445,10 @@ def markdown_table() -> str:
             if isinstance(default, bool):
                 default = str(default).lower()
             rows.append(f"| `{prefix}{p.name}` | {p.kind} | {p.unit} | {default} | {p.allowed()} | {p.description} |")
+    for p in SPECTRUM_PARAMS:
+        default = "required" if p.default is None else p.default
+        rows.append(
+            f"| `lidar.materials.<name>.spectrum.{p.name}` | {p.kind} | {p.unit} | {default} | {p.allowed()} "
+            f"| {p.description} |"
+        )
     return "\n".join(rows)

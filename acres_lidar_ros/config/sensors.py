@@ -6,6 +6,14 @@ names are nested objects: ``"radiometry": {...}``, ``"weather": {...}``) and ``"
 ``"extends": "sensors.json"`` (relative to itself): it is then an overlay that changes only the
 keys it names. Keys whose name starts with ``_`` are comments. Degrees appear only in keys
 ending ``_deg`` and are converted to radians here, once.
+
+A material gives its optical keys (``reflectivity``, ``transmission``) as numbers or as a
+``"spectrum"`` (``spectra``), never both in one entry. The spectrum is resolved here, once, at
+the sensor's ``wavelength_nm``. In an overlay, a material that names numbers replaces the
+spectrum it inherits and one that names a spectrum replaces the numbers; ``"spectrum": null``
+asks for the numbers of the spec's table. Without either, a material of
+``schema.DEFAULT_SPECTRA`` takes its default spectrum; an optical key a numeric material leaves
+out takes the spec's table (``schema.MATERIAL_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -21,7 +29,16 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
-from acres_lidar_ros.config.schema import LIDAR_PARAM, LIDAR_PARAMS, MATERIAL_DEFAULTS, MATERIAL_PARAM, MATERIAL_PARAMS
+from acres_lidar_ros.config.schema import (
+    DEFAULT_SPECTRA,
+    LIDAR_PARAM,
+    LIDAR_PARAMS,
+    MATERIAL_DEFAULTS,
+    MATERIAL_PARAM,
+    MATERIAL_PARAMS,
+    OPTICAL_KEYS,
+)
+from acres_lidar_ros.config.spectra import check_spectrum, resolve_spectrum
 from acres_lidar_ros.errors import ConfigError
 
 PACKAGE = "acres_lidar_ros"
@@ -142,7 +159,7 @@ class SensorConfig:
 
     def with_overrides(self, overrides: dict[str, Any]) -> SensorConfig:
         """A new config with dotted lidar keys replaced (``{"return_mode": "first"}``), validated."""
-        merged = copy.deepcopy(self.effective)
+        merged = _strip_comments(copy.deepcopy(self.effective))
         for key, value in overrides.items():
             if key not in LIDAR_PARAM:
                 raise ConfigError(f"lidar.{key}: unknown key; allowed: {', '.join(sorted(LIDAR_PARAM))}")
@@ -211,7 +228,8 @@ def _read_with_extends(path: Path, chain: tuple[Path, ...]) -> dict:
         if not base_path.is_file():
             raise ConfigError(f"{path}: extends = {base_name!r}: file {str(base_path)!r} does not exist")
         base = _read_with_extends(base_path, chain + (resolved,))
-        return {"lidar": _deep_merge(base.get("lidar", {}), lidar)}
+        return {"lidar": _merge_lidar(base.get("lidar", {}), lidar, str(path))}
+    _check_material_sources(lidar, str(path))
     return {"lidar": lidar}
 
 
@@ -221,6 +239,44 @@ def _strip_comments(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_comments(v) for v in value]
     return value
+
+
+def _check_material_sources(lidar: dict, where: str) -> None:
+    """One file's materials: numbers or a spectrum, never both in one entry."""
+    materials = lidar.get("materials")
+    if not isinstance(materials, dict):
+        return  # _materials names the malformed block
+    for name, entry in materials.items():
+        if isinstance(entry, dict):
+            _one_source(entry, f"{where}: lidar.materials.{name}")
+
+
+def _one_source(entry: dict, where: str) -> None:
+    named = [key for key in OPTICAL_KEYS if key in entry]
+    if named and entry.get("spectrum") is not None:
+        raise ConfigError(
+            f"{where} gives both a spectrum and {' and '.join(named)}: expected the numbers "
+            f"({', '.join(OPTICAL_KEYS)}) or a spectrum, not both"
+        )
+
+
+def _merge_lidar(base: dict, overlay: dict, where: str) -> dict:
+    """An overlay's lidar block over its base's; a material's numbers and spectrum replace each other."""
+    _check_material_sources(overlay, where)
+    base = copy.deepcopy(base)
+    base_materials = base.get("materials")
+    overlay_materials = overlay.get("materials")
+    if isinstance(base_materials, dict) and isinstance(overlay_materials, dict):
+        for name, entry in overlay_materials.items():
+            inherited = base_materials.get(name)
+            if not (isinstance(entry, dict) and isinstance(inherited, dict)):
+                continue
+            if any(key in entry for key in OPTICAL_KEYS):
+                inherited.pop("spectrum", None)
+            if "spectrum" in entry:
+                for key in OPTICAL_KEYS:
+                    inherited.pop(key, None)
+    return _deep_merge(base, overlay)
 
 
 def _deep_merge(base: dict, overlay: dict) -> dict:
@@ -298,11 +354,11 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         if v["radiometry.ring_range_at_10pct_m"] is None
         else np.asarray(v["radiometry.ring_range_at_10pct_m"], dtype=np.float64)
     )
-    materials = _materials(flat.get("materials", {}))
+    materials, material_rows = _materials(flat.get("materials", {}), v["wavelength_nm"])
     beta = v["beam_divergence_mrad"] * 1e-3
     beta_v = v["beam_divergence_v_mrad"] * 1e-3 or beta
 
-    effective = {"lidar": _effective(v, flat.get("materials", {}), rings)}
+    effective = {"lidar": _effective(v, material_rows, rings)}
     self_returns = Path(v["self_returns"]) if v["self_returns"] else None
     return SensorConfig(
         enabled=v["enabled"],
@@ -352,29 +408,55 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
     )
 
 
-def _materials(entries: Any) -> MaterialTable:
+def _materials(entries: Any, wavelength_nm: float) -> tuple[MaterialTable, dict[str, dict[str, Any]]]:
+    """The material table at ``wavelength_nm`` and each material's effective entry (its numbers,
+    or its spectrum with the resolved numbers under the comment key ``_resolved``)."""
     if not isinstance(entries, dict):
         raise ConfigError(f"lidar.materials = {entries!r}: expected an object of material name -> keys")
-    rows: dict[str, dict[str, float]] = {}
+    unknown = [name for name in entries if name not in MATERIAL_NAMES]
+    if unknown:
+        raise ConfigError(f"lidar.materials.{unknown[0]}: unknown material; allowed: {', '.join(MATERIAL_NAMES)}")
+    rows: dict[str, dict[str, Any]] = {}
+    effective: dict[str, dict[str, Any]] = {}
     for name in MATERIAL_NAMES:
-        rows[name] = {p.name: p.default for p in MATERIAL_PARAMS}
-        rows[name].update(MATERIAL_DEFAULTS[name])
-    for name, entry in entries.items():
-        if name not in rows:
-            raise ConfigError(f"lidar.materials.{name}: unknown material; allowed: {', '.join(MATERIAL_NAMES)}")
+        where = f"lidar.materials.{name}"
+        entry = entries.get(name, {})
         if not isinstance(entry, dict):
-            raise ConfigError(f"lidar.materials.{name} = {entry!r}: expected an object")
+            raise ConfigError(f"{where} = {entry!r}: expected an object")
+        row: dict[str, Any] = {p.name: p.default for p in MATERIAL_PARAMS}
+        row.update(MATERIAL_DEFAULTS[name])
         for key, value in entry.items():
+            if key == "spectrum":
+                continue
             if key not in MATERIAL_PARAM:
-                raise ConfigError(
-                    f"lidar.materials.{name}.{key}: unknown key; allowed: {', '.join(p.name for p in MATERIAL_PARAMS)}"
+                allowed = ", ".join([p.name for p in MATERIAL_PARAMS] + ["spectrum"])
+                raise ConfigError(f"{where}.{key}: unknown key; allowed: {allowed}")
+            row[key] = MATERIAL_PARAM[key].validate(value, f"{where}.{key}")
+        _one_source(entry, where)
+        if any(key in entry for key in OPTICAL_KEYS):
+            spectrum = None
+        elif "spectrum" in entry:
+            spectrum = entry["spectrum"]  # None: the spec's numbers
+        else:
+            spectrum = DEFAULT_SPECTRA.get(name)
+        effective_row = dict(row)
+        if spectrum is not None:
+            checked = check_spectrum(spectrum, f"{where}.spectrum")
+            resolved = resolve_spectrum(checked, wavelength_nm, f"{where}.spectrum")
+            for key, value in resolved.items():
+                row[key] = MATERIAL_PARAM[key].validate(
+                    value, f"{where}.{key} (from its spectrum at {wavelength_nm:g} nm)"
                 )
-            rows[name][key] = MATERIAL_PARAM[key].validate(value, f"lidar.materials.{name}.{key}")
+                del effective_row[key]
+            effective_row["spectrum"] = checked
+            effective_row["_resolved"] = {"wavelength_nm": wavelength_nm, **resolved}
+        rows[name] = row
+        effective[name] = effective_row
 
     def column(key: str) -> np.ndarray:
         return np.array([rows[n][key] for n in MATERIAL_NAMES], dtype=np.float64)
 
-    return MaterialTable(
+    table = MaterialTable(
         names=MATERIAL_NAMES,
         reflectivity=column("reflectivity"),
         specular=column("specular"),
@@ -386,9 +468,10 @@ def _materials(entries: Any) -> MaterialTable:
         reflectivity_sd=column("reflectivity_sd"),
         roughness_m=column("roughness_m"),
     )
+    return table, effective
 
 
-def _effective(values: dict[str, Any], material_entries: dict, rings: int) -> dict:
+def _effective(values: dict[str, Any], material_rows: dict[str, dict[str, Any]], rings: int) -> dict:
     lidar: dict[str, Any] = {}
     for name, value in values.items():
         node = lidar
@@ -397,11 +480,5 @@ def _effective(values: dict[str, Any], material_entries: dict, rings: int) -> di
             node = node.setdefault(parent, {})
         node[leaf] = value
     lidar["rings"] = rings
-    materials = {}
-    for name in MATERIAL_NAMES:
-        row = {p.name: p.default for p in MATERIAL_PARAMS}
-        row.update(MATERIAL_DEFAULTS[name])
-        row.update(material_entries.get(name, {}))
-        materials[name] = row
-    lidar["materials"] = materials
+    lidar["materials"] = copy.deepcopy(material_rows)
     return lidar
