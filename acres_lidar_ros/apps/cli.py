@@ -238,13 +238,13 @@ def _run_dir(out: Path | None, command: str) -> Path:
     return Path("runs") / f"{command}_{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
 
 
-def _stopped(args) -> int | None:
+def _stopped(args: argparse.Namespace) -> int | None:
     """The exit status when a stop signal came (``128 + signal``), else None."""
     stop: StopSignals = args._stop
     return None if stop.requested is None else exit_code(stop.requested)
 
 
-def cmd_scan(args) -> int:
+def cmd_scan(args: argparse.Namespace) -> int:
     import numpy as np
 
     from acres_lidar_ros.apps.recorder import single_scan
@@ -280,7 +280,7 @@ def cmd_scan(args) -> int:
     return 0
 
 
-def cmd_record(args) -> int:
+def cmd_record(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
@@ -343,7 +343,7 @@ def cmd_record(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
@@ -387,7 +387,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_self_table(args) -> int:
+def cmd_self_table(args: argparse.Namespace) -> int:
     """Trace the URDF body (``body.self_table``), write the table and its statistics whole
     (``outputs``), print the statistics."""
     from acres_lidar_ros.body.self_table import generate_self_table
@@ -431,7 +431,7 @@ def cmd_self_table(args) -> int:
     return 0
 
 
-def cmd_bag_repair(args) -> int:
+def cmd_bag_repair(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.bag_repair import repair_run
 
     for line in repair_run(args.dir):

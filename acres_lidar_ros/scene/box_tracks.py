@@ -153,7 +153,10 @@ def _track(entry: Any, where: str) -> BoxTrack:
     samples = entry.get("samples")
     if not isinstance(samples, list) or not samples:
         raise SceneError(f"{where}.samples: expected a non-empty list of samples")
-    times, centres, quats, halves = [], [], [], []
+    times: list[float] = []
+    centres: list[np.ndarray] = []
+    quats: list[np.ndarray] = []
+    halves: list[np.ndarray] = []
     for i, sample in enumerate(samples):
         at = f"{where}.samples[{i}]"
         if not isinstance(sample, dict) or set(sample) - {"_comment"} != set(SAMPLE_KEYS):

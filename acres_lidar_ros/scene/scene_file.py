@@ -248,11 +248,12 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str) -> None:
         raise r.fail(f"{key}.name", name, "must be a string")
     material = r.name_of(obj, "material", key, MATERIAL_NAMES)
     yaw = math.radians(r.number(obj, "yaw_deg", key, default=0.0))
-    cls = None
+    cls = ""  # the class of a mesh, box, cylinder or crop field (trees and the rest have their own)
     if kind in ("mesh", "box", "cylinder", "crop_field"):
-        cls = r.name_of(obj, "class", key, CLASS_NAMES)
-        if cls is None:
+        named = r.name_of(obj, "class", key, CLASS_NAMES)
+        if named is None:
             raise SceneError(f"{r.path}: {key}.class is missing; allowed: {', '.join(CLASS_NAMES)}")
+        cls = named
     try:
         if kind == "mesh":
             _add_mesh(r, b, obj, key, cls, material, yaw, name)
@@ -351,7 +352,7 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     file = r.base_dir / rel
     if not file.is_file():
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: mesh file {file} does not exist")
-    mesh = o3d.io.read_triangle_mesh(str(file))
+    mesh = o3d.io.read_triangle_mesh(file)
     vertices = np.asarray(mesh.vertices, float)
     triangles = np.asarray(mesh.triangles, np.int64)
     if len(triangles) == 0:
