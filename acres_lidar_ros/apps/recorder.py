@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
+from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.sensor.poses import PoseHistory
@@ -31,9 +32,15 @@ FILE_CHOICES = ("pcd", "ply", "both", "none")
 def prepare_run_dir(out_dir: Path) -> Path:
     """Create ``out_dir`` (and ``out_dir/lidar``); refuse a path that exists and is not empty."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"output directory {out_dir} exists and is not a directory; give a new --out path")
+    try:
+        taken = out_dir.exists() and any(out_dir.iterdir())
+    except OSError as error:
+        raise OutputError(f"output directory {out_dir} cannot be listed: {error.strerror or error}") from error
+    if taken:
         raise OutputError(f"output directory {out_dir} exists and is not empty; give a new --out path")
-    (out_dir / "lidar").mkdir(parents=True, exist_ok=True)
+    make_directory(out_dir / "lidar", "output directory")
     return out_dir
 
 
@@ -169,6 +176,8 @@ def record_drive(
     period_s = config.period_s
     n_scans = int(math.floor((t_end - t_start) / period_s + 1e-9))
     stamps_ns = [int(round((t_start + k * period_s) * 1e9)) for k in range(1, n_scans + 1)]
+    if not config.enabled:  # lidar.enabled false: the drive records odometry, /tf and /clock, no LiDAR
+        stamps_ns = []
 
     times = trajectory.times_s
     in_run = (times >= t_start) & (times <= t_end)
