@@ -16,6 +16,7 @@ from typing import Any
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
+from acres_lidar_ros.outputs.point_types import PROFILES, point_profile
 
 #: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
 SENSOR_OPTIONS = {
@@ -99,20 +100,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
-    from acres_lidar_ros.outputs.point_types import PROFILES
-
-    parser.add_argument(
-        "--point-type",
-        default="XYZI",
-        metavar="|".join(PROFILES),
-        help=f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)",
-    )
-
-
-def _check_point_type(args) -> None:
-    from acres_lidar_ros.outputs.point_types import point_profile
-
-    point_profile(args.point_type)  # ConfigError listing the profiles
+    help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
+    parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -345,7 +334,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
-    _check_point_type(args)
+    point_profile(args.point_type)  # ConfigError listing the profiles
     config, scene, scanner = _load(args, need_lidar="scan")
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
@@ -383,7 +372,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
-    _check_point_type(args)
+    point_profile(args.point_type)  # ConfigError listing the profiles
     config, scene, scanner = _load(args)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
