@@ -157,16 +157,18 @@ def record_drive(
 
     ``should_stop()`` is asked before each scan (the CLI's signal flag); when it answers True,
     the scans handed to the writer are finished, the bag is closed, and the summary says
-    ``stopped``.
+    ``stopped``. Before each scan the free disk space is checked too (``DiskReserve``): short of
+    room for the next scans and the end of the run, the drive stops the same way, closes the bag
+    and its files whole and then raises ``OutputError`` saying so.
 
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
     ``progress(done, total)`` is called after each scan.
     """
+    from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_profile
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_dtype
 
-    point_profile(point_type)  # an unknown point type fails before the run directory exists
-
+    point_bytes = point_dtype(point_type).itemsize  # an unknown point type fails before the run dir exists
     config = scanner.config
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
@@ -191,6 +193,8 @@ def record_drive(
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
     started = time.perf_counter()
     written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
+    reserve = DiskReserve(out_dir, scan_bytes(config.columns * config.rings, point_bytes, files))
+    disk_full: str | None = None
 
     def write_poses_up_to(bag, until_ns: int) -> None:
         i = written["samples"]
@@ -205,9 +209,12 @@ def record_drive(
         write_poses_up_to(bag, release_ns)
         header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
         cloud = point_cloud(scan, point_type, header_ns)  # made once, for the bag and the PCD
+        bag_bytes = bag.size_bytes
         bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        write_scan_outputs(scan, out_dir, files, config, cloud)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud)
+        file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
+        reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.scans += 1
         summary.points += int(scan.returns.valid.sum())
         summary.sim_seconds = scan.stamp_s - t_start
@@ -226,6 +233,10 @@ def record_drive(
             pending: deque = deque()
             for stamp_ns in stamps_ns:
                 if should_stop is not None and should_stop():
+                    summary.stopped = True
+                    break
+                disk_full = reserve.shortage(len(pending) + 1, summary.scans + len(pending), len(sample_ns))
+                if disk_full is not None:
                     summary.stopped = True
                     break
                 release_ns = stamp_ns + int(round(config.delay_s * 1e9))
@@ -252,6 +263,8 @@ def record_drive(
         raise
     summary.seconds = time.perf_counter() - started
     _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config)
+    if disk_full is not None:
+        raise OutputError(disk_full)
     return summary
 
 
