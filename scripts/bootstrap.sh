@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up everything acres_lidar_ros needs on a fresh Debian/Ubuntu machine with Python 3.10+:
-# the system library Open3D loads (libusb-1.0), a virtual environment in .venv, and the package
-# with its test extras. Safe to run again: it skips what is already there.
+# the system library Open3D loads (libusb-1.0), a virtual environment in .venv, the package with
+# its test extras, and ROS 2 Jazzy's rclpy and messages from the pinned PyPI wheels
+# (requirements-ros.txt) unless a ROS 2 install is sourced (ROS_DISTRO set): then the node uses
+# that one (make the venv with --system-site-packages to see it). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +22,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q '.[test]'
+if [ -z "${ROS_DISTRO:-}" ]; then
+  .venv/bin/python -m pip install -q -r requirements-ros.txt
+fi

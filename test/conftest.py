@@ -1,8 +1,14 @@
 """Shared fixtures. Paths are relative to the repository so tests run from a clean clone."""
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Any ROS 2 participant a test makes (in this process or a child) sees only this machine and
+# this run: parallel runs and other work on the machine stay apart.
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 
 REPO = Path(__file__).resolve().parents[1]
 

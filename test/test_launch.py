@@ -184,6 +184,7 @@ def test_a_bad_yaml_value_would_be_caught(decls):
 def test_launch_smoke_publishes_lidar_points():
     """``ros2 launch acres_lidar_ros polaris.launch.py demo:=true`` publishes an organised cloud."""
     rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: launch smoke test skipped")
+    pytest.importorskip("tf2_ros", reason="tf2_ros is not installed: the demo launch publishes TF")
     ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python is not installed")
     try:
         ament.get_package_share_directory("acres_lidar_ros")

@@ -653,3 +653,56 @@ def test_a_failing_pretrace_is_logged_once_and_scans_go_on(lidar_node):
     _poll(node)
     assert node.publishers["/lidar/points"].messages
     assert node.loop.scheduler.counts["published"] == 1
+
+
+# -- without tf2_ros (the ROS 2 wheels from PyPI) ---------------------------------------------------
+
+
+@pytest.fixture
+def no_tf2(lidar_node, monkeypatch):
+    """``lidar_node`` whose ``import tf2_ros`` raises ImportError (after the stand-in modules)."""
+    monkeypatch.setitem(sys.modules, "tf2_ros", None)
+    return lidar_node
+
+
+def test_pose_source_tf_without_tf2_ros_is_a_start_up_error_naming_it(no_tf2):
+    from acres_lidar_ros.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"pose_source = 'tf' needs tf2_ros, which is not installed"):
+        no_tf2(pose_source="tf")
+
+
+def test_without_tf2_ros_the_mount_comes_from_the_sensors_file_and_odom_markers_still_work(no_tf2):
+    from acres_lidar_ros.runtime.scheduler import ScanJob
+
+    node = no_tf2()
+    warnings = [m for level, m in node.log_lines if level == "warning"]
+    assert len([m for m in warnings if "tf2_ros is not installed" in m]) == 1
+    assert "position_flu_m" in warnings[0] and "'odom' frame" in warnings[0]
+    cube = SimpleNamespace(
+        type=1,
+        action=0,
+        id=4,
+        ns="vehicles",
+        header=SimpleNamespace(frame_id="odom"),
+        pose=TYPES["geometry_msgs/msg/Pose"](
+            position=TYPES["geometry_msgs/msg/Point"](x=5.0, y=1.0, z=0.5),
+            orientation=TYPES["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0),
+        ),
+        scale=SimpleNamespace(x=4.0, y=2.0, z=1.0),
+    )
+    elsewhere = SimpleNamespace(**{**vars(cube), "id": 5, "header": SimpleNamespace(frame_id="map")})
+    node._on_markers(SimpleNamespace(markers=[cube, elsewhere]))
+    job = ScanJob(index=0, sweep_end_ns=1_000 * MS, stamp_ns=1_000 * MS, release_ns=1_012 * MS, opened_ns=0)
+    boxes, events = node._job_inputs(job)
+    assert [b.object_id for b in boxes] == [4] and list(boxes[0].centre_m) == [5.0, 1.0, 0.5]
+    assert [e.kind for e in events] == ["box_no_tf"]
+    # The scan goes on with the sensors file's mount: no TF lookup, no second warning.
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    for k in range(7):
+        on_odom(odometry((900 + 20 * k) * MS, float(k)))
+    node.clock.ns = 1_012 * MS
+    _poll(node)
+    assert len(node.publishers["/lidar/points"].messages) == 1
+    assert len([m for level, m in node.log_lines if level == "warning" and "TF" in m]) == 0

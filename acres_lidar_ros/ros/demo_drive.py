@@ -75,7 +75,11 @@ def _wire(node: Any, drive: TourDrive) -> None:
     from nav_msgs.msg import Odometry
     from rclpy.time import Time
     from rosgraph_msgs.msg import Clock
-    from tf2_ros import TransformBroadcaster
+
+    try:
+        from tf2_ros import TransformBroadcaster
+    except ImportError:  # the ROS 2 wheels from PyPI do not ship tf2_ros: odometry (and /clock) only
+        TransformBroadcaster = None
 
     p = {
         name: node.declare_parameter(name, default).value
@@ -90,7 +94,9 @@ def _wire(node: Any, drive: TourDrive) -> None:
         )
     }
     odom_pub = node.create_publisher(Odometry, p["odom_topic"], 50)
-    tf_broadcaster = TransformBroadcaster(node)
+    tf_broadcaster = None if TransformBroadcaster is None else TransformBroadcaster(node)
+    if tf_broadcaster is None:
+        node.get_logger().warning("tf2_ros is not installed: publishing odometry without TF")
     wall_start_ns = node.get_clock().now().nanoseconds
     sim = {"start_ns": wall_start_ns}
 
@@ -121,6 +127,8 @@ def _wire(node: Any, drive: TourDrive) -> None:
         lin.x, lin.y, lin.z = (float(v) for v in s["linear_mps"])
         ang.x, ang.y, ang.z = (float(v) for v in s["angular_radps"])
         odom_pub.publish(odom)
+        if tf_broadcaster is None:
+            return
         tf = TransformStamped()
         tf.header.stamp, tf.header.frame_id, tf.child_frame_id = stamp, p["odom_frame"], p["base_frame"]
         t, r = tf.transform.translation, tf.transform.rotation
@@ -130,8 +138,9 @@ def _wire(node: Any, drive: TourDrive) -> None:
 
     node.create_timer(1.0 / p["rate_hz"], publish_pose)
     node.get_logger().info(
-        f"driving the built-in tour ({drive.duration_s:.0f} s, looping): {p['odom_topic']} and TF "
-        f"{p['odom_frame']} -> {p['base_frame']} at {p['rate_hz']:g} Hz"
+        f"driving the built-in tour ({drive.duration_s:.0f} s, looping): {p['odom_topic']}"
+        + ("" if tf_broadcaster is None else f" and TF {p['odom_frame']} -> {p['base_frame']}")
+        + f" at {p['rate_hz']:g} Hz"
         + (f", /clock at {p['clock_hz']:g} Hz x{p['time_scale']:g}" if p["publish_clock"] else "")
     )
 

@@ -34,12 +34,11 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.time import Time
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
-from tf2_ros import Buffer, TransformException, TransformListener
 from visualization_msgs.msg import MarkerArray
 
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
-from acres_lidar_ros.errors import AcresLidarError
+from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.layouts import organised_cloud
 from acres_lidar_ros.outputs.pointcloud2 import point_fields, qos_profile_dict
 from acres_lidar_ros.ros.params import (
@@ -117,6 +116,16 @@ def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
     )
 
 
+def import_tf2_ros() -> Any | None:
+    """tf2_ros, imported when the node starts; None where it is not installed (the ROS 2 wheels
+    on PyPI do not ship it). Every ROS 2 install has it."""
+    try:
+        import tf2_ros
+    except ImportError:
+        return None
+    return tf2_ros
+
+
 def trace_pool() -> Executor | None:
     """The executor the loop traces in: None, the loop's own pool of two threads."""
     return None
@@ -130,6 +139,12 @@ class LidarNode(Node):
         own = node_declarations()
         self._declare(own)
         self.settings = node_values({d.name: self._value(d.name) for d in own})
+        self._tf2: Any = import_tf2_ros()
+        if self._tf2 is None and self.settings["pose_source"] == "tf":
+            raise ConfigError(
+                "pose_source = 'tf' needs tf2_ros, which is not installed (the ROS 2 wheels from PyPI do not "
+                "ship it): use pose_source odom, or run in a ROS 2 install that has tf2_ros"
+            )
         config = load_sensor_config(self.settings["sensors"])
         self._decls = by_name(declarations(config))
         self._declare(d for d in self._decls.values() if d.group != "node")
@@ -163,8 +178,18 @@ class LidarNode(Node):
             odom_frame=s["odom_frame"],
             base_frame=s["base_frame"],
         )
-        self._tf = Buffer()
-        self._tf_listener = TransformListener(self._tf, self)
+        self._tf: Any = None
+        if self._tf2 is not None:
+            self._tf = self._tf2.Buffer()
+            self._tf_listener = self._tf2.TransformListener(self._tf, self)
+        else:
+            self._mount_warned = True  # said once, here
+            self.get_logger().warning(
+                f"tf2_ros is not installed: the mount {self.settings['base_frame']} -> {self.config.frame_id} "
+                f"comes from the sensors file (position_flu_m {self.config.position_flu_m.tolist()}, rpy_deg "
+                f"{np.degrees(self.config.rpy_rad).round(3).tolist()}), and only vehicle markers in the "
+                f"{self.settings['odom_frame']!r} frame become boxes"
+            )
         self._cloud_pub = self.create_publisher(PointCloud2, s["topic"], cloud_qos(s["qos_depth"]))
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if s["pose_source"] == "odom":
@@ -273,7 +298,7 @@ class LidarNode(Node):
     def _on_tf_pose(self) -> None:
         try:
             tf = self._tf.lookup_transform(self.settings["odom_frame"], self.settings["base_frame"], Time())
-        except TransformException as exc:
+        except self._tf2.TransformException as exc:
             message = f"no TF pose {self.settings['odom_frame']} -> {self.settings['base_frame']}: {exc}"
             self._log([Event("warn", "tf_pose", message)])
             return
@@ -287,9 +312,11 @@ class LidarNode(Node):
     def _lookup(
         self, target: str, source: str, at_ns: int | None
     ) -> tuple[tuple[float, float, float], tuple[float, float, float, float]] | None:
+        if self._tf is None:  # no tf2_ros: only a frame into itself is known
+            return ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)) if target == source else None
         try:
             tf = self._tf.lookup_transform(target, source, Time() if at_ns is None else Time(nanoseconds=at_ns))
-        except TransformException:
+        except self._tf2.TransformException:
             return None
         t, q = tf.transform.translation, tf.transform.rotation
         return (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)
@@ -306,7 +333,7 @@ class LidarNode(Node):
     def _resolve_mount(self) -> None:
         """The mount base_frame -> lidar frame from TF (robot_state_publisher), once; else the
         sensors file's position_flu_m / rpy_deg with one warning."""
-        if self._mount_from_tf:
+        if self._mount_from_tf or self._tf is None:
             return
         found = self._lookup(self.settings["base_frame"], self.config.frame_id, None)
         if found is None:

@@ -1,0 +1,232 @@
+"""The node against real ROS 2, across processes: ``lidar_node`` (its console script) in its own
+process, fed by this test process with ``/clock`` and ``/odom`` under ``use_sim_time``.
+
+Runs wherever rclpy is installed: the pinned ROS 2 Jazzy wheels (``requirements-ros.txt``, which
+``scripts/bootstrap.sh`` and so CI install) or a sourced ROS 2 install; skipped otherwise. The ROS
+environment is this run's own (``conftest.py``: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a
+``ROS_DOMAIN_ID`` from the pid). Every wait is bounded by a deadline; nothing asserts a duration.
+
+One node process serves the whole module (start-up builds the farm, about 10 s); the tests run in
+file order and the last one ends it with SIGINT.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip(
+    "rclpy", reason="rclpy is not installed (pip install -r requirements-ros.txt, or source ROS 2): skipped"
+)
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import PointCloud2  # noqa: E402
+
+from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
+from acres_lidar_ros.outputs.layouts import XYZI  # noqa: E402
+from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields  # noqa: E402
+
+NS = 1_000_000_000
+START_NS = 100 * NS  # sim time starts here (0 would be "no clock yet")
+ODOM_PERIOD_NS = 20_000_000  # 50 Hz
+SIM_PACE = 0.5  # sim seconds per wall second: slack for a shared 2-core machine
+CLOUDS = 40
+#: rslidar_sdk's publisher (``create_publisher<PointCloud2>(topic, 100)``): the default QoS, keep last 100.
+RSLIDAR_QOS = QoSProfile(
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+    history=HistoryPolicy.KEEP_LAST,
+    depth=100,
+)
+
+
+class Feed:
+    """This process's ROS side: /clock and /odom out, clouds and diagnostics in."""
+
+    def __init__(self) -> None:
+        self.node = rclpy.create_node("acres_lidar_test_feed")
+        self.clock_pub = self.node.create_publisher(Clock, "/clock", 10)
+        self.odom_pub = self.node.create_publisher(Odometry, "/odom", 50)
+        self.clouds: list[PointCloud2] = []
+        self.latency_ms: list[float] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        self.node.create_subscription(PointCloud2, "/lidar/points", self._on_cloud, RSLIDAR_QOS)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
+        self.sim_ns = START_NS
+        self._next_odom_ns = START_NS - 5 * ODOM_PERIOD_NS
+        self._wall0 = time.monotonic()
+
+    def _on_cloud(self, msg: PointCloud2, info: dict) -> None:
+        self.clouds.append(msg)
+        self.latency_ms.append((info["received_timestamp"] - info["source_timestamp"]) * 1e-6)
+
+    def step(self) -> None:
+        """Advance sim time at SIM_PACE, publish /clock and every odometry sample due by then."""
+        self.sim_ns = START_NS + int((time.monotonic() - self._wall0) * SIM_PACE * NS)
+        while self._next_odom_ns <= self.sim_ns:
+            stamp = self._next_odom_ns
+            msg = Odometry()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, NS)
+            msg.header.frame_id, msg.child_frame_id = "odom", "base_footprint"
+            msg.pose.pose.position.x = 2.0 * (stamp - START_NS) / NS  # 2 m/s along x
+            msg.pose.pose.orientation.w = 1.0
+            self.odom_pub.publish(msg)
+            self._next_odom_ns += ODOM_PERIOD_NS
+        clock = Clock()
+        clock.clock.sec, clock.clock.nanosec = divmod(self.sim_ns, NS)
+        self.clock_pub.publish(clock)
+        rclpy.spin_once(self.node, timeout_sec=0.002)
+
+    def run_until(self, done, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < deadline:
+            self.step()
+        return bool(done())
+
+
+@pytest.fixture(scope="module")
+def session():
+    script = Path(sys.executable).with_name("lidar_node")
+    if not script.exists():
+        pytest.skip(f"no lidar_node console script beside {sys.executable} (pip install -e .)")
+    # A file, not a pipe: a pipe nobody reads would block the node once it fills.
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [str(script), "--ros-args", "-p", "use_sim_time:=true", "-p", "self_returns:=false"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ),
+            start_new_session=True,
+        )
+        process.log = log
+        rclpy.init()
+        feed = Feed()
+        try:
+            feed.run_until(lambda: len(feed.clouds) >= CLOUDS or process.poll() is not None, timeout_s=120.0)
+            yield feed, process
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+            feed.node.destroy_node()
+            rclpy.try_shutdown()
+            if feed.latency_ms:
+                v = np.asarray(feed.latency_ms)
+                print(
+                    f"publish -> receive over {v.size} clouds: median {np.median(v):.2f} ms, p95 {np.percentile(v, 95):.2f}"
+                )
+
+
+def _output(process) -> str:
+    process.log.seek(0)
+    return process.log.read().decode(errors="replace")[-4000:]
+
+
+def test_clouds_arrive_organised_with_the_xyzi_layout_and_stamps_one_period_apart(session):
+    feed, process = session
+    assert len(feed.clouds) >= CLOUDS, f"{len(feed.clouds)} clouds; node output:\n{_output(process)}"
+    config = load_sensor_config("polaris")
+    for cloud in feed.clouds:
+        assert (cloud.height, cloud.width) == (config.columns, config.rings)  # rows = firing columns
+        assert [(f.name, f.offset, f.datatype, f.count) for f in cloud.fields] == point_fields(XYZI)
+        assert (cloud.point_step, cloud.row_step) == (16, 16 * config.rings)
+        assert cloud.is_dense is False and cloud.is_bigendian is False
+        assert cloud.header.frame_id == "lidar"
+    stamps = np.array([c.header.stamp.sec * NS + c.header.stamp.nanosec for c in feed.clouds], dtype=np.int64)
+    assert (np.diff(stamps) == NS // 10).all(), np.diff(stamps)
+    assert (stamps % (NS // 10) == 0).all()  # due times are multiples of T in ROS time
+    points = decode_pointcloud2(feed.clouds[-1])
+    assert np.isfinite(points["x"]).sum() > 10_000  # the farm is in view
+
+
+def test_diagnostics_arrive_with_the_counts(session):
+    feed, _ = session
+    assert feed.run_until(lambda: feed.diagnostics, timeout_s=10.0)
+    (status,) = feed.diagnostics[-1].status
+    values = {kv.key: kv.value for kv in status.values}
+    assert 0 < int(values["scans_published"]) <= len(feed.clouds)  # sent once a second of ROS time
+    assert {"scans_dropped_busy", "scans_skipped_no_pose", "pose_rejected_invalid"} <= set(values)
+
+
+def _call(feed, future, timeout_s: float = 20.0):
+    assert feed.run_until(future.done, timeout_s), "no answer from the parameter service"
+    return future.result()
+
+
+def test_parameters_are_set_and_refused_over_the_parameter_services(session):
+    feed, _ = session
+    client = AsyncParameterClient(feed.node, "lidar_node")
+    assert feed.run_until(lambda: client.services_are_ready(), timeout_s=20.0)
+    (visibility,) = _call(feed, client.get_parameters(["visibility_m"])).values
+    (ok,) = _call(feed, client.set_parameters([Parameter("rain_mm_per_h", Parameter.Type.DOUBLE, 2.0)])).results
+    assert ok.successful
+    (low,) = _call(feed, client.set_parameters([Parameter("visibility_m", Parameter.Type.DOUBLE, 5.0)])).results
+    assert not low.successful and "visibility_m" in low.reason
+    (fixed,) = _call(feed, client.set_parameters([Parameter("lidar.columns", Parameter.Type.INTEGER, 900)])).results
+    assert not fixed.successful and "read-only" in fixed.reason.lower().replace("read only", "read-only")
+    values = _call(feed, client.get_parameters(["rain_mm_per_h", "visibility_m"])).values
+    assert [v.double_value for v in values] == [2.0, visibility.double_value]  # the refused value is not set
+    (described,) = _call(feed, client.describe_parameters(["lidar.hz"])).descriptors
+    assert described.read_only and described.floating_point_range[0].to_value == 120.0
+    before = len(feed.clouds)
+    assert feed.run_until(lambda: len(feed.clouds) >= before + 3, timeout_s=20.0)  # scans go on
+
+
+def test_sigint_ends_the_node_with_exit_code_0(session):
+    feed, process = session
+    assert process.poll() is None, _output(process)
+    os.killpg(process.pid, signal.SIGINT)
+    deadline = time.monotonic() + 30.0
+    while process.poll() is None and time.monotonic() < deadline:
+        feed.step()  # keep the clock going while it shuts down
+    process.wait(timeout=30)
+    output = _output(process)
+    assert process.returncode == 0, output
+    assert "Traceback" not in output, output
+
+
+def test_with_tf2_ros_the_node_takes_its_mount_from_tf():
+    """Runs in a ROS 2 install (tf2_ros is not among the PyPI wheels): a static TF
+    base_footprint -> lidar that differs from the sensors file replaces its mount."""
+    tf2_ros = pytest.importorskip("tf2_ros", reason="tf2_ros is not installed (not among the ROS 2 PyPI wheels)")
+    from geometry_msgs.msg import TransformStamped
+
+    from acres_lidar_ros.ros.node import LidarNode
+
+    rclpy.init()
+    try:
+        node = LidarNode(parameter_overrides=[Parameter("self_returns", Parameter.Type.BOOL, False)])
+        helper = rclpy.create_node("acres_lidar_test_static_tf")
+        broadcaster = tf2_ros.StaticTransformBroadcaster(helper)
+        mount = TransformStamped()
+        mount.header.frame_id, mount.child_frame_id = "base_footprint", "lidar"
+        mount.transform.translation.x, mount.transform.translation.z = 1.5, 1.8
+        mount.transform.rotation.w = 1.0
+        broadcaster.sendTransform(mount)
+        try:
+            deadline = time.monotonic() + 20.0
+            while not node._mount_from_tf and time.monotonic() < deadline:
+                rclpy.spin_once(helper, timeout_sec=0.01)
+                rclpy.spin_once(node, timeout_sec=0.01)
+                node._resolve_mount()
+            assert node._mount_from_tf
+            assert list(node.config.position_flu_m) == pytest.approx([1.5, 0.0, 1.8])
+        finally:
+            node.close()
+            node.destroy_node()
+            helper.destroy_node()
+    finally:
+        rclpy.try_shutdown()
