@@ -113,7 +113,22 @@ def test_without_its_keys_reflectance_limit_is_an_error(tmp_path):
         load_sensor_config(write(tmp_path, {"radiometry": {"detection_model": "reflectance_limit"}}))
     message = str(err.value)
     assert "lidar.radiometry.detection_model = 'reflectance_limit' needs lidar.radiometry.max_range_m" in message
-    assert "lidar.radiometry.reflectance_at_max_range (a number > 0 and <= 1)" in message
+    assert "lidar.radiometry.reflectance_at_max_range (a number > 0 and <= 1" in message
+    # An overlay that sets the spec's model back can unset the keys with null.
+    limited = write(tmp_path, {"radiometry": LIMIT}, name="limited.json")
+    back = tmp_path / "back.json"
+    back.write_text(
+        json.dumps(
+            {
+                "extends": str(limited),
+                "lidar": {
+                    "radiometry": {"detection_model": "spec", "max_range_m": None, "reflectance_at_max_range": None}
+                },
+            }
+        )
+    )
+    assert load_sensor_config(limited).radiometry.max_range_m == 100.0
+    assert load_sensor_config(back).radiometry.max_range_m is None
     with pytest.raises(ConfigError, match=r"needs lidar\.radiometry\.reflectance_at_max_range \(a number"):
         load_sensor_config(
             write(tmp_path, {"radiometry": {"detection_model": "reflectance_limit", "max_range_m": 80.0}})

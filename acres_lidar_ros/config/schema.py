@@ -329,6 +329,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         low=0,
         high=10000,
         low_open=True,
+        nullable=True,
         description="d_max of reflectance_limit (needed there, unused by spec): points beyond it are dropped.",
     ),
     P(
@@ -338,6 +339,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         low=0,
         high=1,
         low_open=True,
+        nullable=True,
         description="R_L,max of reflectance_limit (needed there, unused by spec): the reflectance detected at d_max.",
     ),
     P("weather.enabled", "bool", True, description="Rain and fog.", runtime=True),
