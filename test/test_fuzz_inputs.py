@@ -31,7 +31,15 @@ from acres_lidar_ros.config.input_files import MAX_JSON_DEPTH
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError
-from acres_lidar_ros.ros.params import by_name, check_changes, declarations
+from acres_lidar_ros.ros.params import (
+    NODE_PARAM,
+    by_name,
+    check_changes,
+    declarations,
+    node_values,
+    option_values,
+    startup_overrides,
+)
 from acres_lidar_ros.scene import load_scene
 from acres_lidar_ros.scene.box_tracks import load_box_tracks
 
@@ -336,6 +344,16 @@ def test_fuzzed_ros_parameters_get_a_reason(name, value):
     else:
         stats["refused"] += 1
         assert name in reason, reason
+    # The same value at start-up (a YAML file or --ros-args -p): applied, or refused by name.
+    try:
+        if name.startswith("lidar."):
+            startup_overrides({name: value}, POLARIS_CONFIG)
+        elif name in NODE_PARAM:
+            node_values({name: value})
+        else:
+            option_values({name: value})
+    except AcresLidarError as exc:
+        assert name in str(exc), str(exc)
 
 
 @FUZZ
