@@ -49,6 +49,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from acres_lidar_ros.config.input_files import read_regular_file
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
@@ -203,15 +204,10 @@ def load_self_table(path: str | Path, columns: int, rings: int) -> SelfReturnTab
     """
     path = Path(path)
     expected = expected_size_bytes(columns, rings)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"self-return table {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
-    if len(data) != expected:
-        raise ConfigError(
-            f"self-return table {str(path)!r} has {len(data)} bytes; expected {expected} bytes "
-            f"(4 planes x {columns} columns x {rings} rings x 4-byte float32)"
-        )
+    try:  # only a regular file of exactly the expected size is read: no FIFO, no /dev/zero
+        data = read_regular_file(path, "self-return table", expected, ConfigError, expected_bytes=expected)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (4 planes x {columns} columns x {rings} rings x 4-byte float32)") from exc
     planes = np.frombuffer(data, dtype=TABLE_DTYPE).reshape(4, columns * rings)
     return SelfReturnTable.from_planes(planes, columns, rings, f"self-return table {str(path)!r}", path)
 

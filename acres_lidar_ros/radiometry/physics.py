@@ -42,6 +42,7 @@ __all__ = [
     "rain_extinction",
     "rain_visibility_extinction",
     "range_sigma_m",
+    "reflectance_limit",
     "rough_range_sigma_m",
     "signal_counts",
     "tilted_cos",
@@ -56,7 +57,7 @@ MAX_TILT_RAD = 0.5 * math.pi - 1e-4
 """Upper limit of the tilted incidence ``theta'``."""
 
 ROUGH_COS_MIN = 0.05
-HURST_EXPONENT = 0.5
+HURST_EXPONENT = 0.5  # rough_range_sigma_m's exponent 1 + H is written as c sqrt(c)
 SNR_FLOOR = 1e-3
 KOSCHMIEDER_CONSTANT = 3.912
 DB_PER_NEPER_FACTOR = 4.343  # 10 / ln 10: dB to natural-log extinction
@@ -123,7 +124,8 @@ def rough_range_sigma_m(roughness_m: np.ndarray | float, cos_theta: np.ndarray |
     (...) float64, m.
     """
     c = np.clip(np.abs(_f64(cos_theta)), ROUGH_COS_MIN, 1.0)
-    return _f64(roughness_m) / c ** (1.0 + HURST_EXPONENT)
+    # c^(1 + H) with H = 1/2 is c sqrt(c): a square root instead of a power function.
+    return _f64(roughness_m) / (c * np.sqrt(c))
 
 
 def minnaert_backscatter(
@@ -374,6 +376,14 @@ def detection_threshold(signal_at_10pct_counts: float, ambient_counts: float, de
     z_p = normal_quantile(detection_probability)
     total = float(signal_at_10pct_counts) + float(ambient_counts)
     return float(signal_at_10pct_counts) - z_p * math.sqrt(max(total, 0.0))
+
+
+def reflectance_limit(range_m: np.ndarray | float, max_range_m: float, reflectance_at_max_range: float) -> np.ndarray:
+    """Seed 002's linear reflectance limit ``R_L(d) = R_L,max max(d, 0) / d_max``: the smallest
+    Lambertian reflectance a target needs to be detected at the range ``d`` (0 at 0 m,
+    ``R_L,max`` at ``d_max``). The detection model is ``R_L(d) <= R_lambda`` and ``d <= d_max``
+    (``detection.reflectance_limit_detection``). ``max_range_m`` must be > 0."""
+    return reflectance_at_max_range * np.maximum(_f64(range_m), 0.0) / max_range_m
 
 
 def range_sigma_m(

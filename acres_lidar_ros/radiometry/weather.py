@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config.schema import LIDAR_PARAM
@@ -98,6 +99,8 @@ def mean_drops_in_slab(
 def poisson_from_uniform(u: np.ndarray, mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB) -> np.ndarray:
     """Poisson numbers by inversion, limited to ``cap``: the smallest ``N`` with ``u <= CDF(N)``.
 
+    ``CDF`` is summed term by term, ``P(0) = exp(-Lambda)``, ``P(k) = P(k - 1) Lambda / k``.
+
     Parameters
     ----------
     u : (n,) float64
@@ -111,23 +114,94 @@ def poisson_from_uniform(u: np.ndarray, mean: np.ndarray, cap: int = MAX_DROPS_P
     -------
     (n,) int64 in [0, cap].
     """
-    u = np.asarray(u, dtype=np.float64)
-    mean = np.asarray(mean, dtype=np.float64)
-    count = np.zeros(u.shape, dtype=np.int64)
-    count[mean >= _POISSON_SATURATED_MEAN] = cap
-    active = np.flatnonzero((mean > 0.0) & (mean < _POISSON_SATURATED_MEAN))
-    lam = mean[active]
-    term = np.exp(-lam)  # P(N = k), k = 0
-    cdf = term.copy()
+    levels, level = np.unique(np.asarray(mean, dtype=np.float64).reshape(-1), return_inverse=True)
+    return poisson_of_levels(u, level, levels, cap)
+
+
+def poisson_of_levels(
+    u: np.ndarray, level: np.ndarray, level_mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB
+) -> np.ndarray:
+    """``poisson_from_uniform(u, level_mean[level])``, with the CDF of each of the few means
+    summed once (the clutter slabs' means depend only on the slab number).
+
+    Parameters
+    ----------
+    u : (n,) float64
+    level : (n,) int64
+        Index into ``level_mean`` of each number's mean.
+    level_mean : (L,) float64
+    cap : int
+    """
+    level_mean = np.ascontiguousarray(level_mean, dtype=np.float64).reshape(-1)
+    cdf = poisson_cdfs(level_mean, cap)
+    return _invert_cdfs(
+        np.ascontiguousarray(u, dtype=np.float64).reshape(-1), np.ascontiguousarray(level).reshape(-1), cdf, level_mean
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _poisson_cdfs(mean, first_term, cap):
+    """CDF(0 .. cap) of each mean, summed term by term (row ``l`` for ``mean[l]``)."""
+    cdf = np.zeros((mean.shape[0], cap + 1))
+    for m in range(mean.shape[0]):
+        lam = mean[m]
+        term = first_term[m]
+        cdf[m, 0] = term
+        for k in range(1, cap + 1):
+            term = term * lam / k
+            cdf[m, k] = cdf[m, k - 1] + term
+    return cdf
+
+
+@numba.njit(cache=True, nogil=True)
+def invert_cdf(u, cdf, mean):
+    """The Poisson count of one uniform ``u``: the smallest ``N <= cap`` with ``u <= CDF(N)``
+    (``cdf`` of ``mean`` from ``_poisson_cdfs``; ``cap = len(cdf) - 1``)."""
+    cap = cdf.shape[0] - 1
+    if mean >= _POISSON_SATURATED_MEAN:
+        return cap
+    if not mean > 0.0:
+        return 0
+    # The CDF does not fall, so that N is the count of CDF values below u: counted without
+    # branches over the first 8, then one by one.
     k = 0
-    while active.size and k < cap:
-        beyond = u[active] > cdf  # N > k
-        active, lam, term, cdf = active[beyond], lam[beyond], term[beyond], cdf[beyond]
-        k += 1
-        count[active] = k
-        term = term * lam / k
-        cdf = cdf + term
+    for j in range(min(8, cap)):
+        k += u > cdf[j]
+    if k == 8:
+        while k < cap and u > cdf[k]:
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def _invert_cdfs(u, level, cdf, mean):
+    count = np.zeros(u.shape[0], np.int64)
+    for i in range(u.shape[0]):
+        count[i] = invert_cdf(u[i], cdf[level[i]], mean[level[i]])
     return count
+
+
+def poisson_cdfs(level_mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB) -> np.ndarray:
+    """(L, cap + 1) float64: ``CDF(0 .. cap)`` of each mean, as ``poisson_from_uniform`` sums it."""
+    level_mean = np.ascontiguousarray(level_mean, dtype=np.float64).reshape(-1)
+    with np.errstate(over="ignore"):
+        first = np.exp(-level_mean)
+    return _poisson_cdfs(level_mean, first, int(cap))
+
+
+@numba.njit(cache=True, nogil=True)
+def _half_square_sums(counts, energy):
+    """``sum E_i^2 / 2`` of each slab's run of ``counts[s]`` drops, in order."""
+    out = np.zeros(counts.shape[0])
+    at = 0
+    for s in range(counts.shape[0]):
+        total = 0.0
+        for _ in range(counts[s]):
+            e = energy[at]
+            total += 0.5 * e * e
+            at += 1
+        out[s] = total
+    return out
 
 
 def exponential_from_uniform(u: np.ndarray) -> np.ndarray:
@@ -160,8 +234,7 @@ def slab_drop_energy(stream: Pcg32, mean_drops: np.ndarray) -> np.ndarray:
     counts = poisson_from_uniform(stream.next_uniform_array(n), mean_drops)
     total = int(counts.sum())
     energy = exponential_from_uniform(stream.next_uniform_array(total))
-    slab_of_drop = np.repeat(np.arange(n), counts)
-    return np.bincount(slab_of_drop, weights=0.5 * energy * energy, minlength=n)
+    return _half_square_sums(counts, energy)
 
 
 def slab_reflectance(
@@ -175,17 +248,52 @@ def slab_reflectance(
 
     The rain term is 0 where ``Lambda = 0``. Shapes: (n,) float64 in, (n,) float64 out.
     """
-    mean_drops = np.asarray(mean_drops, dtype=np.float64)
-    drop_energy = np.asarray(drop_energy, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rain_term = np.where(mean_drops > 0.0, drop_energy / np.where(mean_drops > 0.0, mean_drops, 1.0), 0.0)
-    return np.pi * beta_fog_per_m_sr * slab_length_m + np.pi * beta_rain_per_m_sr * slab_length_m * rain_term
+    mean, energy = np.broadcast_arrays(
+        np.asarray(mean_drops, dtype=np.float64), np.asarray(drop_energy, dtype=np.float64)
+    )
+    fog_term = np.pi * beta_fog_per_m_sr * slab_length_m
+    rain_factor = np.pi * beta_rain_per_m_sr * slab_length_m
+    out = _slab_reflectances(
+        fog_term, rain_factor, np.ascontiguousarray(mean).reshape(-1), np.ascontiguousarray(energy).reshape(-1)
+    )
+    return out.reshape(mean.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def slab_reflectance_of(fog_term, rain_factor, mean_drops, drop_energy):
+    """``rho_slab`` of one slab from ``fog_term = pi beta_fog Delta R`` and ``rain_factor =
+    pi beta_rain Delta R`` (the equation of ``slab_reflectance``)."""
+    rain_term = drop_energy / mean_drops if mean_drops > 0.0 else 0.0
+    return fog_term + rain_factor * rain_term
+
+
+@numba.njit(cache=True, nogil=True)
+def _slab_reflectances(fog_term, rain_factor, mean_drops, drop_energy):
+    out = np.empty(mean_drops.shape[0])
+    for i in range(out.shape[0]):
+        out[i] = slab_reflectance_of(fog_term, rain_factor, mean_drops[i], drop_energy[i])
+    return out
 
 
 def slab_is_skipped(signal: np.ndarray | float, ambient_counts: float, threshold_counts: float) -> np.ndarray:
     """The skip rule: a slab is ignored when ``S + 5 sqrt(S + B) < S_T``; (n,) -> (n,) bool."""
     s = np.asarray(signal, dtype=np.float64)
-    return s + 5.0 * np.sqrt(np.maximum(s + ambient_counts, 0.0)) < threshold_counts
+    out = _slabs_skipped(np.ascontiguousarray(s).reshape(-1), float(ambient_counts), float(threshold_counts))
+    return out.reshape(s.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def slab_skipped(signal, ambient_counts, threshold_counts):
+    """The skip rule of one slab (the equation of ``slab_is_skipped``)."""
+    return signal + 5.0 * np.sqrt(max(signal + ambient_counts, 0.0)) < threshold_counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _slabs_skipped(signal, ambient_counts, threshold_counts):
+    out = np.empty(signal.shape[0], np.bool_)
+    for i in range(out.shape[0]):
+        out[i] = slab_skipped(signal[i], ambient_counts, threshold_counts)
+    return out
 
 
 def clutter_slabs(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -211,16 +319,46 @@ def clutter_slabs(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: f
     center_range_m : (m,) float64
         ``R_c``, m.
     """
-    stop = np.asarray(stop_range_m, dtype=np.float64)
+    beam, k = clutter_slab_numbers(stop_range_m, min_range_m, slab_length_m)
+    return beam, slab_center_m(k, min_range_m, slab_length_m)
+
+
+def clutter_slab_numbers(
+    stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The slabs of ``clutter_slabs`` as (beam, slab number ``k``), two (m,) int64 arrays."""
+    return _enumerate_slabs(slabs_per_beam(stop_range_m, min_range_m, slab_length_m))
+
+
+def slabs_per_beam(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float) -> np.ndarray:
+    """(n,) int64: how many slabs ``clutter_slabs`` gives each beam."""
+    stop = np.ascontiguousarray(stop_range_m, dtype=np.float64).reshape(-1)
     if slab_length_m <= 0.0 or stop.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(stop.size, np.int64)
     span = np.where(np.isfinite(stop), stop - min_range_m, 0.0)
     # A tiny tolerance keeps a slab whose far end equals the stop range up to rounding.
-    per_beam = np.maximum(np.floor(span / slab_length_m + 1e-9), 0.0).astype(np.int64)
-    beam = np.repeat(np.arange(stop.size), per_beam)
-    first = np.cumsum(per_beam) - per_beam
-    k = np.arange(beam.size) - np.repeat(first, per_beam)
-    return beam, min_range_m + (k + 0.5) * slab_length_m
+    return np.maximum(np.floor(span / slab_length_m + 1e-9), 0.0).astype(np.int64)
+
+
+def slab_center_m(k: np.ndarray, min_range_m: float, slab_length_m: float) -> np.ndarray:
+    """``R_c = R_min + (k + 1/2) Delta R`` of slab number ``k``, m."""
+    return min_range_m + (np.asarray(k) + 0.5) * slab_length_m
+
+
+@numba.njit(cache=True, nogil=True)
+def _enumerate_slabs(per_beam):
+    total = 0
+    for b in range(per_beam.shape[0]):
+        total += per_beam[b]
+    beam = np.empty(total, np.int64)
+    k = np.empty(total, np.int64)
+    at = 0
+    for b in range(per_beam.shape[0]):
+        for j in range(per_beam[b]):
+            beam[at] = b
+            k[at] = j
+            at += 1
+    return beam, k
 
 
 @dataclass(frozen=True)
@@ -303,8 +441,7 @@ def atmosphere(rain_mm_per_h: float, visibility_m: float, wavelength_nm: float, 
     vis = float(visibility_m)
     alpha_rain = float(rain_extinction(rain, weather.rain_extinction_db_per_km, weather.rain_extinction_exponent))
     alpha_fog = float(fog_extinction(vis, rain, wavelength_nm))
-    _, v_f = fog_visibility_m(vis, rain)
-    v_f = float(v_f)
+    v_f = float(fog_visibility_m(vis, rain)[1])
     return Atmosphere(
         rain_mm_per_h=rain,
         visibility_m=vis,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.outputs.point_types import PROFILES
 
 LIDAR_PREFIX = "lidar."
 
@@ -43,8 +45,9 @@ _TYPE_OF_KIND = {
     "float_list": "double_array",
 }
 
-_TOPIC = re.compile(r"^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
-_FRAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
+# Used with fullmatch: "$" would let a trailing newline through.
+_TOPIC = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+_FRAME = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")
 
 
 @dataclass(frozen=True)
@@ -142,14 +145,15 @@ class NodeParam:
                 raise ConfigError(f"{where} = {value!r}: expected one of {', '.join(self.choices)}")
             if self.pattern == "topic_or_empty" and value == "":
                 return value
-            if self.pattern.startswith("topic") and not _TOPIC.match(value):
+            if self.pattern.startswith("topic") and not _TOPIC.fullmatch(value):
                 raise ConfigError(f"{where} = {value!r}: expected a topic name such as /lidar/points")
-            if self.pattern == "frame" and not _FRAME.match(value):
+            if self.pattern == "frame" and not _FRAME.fullmatch(value):
                 raise ConfigError(f"{where} = {value!r}: expected a frame name (letters, digits, _ and /)")
             return value
         integer = self.type == "integer"
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok or not math.isfinite(value):
+        # Compared, not converted: a huge integer is refused, never an OverflowError.
+        if isinstance(value, bool) or not ok or not -sys.float_info.max <= value <= sys.float_info.max:
             raise ConfigError(f"{where} = {value!r}: expected {'an integer' if integer else 'a number'}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise ConfigError(f"{where} = {value!r} is out of range: expected {self.low:g} to {self.high:g}")
@@ -170,8 +174,10 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "point_type",
         "string",
         "XYZI",
-        "Point layout of the cloud: XYZI (the vehicle's) or XYZIRT (rslidar_sdk's PointXYZIRT).",
-        choices=("XYZI", "XYZIRT"),
+        "Point layout of the cloud (docs/outputs.md): XYZI (the vehicle's rslidar_sdk build), XYZIRT "
+        "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros) or nebula "
+        "(Autoware's PointXYZIRCAEDT).",
+        choices=tuple(PROFILES),
     ),
     NodeParam(
         "qos_depth",
@@ -185,7 +191,8 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "ts_first_point",
         "bool",
         False,
-        "Stamp the cloud with its first point instead of its last, as rslidar_sdk's ts_first_point.",
+        "Stamp the cloud with its first point instead of its last, as rslidar_sdk's ts_first_point "
+        "(XYZI, XYZIRT; velodyne, ouster and nebula always stamp the sweep start).",
     ),
     NodeParam(
         "pose_source",
@@ -335,9 +342,9 @@ def check_value(decl: ParamDecl, value: Any) -> Any:
         return None
     if param.kind == "float_list" and isinstance(value, tuple):
         value = list(value)
-    if param.kind == "float_list" and value is not None and not isinstance(value, list):
-        with contextlib.suppress(TypeError):  # rclpy hands a double_array as array.array
-            value = [float(v) for v in value]
+    if param.kind == "float_list" and value is not None and not isinstance(value, (list, str, bytes, dict)):
+        with contextlib.suppress(TypeError, ValueError):  # rclpy hands a double_array as array.array
+            value = [v if isinstance(v, (int, float)) else float(v) for v in value]
     return param.validate(value, decl.name)
 
 
