@@ -13,6 +13,7 @@ from typing import Any
 
 # Only light imports here: main() installs the signal handlers first, and everything heavy
 # (numpy, the scene, numba) is imported after that, inside the commands.
+from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
@@ -50,7 +51,6 @@ examples:
   acres-lidar record --point-type velodyne --out runs/lio  clouds as LIO-SAM and FAST-LIO read them
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar bench --scaling --plot scaling.png     ns per ray against scene size, Embree vs brute force
-  acres-lidar bench --deadline-ms 0.05 0.5 2         planar rays completed per frame under a budget
   acres-lidar dataset --config my_dataset.json --out runs/dataset   drives as shards on Ray (docs/datasets.md)
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
   acres-lidar bag-repair runs/drive                  after a kill or a full disk: rebuild the bag's index
@@ -567,28 +567,8 @@ COMMANDS = {
 
 
 def protect_negative_numbers(argv: list[str]) -> list[str]:
-    """``argv`` with the negative values of number options (``--pose 0 0 -1e6 0 0 0``) marked as
-    values: argparse reads a word starting with ``-`` as an option unless it looks like ``-1`` or
-    ``-1.5``, so ``-1e6`` or ``-inf`` would be refused. A leading space keeps the word a value;
-    ``float`` and ``int`` ignore it."""
-    out = list(argv)
-    i = 0
-    while i < len(out):
-        count = NUMBER_OPTIONS.get(out[i], 0)
-        for j in range(i + 1, min(i + 1 + count, len(out))):
-            word = out[j]
-            if word.startswith("-") and not word.startswith("--") and _is_number(word):
-                out[j] = " " + word
-        i += 1 + count if count else 1
-    return out
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
+    """``argv`` with the negative values of ``NUMBER_OPTIONS`` marked as values (``apps.argv``)."""
+    return mark_negative_numbers(argv, NUMBER_OPTIONS)
 
 
 def main(argv: list[str] | None = None) -> int:
