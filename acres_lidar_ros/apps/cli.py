@@ -560,9 +560,12 @@ def _is_number(word: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program (``argv`` None: ``sys.argv``), or one command in a running process (a list)."""
     # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a
     # Ctrl-C never raises inside an import or a compiled kernel; record and scan stop between scans.
-    with StopSignals("acres-lidar") as stop:
+    # As the program, the handlers stay until the process has exited; called with a list, main
+    # puts the caller's handlers back.
+    with StopSignals("acres-lidar", restore=argv is not None) as stop:
         parser = build_parser()
         args = parser.parse_args(protect_negative_numbers(sys.argv[1:] if argv is None else argv))
         stop.prog = f"acres-lidar {args.command}"
