@@ -322,3 +322,11 @@ def test_bag_writer_on_a_full_disk_keeps_its_flushed_clouds(small_disk):
     assert cli.main(["bag-repair", str(small_disk / "bag")]) == 0
     assert sorted(_clouds_rosbags(small_disk / "bag")) == flushed
     assert sorted(_stamps_mcap(small_disk / "bag")) == flushed
+
+
+def test_the_cli_module_imports_nothing_heavy_before_main():
+    """Until main's first line Python's own SIGINT handler is in place; a Ctrl-C there is a
+    KeyboardInterrupt traceback. So importing the CLI module stays light (no numpy, no scene)."""
+    code = "import sys, acres_lidar_ros.apps.cli; print(sorted({'numpy', 'scipy', 'numba'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
