@@ -9,13 +9,16 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Only light imports here: main() installs the signal handlers first, and everything heavy
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.config.sensors import SensorConfig
 
 #: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
 SENSOR_OPTIONS = {
@@ -232,7 +235,7 @@ def _command_value(text: str, kind: str) -> object:
         return text
 
 
-def sensor_overrides(args) -> dict:
+def sensor_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The sensors-file keys the -SensorLidar* options replace, as given (validated by the schema)."""
     overrides = {}
     for key in SENSOR_OPTIONS.values():
@@ -242,7 +245,7 @@ def sensor_overrides(args) -> dict:
     return overrides
 
 
-def apply_sensor_overrides(config, overrides: dict):
+def apply_sensor_overrides(config: SensorConfig, overrides: dict[str, Any]) -> SensorConfig:
     """``config`` with the options' keys replaced; a bad value is refused with the sensors file's
     message for that key, prefixed with the option."""
     option_of = {key: option for option, key in SENSOR_OPTIONS.items()}
