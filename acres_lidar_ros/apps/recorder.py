@@ -50,10 +50,11 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
 
 
 def write_scan_outputs(
-    scan: Scan, out_dir: Path, files: str, config: SensorConfig, cloud_xyzi: np.ndarray | None = None
+    scan: Scan, out_dir: Path, files: str, config: SensorConfig, cloud: np.ndarray | None = None
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
-    preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
+    preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
+    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``."""
     from acres_lidar_ros.outputs.records import scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
@@ -61,9 +62,7 @@ def write_scan_outputs(
         row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
-    return write_scan_files(
-        out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s, cloud_xyzi=cloud_xyzi
-    )
+    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s, cloud=cloud)
 
 
 def body_twist(
@@ -110,8 +109,11 @@ def single_scan(
     out_dir: Path,
     files: str = "both",
     run: dict | None = None,
+    point_type: str = "XYZI",
 ) -> Scan:
-    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir."""
+    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
+    its PCD file in ``point_type``'s layout (``layouts.point_cloud``)."""
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud
     from acres_lidar_ros.outputs.records import episode_dict
 
     out_dir = prepare_run_dir(out_dir)
@@ -121,7 +123,8 @@ def single_scan(
     poses = PoseHistory.from_arrays(np.zeros(1), position[None], quaternion[None], where="--pose")
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
-    write_scan_outputs(scan, out_dir, files, scanner.config)
+    header_ns = header_stamp_ns(point_type, scan.stamp_ns, scanner.config.period_s)
+    write_scan_outputs(scan, out_dir, files, scanner.config, point_cloud(scan, point_type, header_ns))
     write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials))
     return scan
 
@@ -140,11 +143,12 @@ def record_drive(
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
-    Scans are due every period from the trajectory's start; each is stamped at the end of its
-    sweep and traced column by column from the pose at that column's firing time. The bag gets
-    ``/lidar/points`` (organised, ``point_type``), ``/tf``, ``/tf_static``, ``/odom`` and
-    ``/clock``; ``trajectory_gt.tum`` gets the ground-truth base_footprint poses. The bag is
-    closed, readable, on any error or Ctrl-C.
+    Scans are due every period from the trajectory's start; each ends its sweep at its stamp and
+    is traced column by column from the pose at that column's firing time. The bag gets
+    ``/lidar/points`` (``point_type``'s layout, stamped as ``layouts.header_stamp_ns``: the end of
+    the sweep, or its start for the profiles with relative point times), ``/tf``, ``/tf_static``,
+    ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
+    ground-truth base_footprint poses. The bag is closed, readable, on any error or Ctrl-C.
 
     Nothing completed is lost: each scan's cloud and the odometry before it are flushed to the
     disk (``BagWriter.flush``) before its files are written and its ``lidar.jsonl`` row is
@@ -162,8 +166,9 @@ def record_drive(
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import organised_cloud, point_dtype
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_dtype
 
+    point_bytes = point_dtype(point_type).itemsize  # an unknown point type fails before the run dir exists
     config = scanner.config
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
@@ -188,7 +193,6 @@ def record_drive(
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
     started = time.perf_counter()
     written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
-    point_bytes = point_dtype(point_type).itemsize
     reserve = DiskReserve(out_dir, scan_bytes(config.columns * config.rings, point_bytes, files))
     disk_full: str | None = None
 
@@ -203,11 +207,12 @@ def record_drive(
     def write_scan(bag, scan: Scan, release_ns: int) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
-        cloud = organised_cloud(scan, point_type)  # made once, for the bag and the PCD
+        header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
+        cloud = point_cloud(scan, point_type, header_ns)  # made once, for the bag and the PCD
         bag_bytes = bag.size_bytes
-        bag.write_cloud(scan.stamp_ns, cloud, log_time_ns=release_ns)
+        bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        row = write_scan_outputs(scan, out_dir, files, config, cloud if point_type == "XYZI" else None)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.scans += 1
