@@ -20,6 +20,12 @@ and completes them, in the order the spec's streams run:
    ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
 4. **Returns** by ``return_mode`` (``returns.select_returns``).
+
+With ``radiometry.detection_model = "reflectance_limit"`` step 3 is seed 002's model instead
+(``reflectance_limit_detection``): an echo is detected when ``R_L(d) <= R_lambda`` and
+``d <= d_max`` (and ``R_min <= R_e <= R_max``), with ``d = R_e + sigma_0 n2`` and ``R_lambda =
+rho_e e^{-2 alpha R_e}``; there is no shot noise (``S' = S``, ``n1`` is drawn and not used), so the
+reported reflectivity is ``R_lambda``. docs/detection.md says when each model fits.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
 from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, signal_counts
+from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.weather import (
     clutter_slab_numbers,
@@ -231,6 +237,9 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
         & (echoes.range_m >= config.min_range_m)
         & (echoes.range_m <= config.range_m)
     )
+    if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
+        n2_or_none = n2_drawn[draw] if model.noise else None
+        measured, range_meas, detected = reflectance_limit_detection(echoes, signal, n2_or_none, model)
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
@@ -264,3 +273,45 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     out.object_id.reshape(-1)[at] = echoes.object_id[pick]
     out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out, scan_echoes
+
+
+def reflectance_limit_detection(
+    echoes: Echoes, signal: np.ndarray, n2: np.ndarray | None, model: BeamModel
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seed 002's detection step for the echoes of a scan (``radiometry.detection_model =
+    "reflectance_limit"``).
+
+    Parameters
+    ----------
+    echoes : Echoes
+    signal : (e,) float64
+        ``S``, the mean signal of each echo after the two-way extinction.
+    n2 : (e,) float64 or None
+        Each echo's range normal from the noise stream (its pair's second branch), None with
+        noise off.
+    model : BeamModel
+
+    Returns
+    -------
+    measured_counts : (e,) float64
+        ``S`` (no shot noise in this model): the strongest return and the signal field use it.
+    range_meas_m : (e,) float64
+        ``d = R_e + sigma_0 n2`` (``lidar.std_m``), clamped to ``[0, R_max]``.
+    detected : (e,) bool
+        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}``, ``d <= d_max`` and
+        ``R_min <= R_e <= R_max``.
+    """
+    config = model.config
+    rad = config.radiometry
+    if rad.max_range_m is None or rad.reflectance_at_max_range is None:  # the loader requires both
+        raise ValueError("reflectance_limit detection needs radiometry.max_range_m and reflectance_at_max_range")
+    alpha = model.atmosphere.alpha_per_m
+    reflectance = echoes.reflectance * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else echoes.reflectance
+    d = echoes.range_m + config.std_m * n2 if n2 is not None else echoes.range_m
+    detected = (
+        (reflectance_limit(d, rad.max_range_m, rad.reflectance_at_max_range) <= reflectance)
+        & (d <= rad.max_range_m)
+        & (echoes.range_m >= config.min_range_m)
+        & (echoes.range_m <= config.range_m)
+    )
+    return signal, np.clip(d, 0.0, config.range_m), detected
