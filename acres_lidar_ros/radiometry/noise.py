@@ -117,7 +117,7 @@ def _hash_uniforms(h):
 
 
 @_jit
-def pcg32_step(state, inc):
+def pcg32_step(state: np.uint64, inc: np.uint64) -> tuple[np.uint32, np.uint64]:
     """One PCG32 (XSH RR) output of ``state`` (uint64) and the next state: the generator's
     equation, which ``Pcg32`` and the compiled passes that draw (``clutter``) call."""
     xorshifted = (((state >> _S18) ^ state) >> _S27) & _MASK32_U
@@ -127,7 +127,7 @@ def pcg32_step(state, inc):
 
 
 @_jit
-def uniform_of_u32(x):
+def uniform_of_u32(x: np.uint32) -> float:
     """``U = (x + 0.5) / 2^32`` in (0, 1) of one 32-bit output."""
     return (np.float64(x) + 0.5) / _TWO_POW_32
 
