@@ -216,8 +216,12 @@ def hash_normal(h: np.ndarray | int) -> np.ndarray | float:
     float, or (...) float64; always finite (``U`` is never 0).
     """
     if isinstance(h, (int, np.integer)) and not isinstance(h, bool):
-        return float(hash_normal(np.array([int(h) & MASK64], dtype=np.uint64))[0])
-    a = _as_u64_array(h)
+        return float(_hash_normals(np.array([int(h) & MASK64], dtype=np.uint64))[0])
+    return _hash_normals(_as_u64_array(h))
+
+
+def _hash_normals(a: np.ndarray) -> np.ndarray:
+    """``hash_normal`` of a uint64 array (same shape)."""
     radius, angle = _hash_uniforms(np.ascontiguousarray(a).reshape(-1))
     np.log(radius, out=radius)
     radius *= -2.0
@@ -274,14 +278,14 @@ def place_normal(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float
     """
     h = place_hash(x_m, y_m, cell_m, seed)
     if h.ndim != 1 or h.size < 2:
-        return hash_normal(h)
+        return _hash_normals(h)
     # Neighbouring points (the sub-rays of a beam, the columns of a ring) often share a cell:
     # form the normal once per run of equal hashes (the same numbers, fewer logarithms).
     new_run = np.r_[True, h[1:] != h[:-1]]
     starts = np.flatnonzero(new_run)
     if starts.size > 0.8 * h.size:
-        return hash_normal(h)
-    return hash_normal(h[starts])[np.cumsum(new_run) - 1]
+        return _hash_normals(h)
+    return _hash_normals(h[starts])[np.cumsum(new_run) - 1]
 
 
 ROUGHNESS_SEED_OFFSET = 2
@@ -314,7 +318,7 @@ def roughness_normal(
     j = _as_u64_array(np.asarray(sub_ray, dtype=np.int64))
     scan, b, j = (np.ascontiguousarray(a).reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(scan), b, j))
     shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(sub_ray))
-    return hash_normal(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
+    return _hash_normals(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
 
 
 def normals_from_u32(u32: np.ndarray) -> np.ndarray:
