@@ -42,6 +42,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from acres_lidar_ros.config.dataset import Dataset, ShardSpec, load_dataset
 from acres_lidar_ros.errors import ConfigError, OutputError
@@ -302,7 +303,7 @@ def _run_on_ray(pending, out, ray_address, workers, retries, progress, total, sh
 
 
 # --- the command ------------------------------------------------------------------------------
-def add_dataset_parser(sub) -> argparse.ArgumentParser:
+def add_dataset_parser(sub: Any) -> argparse.ArgumentParser:
     parser = sub.add_parser("dataset", help="record many drives as shards on Ray (docs/datasets.md)")
     parser.add_argument("--config", type=Path, required=True, metavar="DATASET.json", help="the dataset file")
     parser.add_argument("--out", type=Path, required=True, help="dataset directory (new, or one to resume)")
@@ -315,7 +316,7 @@ def add_dataset_parser(sub) -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_dataset(args) -> int:
+def cmd_dataset(args: argparse.Namespace) -> int:
     if args.workers is not None and not 1 <= args.workers <= 4096:
         raise ConfigError(f"--workers {args.workers}: expected an integer from 1 to 4096")
     if not 0 <= args.retries <= 100:
