@@ -9,11 +9,12 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
 
-from acres_lidar_ros.body.self_returns import SelfReturnTable
+from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
@@ -26,6 +27,10 @@ from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import column_time_offset
 from acres_lidar_ros.tracing.hits import Hits
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.scene.model import Scene
+    from acres_lidar_ros.tracing.trace import Tracer
 
 
 @dataclass(frozen=True)
@@ -156,15 +161,17 @@ class Scanner:
     def __init__(
         self,
         config: SensorConfig,
-        scene=None,
+        scene: Scene | None = None,
         options: ScanOptions = ScanOptions(),
-        tracer=None,
+        tracer: Tracer | None = None,
         self_table: SelfReturnTable | None = None,
     ) -> None:
         from acres_lidar_ros.tracing.trace import Tracer
 
-        if tracer is None and scene is None:
-            raise ConfigError("Scanner needs a scene or a tracer")
+        if tracer is None:
+            if scene is None:
+                raise ConfigError("Scanner needs a scene or a tracer")
+            tracer = Tracer(scene)
         if self_table is not None and (self_table.columns, self_table.rings) != (config.columns, config.rings):
             raise ConfigError(
                 f"self_table {str(self_table.path) if self_table.path else ''!r} is for {self_table.columns} columns x "
@@ -173,7 +180,7 @@ class Scanner:
         self.config = config
         self.options = options
         self.pattern = BeamPattern.from_config(config)
-        self.tracer = tracer if tracer is not None else Tracer(scene)
+        self.tracer = tracer
         self._beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
         self._lens_origins = np.repeat(self.pattern.lens_origins_sensor, config.rings, axis=0)
         self.self_table = self_table
@@ -210,7 +217,7 @@ class Scanner:
             )
         return self._model
 
-    def set_options(self, **changes) -> None:
+    def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
         options = replace(self.options, **changes)
         reseed = options.seed != self.options.seed or options.radiometry != self.options.radiometry
@@ -415,7 +422,7 @@ class Sweep:
         self.traced = np.zeros(scanner.config.columns, dtype=bool)
         self.T_world_sensor = np.empty((scanner.config.columns, 4, 4))
         self._blocks: list[_Block] = []
-        self._self_decision = None  # (key, SelfDecision) once decided
+        self._self_decision: tuple[tuple, SelfDecision] | None = None  # (key, decision) once decided
         self.rays_s = 0.0
         self.trace_s = 0.0
         self.prepare_s = 0.0
@@ -426,16 +433,17 @@ class Sweep:
     def done(self) -> bool:
         return bool(self.traced.all())
 
-    def self_decision(self):
-        """The body's part of this scan (``self_returns.decide_self_returns``), decided once,
-        while the sweep runs; decided again if the seed, noise or range noise changed since."""
+    def self_decision(self, table: SelfReturnTable) -> SelfDecision:
+        """The body's part of this scan from ``table`` (the scanner's ``applied_self_table``;
+        ``self_returns.decide_self_returns``), decided once, while the sweep runs; decided again
+        if the seed, noise or range noise changed since."""
         scanner = self.scanner
         key = (self.index, scanner.options.seed, scanner.options.noise, scanner.config.std_m)
         if self._self_decision is None or self._self_decision[0] != key:
             from acres_lidar_ros.body.self_returns import decide_self_returns
 
             decision = decide_self_returns(
-                scanner.applied_self_table,
+                table,
                 self.index,
                 scanner.options.seed,
                 scanner.config.std_m,
@@ -469,7 +477,7 @@ class Sweep:
             from acres_lidar_ros.body.self_returns import merge_self_returns
 
             # The returns were just made for this scan and nothing else holds them: merge in place.
-            returns = merge_self_returns(table, returns, self.self_decision(), copy=False)
+            returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
         t3 = time.perf_counter()
         points = scanner.points_sensor(returns.range_m)
         t4 = time.perf_counter()
@@ -501,8 +509,9 @@ class Sweep:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
         beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
         scanner, config = self.scanner, self.scanner.config
-        if scanner.applied_self_table is not None and self._self_decision is None:
-            self.self_decision()  # the body's part needs no poses: decide it before the stamp
+        table = scanner.applied_self_table
+        if table is not None and self._self_decision is None:
+            self.self_decision(table)  # the body's part needs no poses: decide it before the stamp
         t0 = time.perf_counter()
         T_world_base = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate)
         T_world_sensor = T_world_base @ scanner.pattern.T_base_sensor

@@ -1,6 +1,8 @@
 """Nothing lost: `acres-lidar record` stopped by signals at random moments, or by a full disk.
 
-Every scan the run lists in ``lidar.jsonl`` (its durable report of completed scans) must be in the
+A signal lands at a seeded random moment after the recorder's ``main`` has installed its handlers:
+during the start-up (imports, scene, numba kernels) or during the drive. Every scan the run lists
+in ``lidar.jsonl`` (its durable report of completed scans) must be in the
 bag, read by rosbags and by the mcap reader: as the bag is after SIGINT, SIGTERM and SIGHUP, after
 ``acres-lidar bag-repair`` after SIGKILL or a full disk. No traceback, no stray temporary file, and
 every PCD whole. ``ACRES_SIGNAL_TRIALS`` (default 2) sets the trials per signal and
@@ -134,9 +136,32 @@ def _wait_for_first_row(child: subprocess.Popen, run: Path, timeout_s: float = 6
         time.sleep(0.01)
 
 
+def _wait_for_handlers(child: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """Until the child catches SIGTERM (its ``main`` has installed the stop handlers).
+
+    Before that line the interpreter starts (about 25 ms: site, the entry script's import) with
+    Python's own dispositions, which no code of the package can change. Reads the caught-signal
+    mask in /proc; elsewhere waits 0.3 s. Polls every 5 ms, at most ``timeout_s``.
+    """
+    status = Path(f"/proc/{child.pid}/status")
+    if not status.exists():
+        time.sleep(0.3)
+        return
+    deadline = time.monotonic() + timeout_s
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
+        except (OSError, StopIteration):
+            return
+        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.005)
+
+
 def _trial(tmp: Path, signum: int, during_drive: bool, delay_s: float) -> tuple[int, int]:
     run = tmp / "run"
     child = _record(run)
+    _wait_for_handlers(child)
     if during_drive:
         _wait_for_first_row(child, run)
     time.sleep(delay_s)
@@ -196,27 +221,88 @@ def _mount_tmpfs(where: Path, size: str) -> None:
         pytest.skip(f"mounting a tmpfs is not allowed here: {result.stderr.strip()}")
 
 
-def test_full_disk_loses_no_completed_scan(tmp_path):
+def _fill(disk: Path) -> None:
+    """Take the rest of ``disk``, as another process filling it would."""
+    with open(disk / "filler", "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * (1 << 20))
+                handle.flush()
+        except OSError:
+            pass  # ENOSPC: the disk is full
+
+
+@pytest.fixture
+def small_disk(tmp_path):
     disk = tmp_path / "disk"
     _mount_tmpfs(disk, "20m")
-    try:
-        run = disk / "run"
-        child = _record(run, duration_s=5.0)  # ~75 MB of bag and PCD files: the disk fills
-        code, stderr = _finish(child)
-        assert code == 2, stderr
-        assert "No space left on device" in stderr and "bag-repair" in stderr
-        assert "Traceback" not in stderr, stderr
-        rows = _rows(run)
-        assert rows, "no scan completed before the disk was full"
-        # Repairing on the full disk says how much room it needs; with room it succeeds.
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def _repair_with_room(run: Path, disk: Path) -> None:
+    """bag-repair on the full disk says how much room it needs; with room it succeeds."""
+    result = subprocess.run(_command("bag-repair", str(run)), capture_output=True, text=True)
+    if result.returncode != 0:
+        assert result.returncode == 2 and "MiB free" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+        (disk / "filler").unlink(missing_ok=True)
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
         result = subprocess.run(_command("bag-repair", str(run)), capture_output=True, text=True)
-        if result.returncode != 0:
-            assert result.returncode == 2 and "MiB free" in result.stderr, result.stderr
-            subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
-            result = subprocess.run(_command("bag-repair", str(run)), capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-        completed, lost = _check_run(run, stderr, repaired=True)
-        print(f"\nfull disk (20 MiB tmpfs): {completed} completed scans, {lost} lost")
-        assert completed == len(rows) and lost == 0
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_recording_that_fills_its_disk_stops_with_a_whole_bag(small_disk):
+    run = small_disk / "run"
+    code, stderr = _finish(_record(run, duration_s=5.0))  # ~75 MB of bag and files for 20 MiB
+    assert code == 2, stderr
+    assert "disk almost full" in stderr and "MiB free" in stderr, stderr
+    rows = _rows(run)
+    assert rows, "no scan completed before the disk was full"
+    completed, lost = _check_run(run, stderr, repaired=False)  # readable as it is
+    print(f"\nfull disk, recorder stops itself (20 MiB tmpfs): {completed} completed scans, {lost} lost")
+    assert completed == len(rows) and lost == 0
+
+
+def test_a_disk_filled_by_another_process_loses_no_completed_scan(small_disk):
+    run = small_disk / "run"
+    child = _record(run, duration_s=5.0)
+    _wait_for_first_row(child, run)
+    _fill(small_disk)
+    code, stderr = _finish(child)
+    assert code == 2, stderr
+    assert "No space left on device" in stderr or "disk almost full" in stderr, stderr
+    enospc = "No space left on device" in stderr
+    if enospc:
+        assert "bag-repair" in stderr
+        _repair_with_room(run, small_disk)
+    completed, lost = _check_run(run, stderr, repaired=True)
+    how = "a write failed, bag repaired" if enospc else "the recorder stopped first"
+    print(f"\nfull disk, filled by another process ({how}): {completed} completed scans, {lost} lost")
+    assert lost == 0
+
+
+def test_bag_writer_on_a_full_disk_keeps_its_flushed_clouds(small_disk):
+    """The write that fills the disk fails with a named error, closing fails too and leaves no
+    temporary file; after repair the clouds flushed before are all there."""
+    from acres_lidar_ros.errors import OutputError
+    from acres_lidar_ros.outputs.bag import BagWriter
+    from acres_lidar_ros.outputs.layouts import point_dtype
+
+    cloud = np.zeros(SHAPE, point_dtype("XYZI"))
+    cloud["x"] = np.arange(cloud.size, dtype=np.float32).reshape(SHAPE)
+    flushed = []
+    bag = BagWriter(small_disk / "bag")
+    bag.open()
+    with pytest.raises(OutputError, match="No space left on device"):
+        for k in range(100):  # 0.9 MB a cloud: the 20 MiB disk is full long before
+            bag.write_cloud(k * 100_000_000, cloud)
+            bag.flush()
+            flushed.append(k * 100_000_000)
+    with pytest.raises(OutputError, match="cannot finish bag"):
+        bag.close()
+    assert sorted(p.name for p in (small_disk / "bag").iterdir()) == ["bag.mcap"]
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    assert cli.main(["bag-repair", str(small_disk / "bag")]) == 0
+    assert sorted(_clouds_rosbags(small_disk / "bag")) == flushed
+    assert sorted(_stamps_mcap(small_disk / "bag")) == flushed

@@ -103,7 +103,10 @@ def bad(samples=None, **track):
             r"quaternion_xyzw = \[0\.0, 0\.0, 0\.0, 2\.0\] has norm 2; expected a unit quaternion",
         ),
         (bad([sample(0.0, (0, 0, 0), q=(0, 0, 0.1, 0.9))]), r"expected a unit quaternion"),
-        (bad([sample(0.0, (0, float("nan"), 0))]), r"samples\[0\]\.centre_m = \[0, nan, 0\]: expected finite numbers"),
+        (
+            bad([sample(0.0, (0, float("nan"), 0))]),
+            r"samples\[0\]\.centre_m = \[0, NaN, 0\]: expected 3 finite numbers",
+        ),
         (bad([]), r"samples: expected a non-empty list"),
         (bad(object_id="car"), r"object_id = 'car': expected an int32 integer"),
         (

@@ -288,9 +288,15 @@ def test_load_scene_reads_every_object_type(scene_dir):
             r"objects\[1\].class = 'tractor': allowed: other, ground",
         ),
         (lambda d: d["objects"][1].update(material="glass"), r"objects\[1\].material = 'glass': allowed: other, soil"),
-        (lambda d: d["objects"][1].update(colour="red"), r"objects\[1\]: unknown key 'colour'; allowed: base_xy_m"),
+        (
+            lambda d: d["objects"][1].update(colour="red"),
+            r"objects\[1\]: unknown key 'colour' for type 'box'; allowed: base_xy_m",
+        ),
         (lambda d: d["objects"][2].update(type="cone"), r"objects\[2\].type = 'cone': allowed: mesh, box"),
-        (lambda d: d["objects"][3].update(height_m=-1), r"objects\[3\].height_m = -1: must be > 0.0"),
+        (
+            lambda d: d["objects"][3].update(height_m=-1),
+            r"objects\[3\].height_m = -1: must be a number > 0 and <= 1e\+06",
+        ),
         (
             lambda d: d["objects"][5].update({"class": "tree"}),
             r"objects\[5\].class = 'tree': allowed for crop_field: corn",
@@ -302,7 +308,7 @@ def test_load_scene_reads_every_object_type(scene_dir):
             r"terrain.height_m has shape \(1, 2\): must be a 2-D grid of at least 2 x 2",
         ),
         (lambda d: d["terrain"].update(height_m=[[0.0, 1.0], [2.0, None]]), r"terrain.height_m.*must be numbers"),
-        (lambda d: d["terrain"].update(cell_m=0), r"terrain.cell_m = 0: must be > 0.0"),
+        (lambda d: d["terrain"].update(cell_m=0), r"terrain.cell_m = 0: must be a number >= 0.001 and <= 1e\+06"),
         (
             lambda d: d["terrain"].update(height_m="nope.npy"),
             r"terrain.height_m = 'nope.npy': file .*nope.npy does not exist",
@@ -335,7 +341,7 @@ def test_missing_and_malformed_scene_files(tmp_path):
         load_scene(tmp_path / "nothing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
-    with pytest.raises(SceneError, match=r"bad.json: not a readable JSON file"):
+    with pytest.raises(SceneError, match=r"bad.json' is not valid JSON"):
         load_scene(bad)
 
 

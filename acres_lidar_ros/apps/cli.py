@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import time
 from datetime import datetime, timezone
@@ -13,7 +14,31 @@ from typing import Any
 # Only light imports here: main() installs the signal handlers first, and everything heavy
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
+from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
+
+#: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
+SENSOR_OPTIONS = {
+    "--hz": "hz",
+    "--columns": "columns",
+    "--rings": "rings",
+    "--range": "range_m",
+    "--return-mode": "return_mode",
+    "--sub-rays": "sub_rays",
+    "--divergence": "beam_divergence_mrad",
+}
+#: Options whose values are numbers, by how many values they take: their negative values
+#: (``-1e6``) are values, not options (argparse alone reads ``-1e6`` as an option).
+NUMBER_OPTIONS = {
+    "--pose": 6,
+    "--rain": 1,
+    "--visibility": 1,
+    "--seed": 1,
+    "--duration": 1,
+    "--odom-hz": 1,
+    "--scans": 1,
+}
+NUMBER_OPTIONS.update({option: 1 for option, key in SENSOR_OPTIONS.items() if LIDAR_PARAM[key].kind != "str"})
 
 EXAMPLES = """\
 examples:
@@ -61,6 +86,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--solid-foliage", action="store_true", help="foliage stops beams instead of passing them")
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
+    for option, key in SENSOR_OPTIONS.items():
+        param = LIDAR_PARAM[key]
+        unit = f" ({param.unit})" if param.unit else ""
+        parser.add_argument(
+            option,
+            dest=f"lidar_{key}",
+            metavar=key.upper() if not param.unit else param.unit.upper(),
+            help=f"replaces lidar.{key}{unit} of the sensors file: {param.allowed()}",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,7 +162,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(bench)
     bench.add_argument("--scans", type=int, default=20, help="scans to time (default 20)")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    bench.add_argument("--sub-rays", type=int, choices=(1, 7), help="override the sensor's sub-rays per beam")
     bench.add_argument(
         "--schedule", action="store_true", help="also run the ROS-free node schedule over 600 simulated scans at 10 Hz"
     )
@@ -184,8 +217,61 @@ def _options(args):
     )
 
 
-def _load(args, overrides: dict | None = None):
-    """Sensor config, scene and scanner; reports the scene build time on stderr."""
+def _command_value(text: str, kind: str) -> object:
+    """A command-line value in the JSON type a sensors file would give, for the schema to judge:
+    ``"10"`` -> 10, ``"1e3"`` -> 1000.0 (an integer key refuses it, as in the file), ``"x"`` -> "x"."""
+    if kind == "str":
+        return text
+    if re.fullmatch(r"\s*[+-]?\d+\s*", text):
+        from acres_lidar_ros.config.input_files import parse_integer
+
+        return parse_integer(text)  # as the JSON reader: beyond int64 it is no number
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def sensor_overrides(args) -> dict:
+    """The sensors-file keys the -SensorLidar* options replace, as given (validated by the schema)."""
+    overrides = {}
+    for key in SENSOR_OPTIONS.values():
+        text = getattr(args, f"lidar_{key}", None)
+        if text is not None:
+            overrides[key] = _command_value(text, LIDAR_PARAM[key].kind)
+    return overrides
+
+
+def apply_sensor_overrides(config, overrides: dict):
+    """``config`` with the options' keys replaced; a bad value is refused with the sensors file's
+    message for that key, prefixed with the option."""
+    option_of = {key: option for option, key in SENSOR_OPTIONS.items()}
+    for key, value in overrides.items():
+        try:
+            LIDAR_PARAM[key].validate(value, f"lidar.{key}")
+        except ConfigError as exc:
+            raise ConfigError(f"{option_of[key]} {value}: {exc}") from exc
+    rings = overrides.get("rings")
+    table = config.effective["lidar"].get("elevations_deg")
+    if rings is not None and table is not None and rings != len(table):
+        raise ConfigError(
+            f"--rings {rings}: lidar.rings = {rings}, but the sensors file {config.source} sets {len(table)} rings "
+            f"with lidar.elevations_deg: expected --rings {len(table)}, or a sensors file without an elevation table"
+        )
+    if not overrides:
+        return config
+    try:
+        return config.with_overrides(overrides)
+    except ConfigError as exc:
+        given = " ".join(f"{option_of[k]} {v}" for k, v in overrides.items())
+        raise ConfigError(f"{given}: {exc}") from exc
+
+
+def _load(args, overrides: dict | None = None, need_lidar: str = ""):
+    """Sensor config, scene and scanner; reports the scene build time on stderr.
+
+    ``need_lidar``: the command's name when it has nothing to do without the LiDAR; then
+    ``lidar.enabled: false`` is refused before the scene is built."""
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.scan import Scanner
@@ -193,9 +279,18 @@ def _load(args, overrides: dict | None = None):
     from acres_lidar_ros.tracing.trace import Tracer
 
     options = _options(args)
-    config = load_sensor_config(args.sensor)
-    if overrides:
-        config = config.with_overrides(overrides)
+    config = apply_sensor_overrides(load_sensor_config(args.sensor), {**sensor_overrides(args), **(overrides or {})})
+    if not config.enabled:
+        if need_lidar:
+            raise ConfigError(
+                f"lidar.enabled is false in {config.source}: the LiDAR is off, so {need_lidar} has nothing to do; "
+                "set lidar.enabled to true"
+            )
+        print(
+            f"lidar.enabled is false in {config.source}: recording no LiDAR (odometry, /tf, /clock and the "
+            "trajectory only)",
+            file=sys.stderr,
+        )
     started = time.perf_counter()
     scene = build_default_farm(seed=0) if args.scene == "default" else load_scene(Path(args.scene))
     built = time.perf_counter()
@@ -224,19 +319,19 @@ def _run_dir(out: Path | None, command: str) -> Path:
     return Path("runs") / f"{command}_{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
 
 
-def _stopped(args) -> int | None:
+def _stopped(args: argparse.Namespace) -> int | None:
     """The exit status when a stop signal came (``128 + signal``), else None."""
     stop: StopSignals = args._stop
     return None if stop.requested is None else exit_code(stop.requested)
 
 
-def cmd_scan(args) -> int:
+def cmd_scan(args: argparse.Namespace) -> int:
     import numpy as np
 
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
-    config, scene, scanner = _load(args)
+    config, scene, scanner = _load(args, need_lidar="scan")
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
         return code
@@ -258,7 +353,7 @@ def cmd_scan(args) -> int:
     return 0
 
 
-def cmd_record(args) -> int:
+def cmd_record(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
@@ -320,7 +415,7 @@ def cmd_record(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
@@ -330,7 +425,7 @@ def cmd_bench(args) -> int:
     if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
         raise ConfigError(f"--odom-hz {args.odom_hz}: expected a rate > 0 and <= 1000 Hz")
     started = time.perf_counter()
-    _config, scene, scanner = _load(args, {"sub_rays": args.sub_rays} if args.sub_rays else None)
+    _config, scene, scanner = _load(args, need_lidar="bench")
     build_s = time.perf_counter() - started
     tour = _tour(scene)
     freeze_startup_objects()  # as the node and record do
@@ -364,7 +459,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_self_table(args) -> int:
+def cmd_self_table(args: argparse.Namespace) -> int:
     """Trace the URDF body (``body.self_table``), write the table and its statistics whole
     (``outputs``), print the statistics."""
     from acres_lidar_ros.body.self_table import generate_self_table
@@ -408,7 +503,7 @@ def cmd_self_table(args) -> int:
     return 0
 
 
-def cmd_bag_repair(args) -> int:
+def cmd_bag_repair(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.bag_repair import repair_run
 
     for line in repair_run(args.dir):
@@ -439,12 +534,37 @@ COMMANDS = {
 }
 
 
+def protect_negative_numbers(argv: list[str]) -> list[str]:
+    """``argv`` with the negative values of number options (``--pose 0 0 -1e6 0 0 0``) marked as
+    values: argparse reads a word starting with ``-`` as an option unless it looks like ``-1`` or
+    ``-1.5``, so ``-1e6`` or ``-inf`` would be refused. A leading space keeps the word a value;
+    ``float`` and ``int`` ignore it."""
+    out = list(argv)
+    i = 0
+    while i < len(out):
+        count = NUMBER_OPTIONS.get(out[i], 0)
+        for j in range(i + 1, min(i + 1 + count, len(out))):
+            word = out[j]
+            if word.startswith("-") and not word.startswith("--") and _is_number(word):
+                out[j] = " " + word
+        i += 1 + count if count else 1
+    return out
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a
     # Ctrl-C never raises inside an import or a compiled kernel; record and scan stop between scans.
     with StopSignals("acres-lidar") as stop:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(protect_negative_numbers(sys.argv[1:] if argv is None else argv))
         stop.prog = f"acres-lidar {args.command}"
         args._stop = stop
         try:

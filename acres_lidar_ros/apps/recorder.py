@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
+from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.sensor.poses import PoseHistory, sweep_coverage
@@ -32,9 +33,15 @@ FILE_CHOICES = ("pcd", "ply", "both", "none")
 def prepare_run_dir(out_dir: Path) -> Path:
     """Create ``out_dir`` (and ``out_dir/lidar``); refuse a path that exists and is not empty."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"output directory {out_dir} exists and is not a directory; give a new --out path")
+    try:
+        taken = out_dir.exists() and any(out_dir.iterdir())
+    except OSError as error:
+        raise OutputError(f"output directory {out_dir} cannot be listed: {error.strerror or error}") from error
+    if taken:
         raise OutputError(f"output directory {out_dir} exists and is not empty; give a new --out path")
-    (out_dir / "lidar").mkdir(parents=True, exist_ok=True)
+    make_directory(out_dir / "lidar", "output directory")
     return out_dir
 
 
@@ -174,13 +181,16 @@ def record_drive(
 
     ``should_stop()`` is asked before each scan (the CLI's signal flag); when it answers True,
     the scans handed to the writer are finished, the bag is closed, and the summary says
-    ``stopped``.
+    ``stopped``. Before each scan the free disk space is checked too (``DiskReserve``): short of
+    room for the next scans and the end of the run, the drive stops the same way, closes the bag
+    and its files whole and then raises ``OutputError`` saying so.
 
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
     ``progress(done, total)`` is called after each scan.
     """
+    from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import organised_cloud
+    from acres_lidar_ros.outputs.layouts import organised_cloud, point_dtype
 
     config = scanner.config
     out_dir = prepare_run_dir(out_dir)
@@ -195,6 +205,8 @@ def record_drive(
     start_ns = int(round(t_start * 1e9))
     last_k = first_scan_at_or_after(int(round((t_end - t_start) * 1e9)) + 1, config.hz) - 1
     stamps_ns = [start_ns + scan_stamp_ns(k, config.hz) for k in range(last_k + 1)]
+    if not config.enabled:  # lidar.enabled false: the drive records odometry, /tf and /clock, no LiDAR
+        stamps_ns = []
     n_scans = len(stamps_ns)
     sweep_s = period_s if config.motion_distortion else 0.0
     pose_times = trajectory.times_s
@@ -211,6 +223,9 @@ def record_drive(
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
     started = time.perf_counter()
     written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
+    point_bytes = point_dtype(point_type).itemsize
+    reserve = DiskReserve(out_dir, scan_bytes(config.columns * config.rings, point_bytes, files))
+    disk_full: str | None = None
 
     def write_poses_up_to(bag, until_ns: int) -> None:
         i = written["samples"]
@@ -224,9 +239,12 @@ def record_drive(
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
         cloud = organised_cloud(scan, point_type)  # made once, for the bag and the PCD
+        bag_bytes = bag.size_bytes
         bag.write_cloud(scan.stamp_ns, cloud, log_time_ns=release_ns)
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        write_scan_outputs(scan, out_dir, files, config, cloud if point_type == "XYZI" else None, pose_coverage)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud if point_type == "XYZI" else None, pose_coverage)
+        file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
+        reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.held_first_pose += pose_coverage == "before_first_pose"
         summary.across_pose_gap += pose_coverage == "gap"
         summary.scans += 1
@@ -247,6 +265,10 @@ def record_drive(
             pending: deque = deque()
             for stamp_ns in stamps_ns:
                 if should_stop is not None and should_stop():
+                    summary.stopped = True
+                    break
+                disk_full = reserve.shortage(len(pending) + 1, summary.scans + len(pending), len(sample_ns))
+                if disk_full is not None:
                     summary.stopped = True
                     break
                 release_ns = stamp_ns + int(round(config.delay_s * 1e9))
@@ -274,6 +296,8 @@ def record_drive(
         raise
     summary.seconds = time.perf_counter() - started
     _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config)
+    if disk_full is not None:
+        raise OutputError(disk_full)
     return summary
 
 

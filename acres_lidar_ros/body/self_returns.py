@@ -41,6 +41,7 @@ same with and without the table. ``sigma_0`` is ``lidar.std_m``; with the noise 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
@@ -48,6 +49,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from acres_lidar_ros.config.input_files import read_regular_file
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
@@ -202,15 +204,10 @@ def load_self_table(path: str | Path, columns: int, rings: int) -> SelfReturnTab
     """
     path = Path(path)
     expected = expected_size_bytes(columns, rings)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"self-return table {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
-    if len(data) != expected:
-        raise ConfigError(
-            f"self-return table {str(path)!r} has {len(data)} bytes; expected {expected} bytes "
-            f"(4 planes x {columns} columns x {rings} rings x 4-byte float32)"
-        )
+    try:  # only a regular file of exactly the expected size is read: no FIFO, no /dev/zero
+        data = read_regular_file(path, "self-return table", expected, ConfigError, expected_bytes=expected)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (4 planes x {columns} columns x {rings} rings x 4-byte float32)") from exc
     planes = np.frombuffer(data, dtype=TABLE_DTYPE).reshape(4, columns * rings)
     return SelfReturnTable.from_planes(planes, columns, rings, f"self-return table {str(path)!r}", path)
 
@@ -232,7 +229,7 @@ def self_return_hash(scan_index: int, seed: int, cells: int | np.ndarray) -> np.
         cell = np.arange(int(cells), dtype=np.uint64)
     else:
         cell = np.asarray(cells).astype(np.uint64)
-    return mix64(np.uint64(scan_key) ^ cell)
+    return np.asarray(mix64(np.uint64(scan_key) ^ cell))
 
 
 class SelfDecision(NamedTuple):
@@ -281,28 +278,24 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
             f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells "
             f"({table.columns} x {table.rings}); the scan has {returns.range_m.shape[0]}"
         )
-    fields = (
-        returns.range_m,
-        returns.valid,
-        returns.reflectivity,
-        returns.signal,
-        returns.intensity,
-        returns.class_id,
-        returns.material_id,
-        returns.object_id,
-        returns.return_flags,
-    )
-    if copy:
-        fields = tuple(field.copy() for field in fields)
+    out = Returns(*(getattr(returns, f.name).copy() for f in dataclass_fields(Returns))) if copy else returns
     _merge_body(
-        *fields,
+        out.range_m,
+        out.valid,
+        out.reflectivity,
+        out.signal,
+        out.intensity,
+        out.class_id,
+        out.material_id,
+        out.object_id,
+        out.return_flags,
         decision.replaced_cells,
         decision.body_cells,
         decision.body_range_m,
         table.body_reflectivity,
         table.intensity_byte,
     )
-    return Returns(*fields)
+    return out
 
 
 class SelfReturnResult(NamedTuple):

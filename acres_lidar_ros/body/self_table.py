@@ -36,9 +36,10 @@ the beam on the body; the rest of the beam sees the scene.
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import ndtr
@@ -58,6 +59,9 @@ from acres_lidar_ros.radiometry.physics import (
     signal_counts,
 )
 from acres_lidar_ros.sensor.pattern import BeamPattern
+
+if TYPE_CHECKING:
+    import open3d as o3d
 
 GENERATOR_SUB_RAYS = 7
 RAY_START_M = 0.005
@@ -95,18 +99,18 @@ class BodyGeometry:
         Links not traced.
     """
 
-    def __init__(self, robot: Robot, frame: str, exclude_links: set[str] = frozenset()) -> None:
+    def __init__(self, robot: Robot, frame: str, exclude_links: AbstractSet[str] = frozenset()) -> None:
         self.frame = frame
         self.shapes: list[_Analytic] = []
         self.links: list[str] = []
-        self._mesh_scene = None
+        self._mesh_scene: o3d.t.geometry.RaycastingScene | None = None
         mesh_links: list[str] = []
         T_root_frame_inv = np.linalg.inv(robot.T_root_link(frame))
         for collision in robot.collisions:
             if collision.link in exclude_links:
                 continue
             T = T_root_frame_inv @ robot.T_root_link(collision.link) @ collision.T_link_shape
-            if collision.kind == "mesh":
+            if collision.mesh_path is not None:  # kind "mesh"
                 self._add_mesh(collision.mesh_path, T, collision.size_m, collision.link)
                 mesh_links.append(collision.link)
                 continue
@@ -120,15 +124,16 @@ class BodyGeometry:
     def _add_mesh(self, path: Path, T: np.ndarray, scale: np.ndarray, link: str) -> None:
         import open3d as o3d
 
-        mesh = o3d.io.read_triangle_mesh(str(path))
+        mesh = o3d.io.read_triangle_mesh(path)
         if len(mesh.triangles) == 0:
             raise SceneError(f"mesh {str(path)!r} of link {link!r} has no triangles (unreadable or empty)")
         vertices = (np.asarray(mesh.vertices) * scale) @ T[:3, :3].T + T[:3, 3]
         triangles = np.asarray(mesh.triangles)
         if self._mesh_scene is None:
             self._mesh_scene = o3d.t.geometry.RaycastingScene()
+        cpu = o3d.core.Device("CPU:0")
         self._mesh_scene.add_triangles(
-            o3d.core.Tensor(vertices.astype(np.float32)), o3d.core.Tensor(triangles.astype(np.uint32))
+            o3d.core.Tensor(vertices, o3d.core.float32, cpu), o3d.core.Tensor(triangles, o3d.core.uint32, cpu)
         )
 
     def trace(
@@ -164,7 +169,7 @@ class BodyGeometry:
         if self._mesh_scene is not None:
             import open3d as o3d
 
-            rays = o3d.core.Tensor(np.hstack([o + start_m * d, d]).astype(np.float32))
+            rays = o3d.core.Tensor(np.hstack([o + start_m * d, d]), o3d.core.float32, o3d.core.Device("CPU:0"))
             hit = self._mesh_scene.cast_rays(rays)
             t = hit["t_hit"].numpy().astype(np.float64) + start_m
             n_mesh = hit["primitive_normals"].numpy().astype(np.float64)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,6 +227,15 @@ def _collision(link: str, element: ET.Element, index: int, urdf_path: Path) -> C
     return Collision(link, "mesh", T, scale, resolve_mesh_path(filename, urdf_path))
 
 
+def _joint_link(element: ET.Element, role: str, links: Collection[str], where: str) -> str:
+    """The link a joint's ``<parent>`` or ``<child>`` names; ``ConfigError`` unless it is a link of the file."""
+    found = element.find(role)
+    link = None if found is None else found.get("link")
+    if link is None or link not in links:
+        raise ConfigError(f"{where}: {role} link {link!r} is not a link of the file; links: {', '.join(links)}")
+    return link
+
+
 def load_urdf(path: str | Path, required_links: tuple[str, ...] = ()) -> Robot:
     """Parse a URDF file.
 
@@ -268,13 +278,8 @@ def load_urdf(path: str | Path, required_links: tuple[str, ...] = ()) -> Robot:
     joints: dict[str, Joint] = {}
     for element in root.findall("joint"):
         name = element.get("name", "")
-        parent_el, child_el = element.find("parent"), element.find("child")
-        parent = None if parent_el is None else parent_el.get("link")
-        child = None if child_el is None else child_el.get("link")
         where = f"URDF {str(path)!r}: joint {name!r}"
-        for role, link in (("parent", parent), ("child", child)):
-            if link not in links:
-                raise ConfigError(f"{where}: {role} link {link!r} is not a link of the file; links: {', '.join(links)}")
+        parent, child = (_joint_link(element, role, links, where) for role in ("parent", "child"))
         if child in joints:
             raise ConfigError(f"{where}: link {child!r} is already the child of joint {joints[child].name!r}")
         joints[child] = Joint(name, element.get("type", "fixed"), parent, child, _origin(element, where))

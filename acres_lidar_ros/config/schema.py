@@ -28,7 +28,9 @@ RETURNS_PER_BEAM: dict[str, int] = {
 
 RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
 
-_FRAME_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
+_FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
+#: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class Param:
 
     ``kind`` is one of ``bool``, ``int``, ``float``, ``str``, ``float_list`` (one value per ring,
     or ``length`` values when it is set), ``path`` (a file name relative to the sensors file, or
-    null). ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
+    null). ``nullable`` marks the keys whose ``null`` means "none" (the tables and
+    ``self_returns``); every other ``null`` is an error. ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
     make a bound exclusive. ``runtime`` marks a key the ROS 2 node may change without a rebuild.
     """
 
@@ -54,6 +57,7 @@ class Param:
     int_values: tuple[int, ...] = ()
     description: str = ""
     runtime: bool = False
+    nullable: bool = False
 
     def allowed(self) -> str:
         """What the key allows, in words (used in error messages and the README)."""
@@ -67,6 +71,9 @@ class Param:
             return "a file name relative to the sensors file, or null"
         if self.kind == "str":
             return "a frame name (letters, digits, _ and /, not starting with a digit)"
+        return self._allowed_number() + (", or null (none)" if self.nullable else "")
+
+    def _allowed_number(self) -> str:
         parts = []
         if self.low is not None:
             parts.append(("> " if self.low_open else ">= ") + _fmt(self.low))
@@ -81,23 +88,27 @@ class Param:
 
     def validate(self, value: Any, where: str) -> Any:
         """Check one value; return it in its Python type. ``where`` is the full key for messages."""
-        if value is None and (self.default is None):
-            return None
+        if value is None:
+            if self.nullable:
+                return None
+            raise ConfigError(f"{where} = null: expected {self.allowed()} (null is allowed only where documented)")
         if self.kind == "bool":
             if not isinstance(value, bool):
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
             return value
         if self.kind in ("str", "path"):
             if not isinstance(value, str) or not value:
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
             if self.choices and value not in self.choices:
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
-            if self.kind == "str" and not self.choices and not _FRAME_ID.match(value):
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+            if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+            if self.kind == "path" and not _is_file_name(value):
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()} (a name that can be a file)")
             return value
         if self.kind == "float_list":
             if not isinstance(value, list) or not value:
-                raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
             if self.length is not None and len(value) != self.length:
                 raise ConfigError(f"{where} has {len(value)} values: expected {self.allowed()}")
             return [self._number(v, f"{where}[{i}]") for i, v in enumerate(value)]
@@ -106,17 +117,31 @@ class Param:
     def _number(self, value: Any, where: str) -> float | int:
         integer = self.kind == "int"
         ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok_type or (not integer and not math.isfinite(value)):
-            raise ConfigError(f"{where} = {value!r}: expected {self.allowed()}")
+        if isinstance(value, bool) or not ok_type:
+            raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+        # Compared before any float conversion, so a huge integer is refused, never an OverflowError.
+        if not integer and not (-FLOAT32_MAX <= value <= FLOAT32_MAX):
+            raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         if too_low or too_high or (self.int_values and value not in self.int_values):
-            raise ConfigError(f"{where} = {value!r} is out of range: expected {self.allowed()}")
+            raise ConfigError(f"{where} = {_short(value)} is out of range: expected {self.allowed()}")
         return int(value) if integer else float(value)
 
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:16]}...({len(text)} characters)"
+
+
+def _is_file_name(value: str) -> bool:
+    """A path string that can name a file: no NUL, not ending in a separator, not ``.``/``..``."""
+    last = value.replace("\\", "/").rsplit("/", 1)[-1]  # as written: PurePath("a/.").name is "a"
+    return "\0" not in value and last not in ("", ".", "..")
 
 
 def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:
@@ -136,6 +161,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "float_list",
         None,
         "deg",
+        nullable=True,
         low=-90,
         high=90,
         description="Elevation of each ring in the sensor's ring order; sets N_r.",
@@ -146,6 +172,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "float_list",
         None,
         "deg",
+        nullable=True,
         low=-30,
         high=30,
         description="delta_r, azimuth offset of each ring (counter-clockwise).",
@@ -223,7 +250,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("delay_s", "float", 0.05, "s", low=0, high=10, description="Delay of the scan row and the published cloud."),
     P("output", "str", "ply", choices=("ply", "pcd", "both"), description="Files each scan writes."),
     P("frame_id", "str", "lidar", description="Frame name of the cloud."),
-    P("self_returns", "path", None, description="File of the self-return table."),
+    P("self_returns", "path", None, nullable=True, description="File of the self-return table."),
     P(
         "radiometry.range_at_10pct_m",
         "float",
@@ -239,6 +266,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "float_list",
         None,
         "m",
+        nullable=True,
         low=0,
         high=10000,
         low_open=True,

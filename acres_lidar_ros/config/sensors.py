@@ -19,7 +19,6 @@ out takes the spec's table (``schema.MATERIAL_DEFAULTS``).
 from __future__ import annotations
 
 import copy
-import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
 from acres_lidar_ros.config.schema import (
     DEFAULT_SPECTRA,
@@ -42,7 +42,24 @@ from acres_lidar_ros.config.spectra import check_spectrum, resolve_spectrum
 from acres_lidar_ros.errors import ConfigError
 
 PACKAGE = "acres_lidar_ros"
+#: Longest chain of ``extends`` (a file, its base, the base's base, ...).
+MAX_EXTENDS_DEPTH = 16
 NAMED_SENSORS = {"default": "sensors.json", "polaris": "sensors_polaris.json"}
+
+
+def limits_markdown() -> str:
+    """The limits paragraph of the README's parameter section (a test keeps the two in step)."""
+    from acres_lidar_ros.config.input_files import MAX_JSON_DEPTH
+
+    nullable = ", ".join(f"`{p.name}`" for p in LIDAR_PARAMS if p.nullable)
+    return (
+        f"A sensors file is a regular UTF-8 file of at most {MAX_SENSORS_FILE_BYTES >> 10} KiB, objects and lists "
+        f"nest at most {MAX_JSON_DEPTH} levels, an `extends` chain has at most {MAX_EXTENDS_DEPTH} files, each key "
+        "appears once per object, integers fit in int64 and `NaN`/`Infinity` are no numbers. `null` is an error "
+        f"except for {nullable}, where it means none (an overlay unsets its base's table with it). The self-return "
+        "table is a regular file of exactly 4 x 4 x columns x rings bytes. Every refusal names the file, the key, "
+        "the value and what is allowed."
+    )
 
 
 def share_dir() -> Path:
@@ -176,7 +193,7 @@ def resolve_sensor(source: str | Path) -> Path:
     if str(source) in NAMED_SENSORS:
         return config_dir() / NAMED_SENSORS[str(source)]
     path = Path(source)
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a directory is refused by the reader, which names its kind
         raise ConfigError(
             f"sensors file {str(path)!r} does not exist; give a file or one of {', '.join(NAMED_SENSORS)}"
         )
@@ -187,18 +204,14 @@ def load_sensor_config(source: str | Path = "polaris") -> SensorConfig:
     """Load, merge (``extends``) and validate a sensors file; ``source`` may be a named sensor."""
     path = resolve_sensor(source)
     raw = _read_with_extends(path, chain=())
-    return _build(raw, str(path), base_dir=path.parent)
+    try:
+        return _build(raw, str(path), base_dir=path.parent)
+    except ConfigError as exc:  # name the file (the key may come from a file it extends)
+        raise ConfigError(f"sensors file {str(path)!r}: {exc}") from exc
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"sensors file {str(path)!r} cannot be read: {exc.strerror}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"sensors file {str(path)!r} is not valid JSON: {exc}") from exc
+    data = load_json_file(path, "sensors file", MAX_SENSORS_FILE_BYTES)
     if not isinstance(data, dict):
         raise ConfigError(f"sensors file {str(path)!r}: the top level must be an object with a 'lidar' block")
     return data
@@ -208,6 +221,11 @@ def _read_with_extends(path: Path, chain: tuple[Path, ...]) -> dict:
     resolved = path.resolve()
     if resolved in chain:
         raise ConfigError(f"sensors file {str(path)!r} extends itself through {' -> '.join(map(str, chain))}")
+    if len(chain) >= MAX_EXTENDS_DEPTH:
+        raise ConfigError(
+            f"sensors file {str(path)!r}: the extends chain from {str(chain[0])!r} is longer than "
+            f"{MAX_EXTENDS_DEPTH} files: the limit is {MAX_EXTENDS_DEPTH}"
+        )
     data = _strip_comments(_read_json(path))
     unknown = set(data) - {"lidar", "extends"}
     if unknown:
@@ -217,15 +235,17 @@ def _read_with_extends(path: Path, chain: tuple[Path, ...]) -> dict:
     lidar = data.get("lidar", {})
     if not isinstance(lidar, dict):
         raise ConfigError(f"{path}: lidar = {lidar!r}: expected an object")
-    # A relative self_returns belongs to the file that names it.
-    if isinstance(lidar.get("self_returns"), str):
+    # A relative self_returns belongs to the file that names it (checked before it is resolved,
+    # so "" or "." cannot become the file's directory).
+    if lidar.get("self_returns") is not None:
+        LIDAR_PARAM["self_returns"].validate(lidar["self_returns"], f"{path}: lidar.self_returns")
         lidar["self_returns"] = str((path.parent / lidar["self_returns"]).resolve())
     if "extends" in data:
         base_name = data["extends"]
-        if not isinstance(base_name, str):
-            raise ConfigError(f"{path}: extends = {base_name!r}: expected a file name")
+        if not isinstance(base_name, str) or not base_name or "\0" in base_name:
+            raise ConfigError(f"{path}: extends = {base_name!r}: expected a file name relative to {str(path)!r}")
         base_path = path.parent / base_name
-        if not base_path.is_file():
+        if not base_path.exists():
             raise ConfigError(f"{path}: extends = {base_name!r}: file {str(base_path)!r} does not exist")
         base = _read_with_extends(base_path, chain + (resolved,))
         return {"lidar": _merge_lidar(base.get("lidar", {}), lidar, str(path))}
@@ -318,7 +338,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
     flat = _flatten(raw.get("lidar", {}), where)
     v: dict[str, Any] = {}
     for param in LIDAR_PARAMS:
-        if param.name in flat and flat[param.name] is not None:
+        if param.name in flat:  # null only where the schema allows it (validate refuses the rest)
             v[param.name] = param.validate(flat[param.name], f"{where}.{param.name}")
         else:
             v[param.name] = copy.deepcopy(param.default)
@@ -341,7 +361,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         if v[key] is not None and len(v[key]) != rings:
             raise ConfigError(
                 f"lidar.{key} has {len(v[key])} values but the sensor has {rings} rings "
-                f"(from {'elevations_deg' if elevations is not None else 'rings'}): expected one value per ring"
+                f"(from {'elevations_deg' if elevations is not None else 'rings: no elevations_deg table'}): expected one value per ring"
             )
     if v["min_range_m"] >= v["range_m"]:
         raise ConfigError(

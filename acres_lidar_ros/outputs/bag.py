@@ -187,6 +187,13 @@ class BagWriter:
         except OSError as error:
             raise OutputError(f"cannot write bag {self.path}: {error}") from error
 
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the MCAP file written so far (flushed or buffered; 0 when not open)."""
+        if self._writer is None or self._writer.storage is None:
+            return 0
+        return int(self._writer.storage.bio.tell())
+
     def close(self) -> None:
         """Finish the bag (MCAP summary and metadata.yaml). Closing twice does nothing.
 

@@ -49,6 +49,27 @@ def refuse_existing(path: str | os.PathLike[str]) -> Path:
     return path
 
 
+def make_directory(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+    """Create ``path`` and its parents (an existing directory is fine).
+
+    Raises ``OutputError`` naming the path and the reason: a parent that is a file, a read-only
+    parent, a full disk or any other refusal of the file system.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as error:  # exist_ok: the path (or a parent) is something else than a directory
+        raise OutputError(f"cannot create {what} {path}: {error.filename} exists and is not a directory") from error
+    except NotADirectoryError as error:
+        raise OutputError(f"cannot create {what} {path}: a parent of it is a file, not a directory") from error
+    except PermissionError as error:
+        raise OutputError(f"cannot create {what} {path}: permission denied (is {error.filename} read-only?)") from error
+    except OSError as error:
+        reason = "no space left on the device" if error.errno == errno.ENOSPC else (error.strerror or str(error))
+        raise OutputError(f"cannot create {what} {path}: {reason}") from error
+    return path
+
+
 def atomic_write(
     path: str | os.PathLike[str], content: bytes | bytearray | memoryview | Writer, overwrite: bool = False
 ) -> Path:

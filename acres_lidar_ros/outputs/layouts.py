@@ -92,9 +92,10 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     for axis, name in enumerate(("x", "y", "z", "intensity")):
         cloud[name] = xyzi[:, axis]
     cloud = cloud.reshape(scan.columns, scan.rings)
-    if "ring" in dtype.names:
+    names = dtype.names or ()
+    if "ring" in names:
         cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
-    if "timestamp" in dtype.names:
+    if "timestamp" in names:
         column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
         cloud["timestamp"] = column_time_s[:, None]
     return cloud

@@ -65,11 +65,12 @@ def point_fields(dtype: np.dtype) -> list[tuple[str, int, int, int]]:
         A field's type has no PointField code, or it is big-endian.
     """
     dtype = np.dtype(dtype)
-    if dtype.names is None:
+    layout = dtype.fields
+    if dtype.names is None or layout is None:
         raise OutputError(f"dtype {dtype} has no named fields; a PointCloud2 needs a structured dtype")
     fields = []
     for name in dtype.names:
-        field_dtype, offset = dtype.fields[name][:2]
+        field_dtype, offset = layout[name][:2]
         scalar = field_dtype.base
         code = _CODE_OF_SCALAR.get((scalar.kind, scalar.itemsize))
         if code is None:

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from acres_lidar_ros.config.input_files import read_regular_file
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.sensor.poses import first_bad_pose
 
 QUATERNION_NORM_TOLERANCE = 1e-4  # TUM files of other tools often carry 6 decimals
+MAX_TUM_FILE_BYTES = 256 << 20  # about 3 million poses; only a regular file is read
 
 
 def _validate(
@@ -95,10 +97,13 @@ def read_tum(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, np.n
         The file cannot be read.
     """
     path = Path(path)
+    data = read_regular_file(path, "TUM file", MAX_TUM_FILE_BYTES, OutputError)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise OutputError(f"cannot read TUM file {path}: {error}") from error
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise OutputError(
+            f"cannot read TUM file {path}: byte 0x{data[error.start]:02x} at offset {error.start} is not UTF-8"
+        ) from error
     numbered = [
         (i + 1, line.split()) for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")
     ]

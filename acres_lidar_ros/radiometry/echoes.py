@@ -233,7 +233,8 @@ def contributions_of_hits(
         t_hit[at] = t_hit[at - 1] * tau_hit[at - 1]
     reached = np.flatnonzero(t_hit > 0.0)
     if reached.size != flat.size:
-        flat, cls, mat, passes, tau_hit, t_hit = (a[reached] for a in (flat, cls, mat, passes, tau_hit, t_hit))
+        flat, cls, mat = flat[reached], cls[reached], mat[reached]
+        passes, tau_hit, t_hit = passes[reached], tau_hit[reached], t_hit[reached]
     row = flat // k_slots
     beam = row // n_sub  # the block's beam
     sub_ray = row - beam * n_sub

@@ -90,7 +90,7 @@ def empty_returns(n_beams: int, slots: int) -> Returns:
 
 
 @numba.njit(cache=True, nogil=True)
-def segment_first_argmax(values, starts):
+def segment_first_argmax(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Index of the first maximum of each segment ``[starts[i], starts[i + 1])`` of ``values``
     (the last segment runs to the end); segments are non-empty and in order."""
     n_seg = starts.shape[0]

@@ -303,8 +303,7 @@ def atmosphere(rain_mm_per_h: float, visibility_m: float, wavelength_nm: float, 
     vis = float(visibility_m)
     alpha_rain = float(rain_extinction(rain, weather.rain_extinction_db_per_km, weather.rain_extinction_exponent))
     alpha_fog = float(fog_extinction(vis, rain, wavelength_nm))
-    _, v_f = fog_visibility_m(vis, rain)
-    v_f = float(v_f)
+    v_f = float(fog_visibility_m(vis, rain)[1])
     return Atmosphere(
         rain_mm_per_h=rain,
         visibility_m=vis,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +44,9 @@ _TYPE_OF_KIND = {
     "float_list": "double_array",
 }
 
-_TOPIC = re.compile(r"^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
-_FRAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_/]*$")
+# Used with fullmatch: "$" would let a trailing newline through.
+_TOPIC = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+_FRAME = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")
 
 
 @dataclass(frozen=True)
@@ -142,14 +144,15 @@ class NodeParam:
                 raise ConfigError(f"{where} = {value!r}: expected one of {', '.join(self.choices)}")
             if self.pattern == "topic_or_empty" and value == "":
                 return value
-            if self.pattern.startswith("topic") and not _TOPIC.match(value):
+            if self.pattern.startswith("topic") and not _TOPIC.fullmatch(value):
                 raise ConfigError(f"{where} = {value!r}: expected a topic name such as /lidar/points")
-            if self.pattern == "frame" and not _FRAME.match(value):
+            if self.pattern == "frame" and not _FRAME.fullmatch(value):
                 raise ConfigError(f"{where} = {value!r}: expected a frame name (letters, digits, _ and /)")
             return value
         integer = self.type == "integer"
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok or not math.isfinite(value):
+        # Compared, not converted: a huge integer is refused, never an OverflowError.
+        if isinstance(value, bool) or not ok or not -sys.float_info.max <= value <= sys.float_info.max:
             raise ConfigError(f"{where} = {value!r}: expected {'an integer' if integer else 'a number'}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise ConfigError(f"{where} = {value!r} is out of range: expected {self.low:g} to {self.high:g}")
@@ -335,9 +338,9 @@ def check_value(decl: ParamDecl, value: Any) -> Any:
         return None
     if param.kind == "float_list" and isinstance(value, tuple):
         value = list(value)
-    if param.kind == "float_list" and value is not None and not isinstance(value, list):
-        with contextlib.suppress(TypeError):  # rclpy hands a double_array as array.array
-            value = [float(v) for v in value]
+    if param.kind == "float_list" and value is not None and not isinstance(value, (list, str, bytes, dict)):
+        with contextlib.suppress(TypeError, ValueError):  # rclpy hands a double_array as array.array
+            value = [v if isinstance(v, (int, float)) else float(v) for v in value]
     return param.validate(value, decl.name)
 
 

@@ -32,7 +32,6 @@ track exists only at its own instant; give a parked vehicle two samples spanning
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +40,17 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
+from acres_lidar_ros.config.input_files import MAX_BOX_TRACKS_FILE_BYTES, load_json_file
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.boxes import VehicleBox
 
 UNIT_QUATERNION_TOLERANCE = 1e-3
 SAMPLE_KEYS = ("t_s", "centre_m", "quaternion_xyzw", "half_extents_m")
+TRACK_KEYS = ("object_id", "samples")
+#: Largest |t_s| (s) and |coordinate| or half extent (m) of a sample: beyond them the box
+#: does not survive the float32 of the trace or the nanosecond stamps of a run.
+MAX_TIME_S = 1e9
+MAX_LENGTH_M = 1e6
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ class BoxTracks:
     def from_dict(cls, data: Any, where: str = "box tracks", path: Path | None = None) -> BoxTracks:
         """Validate a parsed file (see the module docstring); ``SceneError`` naming ``where``."""
         if not isinstance(data, dict) or not isinstance(data.get("tracks"), list):
-            raise SceneError(f"{where}: expected an object with a list 'tracks'")
+            raise SceneError(f"{where}: expected an object with a list 'tracks' (and keys starting with _ as comments)")
         unknown = {k for k in data if not k.startswith("_")} - {"tracks"}
         if unknown:
             raise SceneError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: tracks")
@@ -130,36 +135,49 @@ class BoxTracks:
         return cls(tuple(tracks), path)
 
 
-def _numbers(value: Any, count: int, where: str) -> np.ndarray:
+def _numbers(value: Any, count: int, where: str, limit: float = MAX_LENGTH_M) -> np.ndarray:
+    # Compared before the float conversion: a huge integer is refused, never an OverflowError.
     if (
         not isinstance(value, list)
         or len(value) != count
-        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and -limit <= v <= limit for v in value)
     ):
-        raise SceneError(f"{where} = {value!r}: expected {count} numbers")
-    array = np.asarray(value, dtype=np.float64)
-    if not np.isfinite(array).all():
-        raise SceneError(f"{where} = {value!r}: expected finite numbers")
-    return array
+        raise SceneError(f"{where} = {_short(value)}: expected {count} finite numbers from {-limit:g} to {limit:g}")
+    return np.asarray(value, dtype=np.float64)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
 
 
 def _track(entry: Any, where: str) -> BoxTrack:
     if not isinstance(entry, dict):
-        raise SceneError(f"{where}: expected an object with object_id and samples")
+        raise SceneError(f"{where} = {_short(entry)}: expected an object with object_id and samples")
+    unknown = sorted(k for k in entry if not k.startswith("_") and k not in TRACK_KEYS)
+    if unknown:
+        raise SceneError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(TRACK_KEYS)}")
     object_id = entry.get("object_id")
     if isinstance(object_id, bool) or not isinstance(object_id, int) or not -(2**31) <= object_id < 2**31:
-        raise SceneError(f"{where}.object_id = {object_id!r}: expected an int32 integer")
+        raise SceneError(f"{where}.object_id = {_short(object_id)}: expected an int32 integer")
     where = f"{where} (object_id {object_id})"
     samples = entry.get("samples")
     if not isinstance(samples, list) or not samples:
         raise SceneError(f"{where}.samples: expected a non-empty list of samples")
-    times, centres, quats, halves = [], [], [], []
+    times: list[float] = []
+    centres: list[np.ndarray] = []
+    quats: list[np.ndarray] = []
+    halves: list[np.ndarray] = []
     for i, sample in enumerate(samples):
         at = f"{where}.samples[{i}]"
-        if not isinstance(sample, dict) or set(sample) - {"_comment"} != set(SAMPLE_KEYS):
-            keys = sorted(sample) if isinstance(sample, dict) else sample
-            raise SceneError(f"{at}: keys {keys!r}; expected exactly {', '.join(SAMPLE_KEYS)}")
-        t = float(_numbers([sample["t_s"]], 1, f"{at}.t_s")[0])
+        if not isinstance(sample, dict):
+            raise SceneError(f"{at} = {_short(sample)}: expected an object with {', '.join(SAMPLE_KEYS)}")
+        keys = {k for k in sample if not k.startswith("_")}
+        if keys != set(SAMPLE_KEYS):
+            extra, missing = sorted(keys - set(SAMPLE_KEYS)), sorted(set(SAMPLE_KEYS) - keys)
+            problem = f"unknown key {extra[0]!r}" if extra else f"missing key {missing[0]!r}"
+            raise SceneError(f"{at}: {problem}; expected exactly {', '.join(SAMPLE_KEYS)}")
+        t = float(_numbers([sample["t_s"]], 1, f"{at}.t_s", MAX_TIME_S)[0])
         if times and t <= times[-1]:
             raise SceneError(
                 f"{at}.t_s = {t!r} is not after the previous sample's {times[-1]!r}; expected strictly increasing times"
@@ -193,12 +211,5 @@ def load_box_tracks(path: str | Path) -> BoxTracks:
         the file, the track, the sample and the value).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SceneError(f"box tracks {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SceneError(f"box tracks {str(path)!r} is not valid JSON: {exc}") from exc
+    data = load_json_file(path, "box tracks", MAX_BOX_TRACKS_FILE_BYTES, SceneError)
     return BoxTracks.from_dict(data, f"box tracks {str(path)!r}", path)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from acres_lidar_ros.config.materials import (
     CLASS_ID,
@@ -47,6 +50,10 @@ class _Part:
     closed: bool
 
 
+MaterialArg: TypeAlias = str | int | None
+"""A material by name or number; None: the class's own material."""
+
+
 class SceneBuilder:
     """Collects meshes, proxies and crop fields over a terrain and builds a ``Scene``.
 
@@ -67,7 +74,7 @@ class SceneBuilder:
         self,
         terrain: TerrainGrid,
         cover: CellGrid | None = None,
-        polygons=(),
+        polygons: Iterable[tuple[ArrayLike, str | int]] = (),
         pond_depth: CellGrid | None = None,
         soil_wetness: CellGrid | None = None,
         polygon_raster_cell_m: float = 0.25,
@@ -135,7 +142,7 @@ class SceneBuilder:
         self._parts.append(_Part(v, np.asarray(triangles, np.int64), class_id, material, oid, closed))
 
     # --- public API -----------------------------------------------------------------------
-    def add_polygon(self, vertices_xy_m, material: str | int, what: str = "polygon") -> None:
+    def add_polygon(self, vertices_xy_m: ArrayLike, material: str | int, what: str = "polygon") -> None:
         """Add a surface polygon (painted over earlier ones) of a cover material."""
         v = np.asarray(vertices_xy_m, float)
         if v.ndim != 2 or v.shape[1] != 2 or len(v) < 3 or not np.all(np.isfinite(v)):
@@ -150,7 +157,13 @@ class SceneBuilder:
         self.polygons.append((v, mid))
 
     def add_mesh(
-        self, vertices_m, triangles, class_name: str, material=None, closed: bool = False, name: str | None = None
+        self,
+        vertices_m: ArrayLike,
+        triangles: ArrayLike,
+        class_name: str,
+        material: MaterialArg = None,
+        closed: bool = False,
+        name: str | None = None,
     ) -> int:
         """Add a triangle mesh given in world coordinates.
 
@@ -173,11 +186,11 @@ class SceneBuilder:
 
     def add_box(
         self,
-        base_xy_m,
-        size_m,
+        base_xy_m: ArrayLike,
+        size_m: ArrayLike,
         class_name: str,
         yaw_rad: float = 0.0,
-        material=None,
+        material: MaterialArg = None,
         roof_height_m: float = 0.0,
         base_z_m: float | None = None,
         name: str | None = None,
@@ -199,11 +212,11 @@ class SceneBuilder:
 
     def add_cylinder(
         self,
-        base_xy_m,
+        base_xy_m: ArrayLike,
         radius_m: float,
         height_m: float,
         class_name: str,
-        material=None,
+        material: MaterialArg = None,
         segments: int = 16,
         cone_height_m: float = 0.0,
         base_z_m: float | None = None,
@@ -232,11 +245,11 @@ class SceneBuilder:
 
     def add_tree(
         self,
-        base_xy_m,
+        base_xy_m: ArrayLike,
         height_m: float,
         trunk_radius_m: float | None = None,
-        crown_material=None,
-        trunk_material=None,
+        crown_material: MaterialArg = None,
+        trunk_material: MaterialArg = None,
         base_z_m: float | None = None,
         name: str | None = None,
     ) -> int:
@@ -265,7 +278,12 @@ class SceneBuilder:
         return oid
 
     def add_shrub(
-        self, base_xy_m, height_m: float, material=None, base_z_m: float | None = None, name: str | None = None
+        self,
+        base_xy_m: ArrayLike,
+        height_m: float,
+        material: MaterialArg = None,
+        base_z_m: float | None = None,
+        name: str | None = None,
     ) -> int:
         """Shrub of height H: sphere proxy of radius 0.5 H at 0.5 H (class shrub)."""
         if not height_m > 0:
@@ -285,7 +303,14 @@ class SceneBuilder:
         )
         return oid
 
-    def add_mud_clod(self, base_xy_m, size_m, yaw_rad: float = 0.0, material=None, name: str | None = None) -> int:
+    def add_mud_clod(
+        self,
+        base_xy_m: ArrayLike,
+        size_m: ArrayLike,
+        yaw_rad: float = 0.0,
+        material: MaterialArg = None,
+        name: str | None = None,
+    ) -> int:
         """Mud clod (class mud_clod, solid, wetness 1): half-buried ellipsoid of extent ``size_m``.
 
         ``size_m`` (3,) = (length, width, height above the ground).
@@ -299,7 +324,14 @@ class SceneBuilder:
         self._add(v, t, cid, self._material(cid, material), oid, False, yaw_rad, self._base(base_xy_m, None))
         return oid
 
-    def add_ground_cover(self, base_xy_m, size_m, yaw_rad: float = 0.0, material=None, name: str | None = None) -> int:
+    def add_ground_cover(
+        self,
+        base_xy_m: ArrayLike,
+        size_m: ArrayLike,
+        yaw_rad: float = 0.0,
+        material: MaterialArg = None,
+        name: str | None = None,
+    ) -> int:
         """Low ground cover (class ground_cover, foliage): half-buried ellipsoid dome of extent ``size_m``."""
         size = np.asarray(size_m, float)
         if size.shape != (3,) or not np.all(size > 0):
@@ -312,14 +344,14 @@ class SceneBuilder:
 
     def add_crop_field(
         self,
-        corner_xy_m,
+        corner_xy_m: ArrayLike,
         patches_xy: tuple[int, int],
         class_name: str,
         crop_height_m: float,
         growth: float,
         yaw_rad: float = 0.0,
-        cell_state=None,
-        material=None,
+        cell_state: ArrayLike | None = None,
+        material: MaterialArg = None,
         name: str | None = None,
     ) -> int:
         """Field of ``nx x ny`` crop patches from ``corner_xy_m`` along the rotated local x and y.
@@ -371,8 +403,7 @@ class SceneBuilder:
         for f in self._crops:
             nx, ny = f["n"]
             c, s = np.cos(f["yaw"]), np.sin(f["yaw"])
-            ix, iy = np.meshgrid(np.arange(nx), np.arange(ny))
-            ix, iy = ix.ravel(), iy.ravel()
+            ix, iy = (index.ravel() for index in np.meshgrid(np.arange(nx), np.arange(ny)))
             local = np.stack([(ix + 0.5) * CROP_PATCH_SIZE_M[0], (iy + 0.5) * CROP_PATCH_SIZE_M[1]], 1)
             centre = f["corner"] + local @ np.array([[c, s], [-s, c]])
             # Cell centres in the patch frame: x (k + 0.5) 0.38 - 0.76, y (k + 0.5) 0.25 - 0.5.

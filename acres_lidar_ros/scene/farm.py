@@ -186,11 +186,11 @@ def build_default_farm(seed: int = 0) -> Scene:
 
     # Ground cover patches in the grass, mud clods beside the field lane, fence posts.
     for k in range(40):
-        xy = np.array([rng.uniform(-450, 450), rng.uniform(100, 450)])
-        if np.hypot(*(xy - POND_CENTRE_XY_M)) < POND_RADIUS_M + 15:
-            xy = xy + [0.0, 60.0]
+        cover_xy = np.array([rng.uniform(-450, 450), rng.uniform(100, 450)])
+        if np.hypot(*(cover_xy - POND_CENTRE_XY_M)) < POND_RADIUS_M + 15:
+            cover_xy = cover_xy + [0.0, 60.0]
         b.add_ground_cover(
-            xy,
+            cover_xy,
             [rng.uniform(2, 5), rng.uniform(1.5, 4), rng.uniform(0.15, 0.4)],
             rng.uniform(0, np.pi),
             name=f"ground_cover_{k}",

@@ -6,9 +6,10 @@ index follows x: ``values[i, j]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from acres_lidar_ros.errors import SceneError
 
@@ -66,7 +67,7 @@ class TerrainGrid:
         ny, nx = self.height_m.shape
         return np.array([self.origin_xy_m, self.origin_xy_m + self.cell_m * np.array([nx - 1, ny - 1])])
 
-    def height_at(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
+    def height_at(self, x_m: ArrayLike, y_m: ArrayLike) -> np.ndarray:
         """Ground height at world ``(x, y)``, m; points outside take the height of the edge.
 
         Parameters
@@ -128,6 +129,8 @@ class CellGrid:
     cell_m: float
     values: np.ndarray
     fill: float | int = 0
+    _padded_flat: np.ndarray = field(init=False, repr=False, compare=False)
+    """The values with a border of ``fill``, flattened (set in ``__post_init__``)."""
 
     def __post_init__(self) -> None:
         origin = np.asarray(self.origin_xy_m, float)

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from acres_lidar_ros.config.materials import (
     CLASS_ID,
@@ -181,7 +182,7 @@ class Scene:
         """(2, 2) float64 ``[[x_min, y_min], [x_max, y_max]]`` of the terrain."""
         return self.terrain.extent_xy_m
 
-    def height_at(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
+    def height_at(self, x_m: ArrayLike, y_m: ArrayLike) -> np.ndarray:
         """Ground height at world ``(x, y)``, m (the traced terrain surface; see ``TerrainGrid``)."""
         return self.terrain.height_at(x_m, y_m)
 

@@ -6,18 +6,25 @@ Every error is a ``SceneError`` whose message names the file, the key (as a JSON
 
 from __future__ import annotations
 
-import json
+import io
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from acres_lidar_ros.config.input_files import (
+    MAX_SCENE_FILE_BYTES,
+    check_regular_file,
+    load_json_file,
+    read_regular_file,
+)
 from acres_lidar_ros.config.materials import CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID, MATERIAL_NAMES
 from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene import limits
 from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
-from acres_lidar_ros.scene.model import CROP_CLASS_NAMES, Scene
+from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CLASS_NAMES, Scene
 
 FORMAT_NAME = "acres_lidar_scene"
 FORMAT_VERSION = 1
@@ -44,15 +51,15 @@ class _Reader:
         self.base_dir = path.parent
 
     def fail(self, key: str, value: Any, allowed: str) -> SceneError:
-        return SceneError(f"{self.path}: {key} = {value!r}: {allowed}")
+        return SceneError(f"{self.path}: {key} = {_short(value)}: {allowed}")
 
-    def table(self, value: Any, key: str, allowed_keys: set[str]) -> dict:
+    def table(self, value: Any, key: str, allowed_keys: set[str], of: str = "") -> dict:
         if not isinstance(value, dict):
             raise self.fail(key, value, "must be a JSON object")
         unknown = sorted(set(value) - allowed_keys)
         if unknown:
             raise SceneError(
-                f"{self.path}: {key}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed_keys))}"
+                f"{self.path}: {key}: unknown key {unknown[0]!r}{of}; allowed: {', '.join(sorted(allowed_keys))}"
             )
         return value
 
@@ -67,8 +74,9 @@ class _Reader:
         name: str,
         key: str,
         default: float | None = None,
-        low: float = -math.inf,
+        low: float = -limits.MAX_SCENE_NUMBER,
         low_open: bool = False,
+        high: float = limits.MAX_SCENE_NUMBER,
     ) -> float:
         if name in table:
             value = table[name]
@@ -76,25 +84,30 @@ class _Reader:
             value = default
         else:
             raise SceneError(f"{self.path}: {key}.{name} is missing")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(f"{key}.{name}", value, "must be a finite number")
-        if value < low or (low_open and value == low):
-            raise self.fail(f"{key}.{name}", value, f"must be {'>' if low_open else '>='} {low}")
+        allowed = f"must be a number {'>' if low_open else '>='} {low:g} and <= {high:g}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{key}.{name}", value, allowed)
+        # Compared before any conversion: a huge integer or NaN is refused, never an OverflowError.
+        if not (low <= value <= high) or (low_open and value == low):
+            raise self.fail(f"{key}.{name}", value, allowed)
         return float(value)
 
-    def optional_number(self, table: dict, name: str, key: str, low: float = -math.inf) -> float | None:
+    def optional_number(self, table: dict, name: str, key: str, low: float = -limits.MAX_SCENE_NUMBER) -> float | None:
         return None if name not in table else self.number(table, name, key, low=low)
 
     def vector(self, table: dict, name: str, key: str, size: int, positive: bool = False) -> np.ndarray:
         value = self.required(table, name, key)
+        top = limits.MAX_SCENE_NUMBER
         ok = (
             isinstance(value, list)
             and len(value) == size
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and -top <= v <= top for v in value)
         )
         if not ok or (positive and min(value) <= 0):
             raise self.fail(
-                f"{key}.{name}", value, f"must be a list of {size} finite numbers{' > 0' if positive else ''}"
+                f"{key}.{name}",
+                value,
+                f"must be a list of {size} numbers {'> 0' if positive else f'>= {-top:g}'} and <= {top:g}",
             )
         return np.array(value, float)
 
@@ -106,35 +119,84 @@ class _Reader:
                 return None
             return default
         value = table[name]
-        if value not in allowed:
+        if not isinstance(value, str) or value not in allowed:
             raise self.fail(f"{key}.{name}", value, f"allowed: {', '.join(allowed)}")
         return value
 
-    def array(self, value: Any, key: str, dtype) -> np.ndarray:
-        """A 2-D array given inline (nested lists) or as a path of a .npy file relative to the scene file."""
+    def array(self, value: Any, key: str, kind: str) -> np.ndarray:
+        """A 2-D grid given inline (nested lists) or as a path of a .npy file relative to the scene
+        file. ``kind``: ``float`` (finite, |v| <= MAX_SCENE_NUMBER), ``int`` (integral values, never
+        truncated) or ``str`` (names). At most ``MAX_GRID_CELLS`` values, checked before reading."""
         if isinstance(value, str):
-            file = self.base_dir / value
-            if not file.is_file():
-                raise SceneError(f"{self.path}: {key} = {value!r}: file {file} does not exist")
-            try:
-                array = np.load(file, allow_pickle=False)
-            except (OSError, ValueError) as err:
-                raise SceneError(f"{self.path}: {key} = {value!r}: cannot read {file} as .npy: {err}") from err
-        else:
+            array = self._npy(value, key)
+        elif isinstance(value, list):
             try:
                 array = np.array(value)
-            except ValueError as err:
-                raise self.fail(key, "...", "must be a rectangular 2-D list or a .npy path") from err
-        if array.ndim != 2:
-            raise SceneError(f"{self.path}: {key} has shape {array.shape}: must be a 2-D grid (list of rows or .npy)")
-        if dtype is not str:
-            if array.dtype.kind not in "iuf":
-                raise SceneError(f"{self.path}: {key} has values of type {array.dtype}: must be numbers")
-            array = array.astype(dtype)
-        return array
+            except (ValueError, TypeError) as err:
+                raise self.fail(key, value, "must be a rectangular 2-D list of rows or a .npy path") from err
+        else:
+            raise self.fail(key, value, "must be a 2-D list of rows or the path of a .npy file")
+        if array.ndim != 2 or array.size == 0:
+            raise SceneError(
+                f"{self.path}: {key} has shape {array.shape}: must be a non-empty 2-D grid (list of rows or .npy)"
+            )
+        if array.size > limits.MAX_GRID_CELLS:
+            raise SceneError(
+                f"{self.path}: {key} has {array.size} values: the limit is {limits.MAX_GRID_CELLS} (4096 x 4096)"
+            )
+        if kind == "str":
+            if array.dtype.kind != "U":
+                raise SceneError(f"{self.path}: {key} has values of type {array.dtype}: must be material names")
+            return array
+        if array.dtype.kind not in "iuf":
+            raise SceneError(f"{self.path}: {key} has values of type {array.dtype}: must be numbers")
+        if kind == "float":
+            values = array.astype(np.float64)
+            bad = ~(np.abs(values) <= limits.MAX_SCENE_NUMBER)
+            what = f"must be finite numbers from {-limits.MAX_SCENE_NUMBER:g} to {limits.MAX_SCENE_NUMBER:g}"
+        else:
+            values = array
+            bad = np.zeros(array.shape, bool)
+            if array.dtype.kind == "f":
+                bad = ~np.isfinite(array) | (np.abs(array) > 255)
+                bad[~bad] = array[~bad] != np.round(array[~bad])
+            elif array.dtype.kind in "iu":
+                bad = (array < 0) | (array > 255)
+            what = "must be whole numbers from 0 to 255 (never rounded)"
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise self.fail(f"{key}[{i}][{j}]", array[i, j].item(), what)
+        return values.astype(np.int64) if kind == "int" else values
+
+    def _npy(self, value: str, key: str) -> np.ndarray:
+        file = self.base_dir / value
+        if not file.exists():
+            raise SceneError(f"{self.path}: {key} = {value!r}: file {file} does not exist")
+        what = f"{self.path}: {key} = {value!r}: .npy file"
+        data = read_regular_file(file, what, limits.MAX_NPY_FILE_BYTES, SceneError)
+        buffer = io.BytesIO(data)
+        try:  # the header first: shape and type are checked before the values are allocated
+            version = np.lib.format.read_magic(buffer)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f".npy format version {version[0]}.{version[1]}: expected 1.0 or 2.0")
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
+            shape, _fortran, dtype = read_header(buffer)
+            if len(shape) == 2 and shape[0] * shape[1] > limits.MAX_GRID_CELLS:
+                raise SceneError(
+                    f"{self.path}: {key} = {value!r}: {file} has shape {shape}: the limit is "
+                    f"{limits.MAX_GRID_CELLS} values (4096 x 4096)"
+                )
+            if dtype.hasobject:
+                raise SceneError(f"{self.path}: {key} = {value!r}: {file} holds Python objects: must be numbers")
+            buffer.seek(0)
+            return np.load(buffer, allow_pickle=False)
+        except (OSError, ValueError, EOFError, TypeError, SyntaxError) as err:
+            raise SceneError(f"{self.path}: {key} = {value!r}: cannot read {file} as .npy: {err}") from err
 
     def grid_geometry(self, table: dict, key: str) -> tuple[np.ndarray, float]:
-        return self.vector(table, "origin_xy_m", key, 2), self.number(table, "cell_m", key, low=0.0, low_open=True)
+        return self.vector(table, "origin_xy_m", key, 2), self.number(table, "cell_m", key, low=limits.MIN_CELL_M)
 
 
 def load_scene(path: str | Path) -> Scene:
@@ -147,26 +209,31 @@ def load_scene(path: str | Path) -> Scene:
         allowed values.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise SceneError(f"{path}: scene file does not exist")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise SceneError(f"{path}: not a readable JSON file: {err}") from err
+    doc = load_json_file(path, "scene file", MAX_SCENE_FILE_BYTES, SceneError)
     r = _Reader(path)
+    try:
+        return _load(r, doc)
+    except SceneError as err:
+        if str(err).startswith(str(path)) or str(err).startswith(f"scene file {str(path)!r}"):
+            raise
+        raise SceneError(f"{path}: {err}") from err
+
+
+def _load(r: _Reader, doc: Any) -> Scene:
+    path = r.path
     doc = r.table(doc, "(top level)", _TOP_KEYS)
     if doc.get("format", FORMAT_NAME) != FORMAT_NAME:
         raise r.fail("format", doc["format"], f"must be {FORMAT_NAME!r}")
-    if doc.get("version", FORMAT_VERSION) != FORMAT_VERSION:
-        raise r.fail("version", doc["version"], f"must be {FORMAT_VERSION}")
+    version = doc.get("version", FORMAT_VERSION)
+    if type(version) is not int or version != FORMAT_VERSION:  # not True, not 1.0
+        raise r.fail("version", version, f"must be {FORMAT_VERSION} (an integer, not true or {FORMAT_VERSION}.0)")
 
     t = r.table(r.required(doc, "terrain", "(top level)"), "terrain", {"origin_xy_m", "cell_m", "height_m"})
     origin, cell = r.grid_geometry(t, "terrain")
-    heights = r.array(r.required(t, "height_m", "terrain"), "terrain.height_m", np.float64)
-    try:
-        terrain = TerrainGrid(origin, cell, heights)
-    except SceneError as err:
-        raise SceneError(f"{path}: {err}") from err
+    heights = r.array(r.required(t, "height_m", "terrain"), "terrain.height_m", "float")
+    terrain = TerrainGrid(origin, cell, heights)
 
     cover = None
     if "cover" in doc:
@@ -174,7 +241,7 @@ def load_scene(path: str | Path) -> Scene:
         c_origin, c_cell = r.grid_geometry(c, "cover")
         raw = r.required(c, "material", "cover")
         if isinstance(raw, str):
-            values = r.array(raw, "cover.material", np.int64)
+            values = r.array(raw, "cover.material", "int")
             bad = ~np.isin(values, [MATERIAL_ID[n] for n in COVER_MATERIAL_NAMES])
             if bad.any():
                 i, j = np.argwhere(bad)[0]
@@ -184,7 +251,7 @@ def load_scene(path: str | Path) -> Scene:
                     "allowed material numbers: " + ", ".join(f"{MATERIAL_ID[n]} ({n})" for n in COVER_MATERIAL_NAMES),
                 )
         else:
-            names = r.array(raw, "cover.material", str)
+            names = r.array(raw, "cover.material", "str")
             bad = ~np.isin(names, COVER_MATERIAL_NAMES)
             if bad.any():
                 i, j = np.argwhere(bad)[0]
@@ -198,19 +265,23 @@ def load_scene(path: str | Path) -> Scene:
     raw_polygons = doc.get("polygons", [])
     if not isinstance(raw_polygons, list):
         raise r.fail("polygons", raw_polygons, "must be a list of polygons")
+    top = limits.MAX_SCENE_NUMBER
     for k, p in enumerate(raw_polygons):
         key = f"polygons[{k}]"
         p = r.table(p, key, {"name", "material", "vertices_xy_m"})
+        if "name" in p and not isinstance(p["name"], str):
+            raise r.fail(f"{key}.name", p["name"], "must be a string")
         material = r.name_of(p, "material", key, COVER_MATERIAL_NAMES)
         if material is None:
             raise SceneError(f"{path}: {key}.material is missing")
         v = r.required(p, "vertices_xy_m", key)
+        allowed = f"must be 3 or more [x, y] pairs of numbers from {-top:g} to {top:g}"
         try:
             vertices = np.array(v, float)
-        except (TypeError, ValueError) as err:
-            raise r.fail(f"{key}.vertices_xy_m", v, "must be a list of [x, y] pairs") from err
-        if vertices.ndim != 2 or vertices.shape[1] != 2 or len(vertices) < 3 or not np.all(np.isfinite(vertices)):
-            raise r.fail(f"{key}.vertices_xy_m", v, "must be 3 or more finite [x, y] pairs")
+        except (TypeError, ValueError, OverflowError) as err:
+            raise r.fail(f"{key}.vertices_xy_m", v, allowed) from err
+        if vertices.ndim != 2 or vertices.shape[1] != 2 or len(vertices) < 3 or not np.all(np.abs(vertices) <= top):
+            raise r.fail(f"{key}.vertices_xy_m", v, allowed)
         polygons.append((vertices, material))
 
     pond = wet = None
@@ -218,41 +289,80 @@ def load_scene(path: str | Path) -> Scene:
         w = r.table(doc["water"], "water", {"origin_xy_m", "cell_m", "pond_depth_m", "soil_wetness"})
         w_origin, w_cell = r.grid_geometry(w, "water")
         if "pond_depth_m" in w:
-            pond = CellGrid(w_origin, w_cell, r.array(w["pond_depth_m"], "water.pond_depth_m", np.float64))
+            pond = CellGrid(w_origin, w_cell, r.array(w["pond_depth_m"], "water.pond_depth_m", "float"))
         if "soil_wetness" in w:
-            wet = CellGrid(w_origin, w_cell, r.array(w["soil_wetness"], "water.soil_wetness", np.float64))
+            wet = CellGrid(w_origin, w_cell, r.array(w["soil_wetness"], "water.soil_wetness", "float"))
 
-    raster_cell = r.number(doc, "polygon_raster_cell_m", "(top level)", default=0.25, low=0.0, low_open=True)
-    try:
-        builder = SceneBuilder(terrain, cover, polygons, pond, wet, raster_cell)
-    except SceneError as err:
-        raise SceneError(f"{path}: {err}") from err
+    raster_cell = r.number(doc, "polygon_raster_cell_m", "(top level)", default=0.25, low=limits.MIN_CELL_M)
+    _check_raster(r, polygons, raster_cell)
+    builder = SceneBuilder(terrain, cover, polygons, pond, wet, raster_cell)
+    _check_triangles(r, builder, "terrain.height_m")
 
     objects = doc.get("objects", [])
     if not isinstance(objects, list):
         raise r.fail("objects", objects, "must be a list of objects")
+    budget = {"crop_patches": 0}
     for k, obj in enumerate(objects):
-        _add_object(r, builder, obj, f"objects[{k}]")
+        _add_object(r, builder, obj, f"objects[{k}]", budget)
+        _check_triangles(r, builder, f"objects[{k}]")
     return builder.build()
 
 
-def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str) -> None:
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
+
+
+def _check_raster(r: _Reader, polygons: list[tuple[np.ndarray, str]], cell_m: float) -> None:
+    """The polygon raster's cells and vertex-cell tests, before any is allocated (in float: no overflow)."""
+    if not polygons:
+        return
+    all_xy = np.vstack([v for v, _ in polygons])
+    span = (all_xy.max(axis=0) - np.floor(all_xy.min(axis=0) / cell_m) * cell_m) / cell_m + 2.0
+    cells = float(span[0]) * float(span[1])
+    if cells > limits.MAX_RASTER_CELLS:
+        raise SceneError(
+            f"{r.path}: polygon_raster_cell_m = {cell_m!r}: the polygons span {cells:.3g} raster cells: the limit is "
+            f"{limits.MAX_RASTER_CELLS}; give a larger polygon_raster_cell_m"
+        )
+    work = 0.0
+    for k, (vertices, _material) in enumerate(polygons):
+        extent = (vertices.max(axis=0) - vertices.min(axis=0)) / cell_m + 2.0
+        work += len(vertices) * float(extent[0]) * float(extent[1])
+        if work > limits.MAX_POLYGON_WORK:
+            raise SceneError(
+                f"{r.path}: polygons[{k}].vertices_xy_m: the polygons need {work:.3g} vertex-cell tests at "
+                f"polygon_raster_cell_m = {cell_m!r}: the limit is {limits.MAX_POLYGON_WORK}; use fewer vertices "
+                "or a larger raster cell"
+            )
+
+
+def _check_triangles(r: _Reader, builder: SceneBuilder, key: str) -> None:
+    count = sum(len(part.triangles) for part in builder._parts)
+    if count > limits.MAX_SCENE_TRIANGLES:
+        raise SceneError(
+            f"{r.path}: {key}: the scene reaches {count} triangles: the limit is {limits.MAX_SCENE_TRIANGLES}"
+        )
+
+
+def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[str, int]) -> None:
     if not isinstance(obj, dict):
         raise r.fail(key, obj, "must be a JSON object")
     kind = obj.get("type")
-    if kind not in _OBJECT_KEYS:
+    if not isinstance(kind, str) or kind not in _OBJECT_KEYS:
         raise r.fail(f"{key}.type", kind, f"allowed: {', '.join(_OBJECT_KEYS)}")
-    obj = r.table(obj, key, _OBJECT_KEYS[kind])
+    obj = r.table(obj, key, _OBJECT_KEYS[kind], f" for type {kind!r}")
     name = obj.get("name")
-    if name is not None and not isinstance(name, str):
+    if "name" in obj and not isinstance(name, str):
         raise r.fail(f"{key}.name", name, "must be a string")
     material = r.name_of(obj, "material", key, MATERIAL_NAMES)
     yaw = math.radians(r.number(obj, "yaw_deg", key, default=0.0))
-    cls = None
+    cls = ""  # the class of a mesh, box, cylinder or crop field (trees and the rest have their own)
     if kind in ("mesh", "box", "cylinder", "crop_field"):
-        cls = r.name_of(obj, "class", key, CLASS_NAMES)
-        if cls is None:
+        named = r.name_of(obj, "class", key, CLASS_NAMES)
+        if named is None:
             raise SceneError(f"{r.path}: {key}.class is missing; allowed: {', '.join(CLASS_NAMES)}")
+        cls = named
     try:
         if kind == "mesh":
             _add_mesh(r, b, obj, key, cls, material, yaw, name)
@@ -269,8 +379,14 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str) -> None:
             )
         elif kind == "cylinder":
             segments = obj.get("segments", 16)
-            if isinstance(segments, bool) or not isinstance(segments, int) or segments < 3:
-                raise r.fail(f"{key}.segments", segments, "must be an integer >= 3")
+            if (
+                isinstance(segments, bool)
+                or not isinstance(segments, int)
+                or not 3 <= segments <= limits.MAX_CYLINDER_SEGMENTS
+            ):
+                raise r.fail(
+                    f"{key}.segments", segments, f"must be an integer from 3 to {limits.MAX_CYLINDER_SEGMENTS}"
+                )
             b.add_cylinder(
                 r.vector(obj, "base_xy_m", key, 2),
                 r.number(obj, "radius_m", key, low=0.0, low_open=True),
@@ -310,9 +426,22 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str) -> None:
                 and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in patches)
             ):
                 raise r.fail(f"{key}.patches", patches, "must be [nx, ny], integers >= 1")
+            budget["crop_patches"] += patches[0] * patches[1]
+            if budget["crop_patches"] > limits.MAX_CROP_PATCHES:
+                raise r.fail(
+                    f"{key}.patches",
+                    patches,
+                    f"the crop fields reach {budget['crop_patches']} patches: the limit is {limits.MAX_CROP_PATCHES}",
+                )
             state = None
             if "cell_state" in obj:
-                state = r.array(obj["cell_state"], f"{key}.cell_state", np.int64)
+                state = r.array(obj["cell_state"], f"{key}.cell_state", "int")
+                shape = (CROP_CELLS * patches[1], CROP_CELLS * patches[0])
+                if state.shape != shape or not np.isin(state, (0, 1, 2)).all():
+                    raise SceneError(
+                        f"{r.path}: {key}.cell_state has shape {state.shape}: must be {shape} (4 x patches "
+                        f"{patches} [nx, ny], rows along y) of 0 (standing), 1 (crushed), 2 (harvested)"
+                    )
             growth = r.number(obj, "growth", key, low=0.0)
             if growth > 1.0:
                 raise r.fail(f"{key}.growth", growth, "must be from 0 to 1")
@@ -346,14 +475,22 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     import open3d as o3d
 
     rel = r.required(obj, "path", key)
-    if not isinstance(rel, str):
+    if not isinstance(rel, str) or not rel or "\0" in rel:
         raise r.fail(f"{key}.path", rel, "must be a path relative to the scene file")
     file = r.base_dir / rel
-    if not file.is_file():
+    if file.suffix.lower() not in limits.MESH_SUFFIXES:
+        raise r.fail(f"{key}.path", rel, f"must be a mesh file ending {', '.join(limits.MESH_SUFFIXES)}")
+    if not file.exists():
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: mesh file {file} does not exist")
-    mesh = o3d.io.read_triangle_mesh(str(file))
+    check_regular_file(file, f"{r.path}: {key}.path = {rel!r}: mesh file", limits.MAX_MESH_FILE_BYTES, SceneError)
+    mesh = o3d.io.read_triangle_mesh(file)
     vertices = np.asarray(mesh.vertices, float)
     triangles = np.asarray(mesh.triangles, np.int64)
+    if len(triangles) > limits.MAX_SCENE_TRIANGLES:
+        raise SceneError(
+            f"{r.path}: {key}.path = {rel!r}: {file} has {len(triangles)} triangles: the scene limit is "
+            f"{limits.MAX_SCENE_TRIANGLES}"
+        )
     if len(triangles) == 0:
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: {file} has no triangles (formats: ply, obj, stl, off, gltf)")
     scale = r.number(obj, "scale", key, default=1.0, low=0.0, low_open=True)
@@ -363,6 +500,11 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     c, s = math.cos(yaw), math.sin(yaw)
     rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     world = (scale * vertices) @ rot.T + np.array([base_xy[0], base_xy[1], z0])
+    if not np.all(np.abs(world) <= limits.MAX_SCENE_NUMBER):
+        raise SceneError(
+            f"{r.path}: {key}.path = {rel!r}: {file} has vertices that are not finite or, scaled and placed, "
+            f"beyond {limits.MAX_SCENE_NUMBER:g} m"
+        )
     closed = obj.get("closed", False)
     if not isinstance(closed, bool):
         raise r.fail(f"{key}.closed", closed, "must be true or false")

@@ -107,11 +107,13 @@ class PoseHistory:
         keeps one period plus a margin). None keeps everything.
     """
 
+    _times_s: np.ndarray  # (n,) float64, increasing
+    _positions_m: np.ndarray  # (n, 3) float64
+    _quaternions_xyzw: np.ndarray  # (n, 4) float64, unit
+
     def __init__(self, max_age_s: float | None = None) -> None:
         self.max_age_s = max_age_s
-        self._times_s = np.empty(0)
-        self._positions_m = np.empty((0, 3))
-        self._quaternions_xyzw = np.empty((0, 4))
+        self.clear()
 
     @classmethod
     def from_arrays(
@@ -162,7 +164,10 @@ class PoseHistory:
             self._quaternions_xyzw = self._quaternions_xyzw[keep_from:]
 
     def clear(self) -> None:
-        self.__init__(self.max_age_s)
+        """Forget every sample (``max_age_s`` stays)."""
+        self._times_s = np.empty(0)
+        self._positions_m = np.empty((0, 3))
+        self._quaternions_xyzw = np.empty((0, 4))
 
     def interpolate(self, times_s: np.ndarray, extrapolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Positions (n, 3) and rotation matrices (n, 3, 3) of base_footprint at ``times_s`` (n,).

@@ -52,6 +52,7 @@ CROP_BOX_SHRINK_M = 1e-3
 CAST_PIECE_RAYS = 16384  # most rays per cast_rays call (see Tracer._cast_rays)
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
 _MAX_CROP_ROUNDS = 256  # bound of the patch-to-patch crop walk per round
+_CPU = o3d.core.Device("CPU:0")  # where the Embree scenes and their tensors live
 
 _GROUND = CLASS_ID["ground"]
 _MUD = CLASS_ID["mud_clod"]
@@ -148,7 +149,9 @@ class Tracer:
     @staticmethod
     def _embree(vertices: np.ndarray, triangles: np.ndarray):
         rc = o3d.t.geometry.RaycastingScene()
-        rc.add_triangles(o3d.core.Tensor(vertices), o3d.core.Tensor(triangles))
+        rc.add_triangles(
+            o3d.core.Tensor(vertices, o3d.core.float32, _CPU), o3d.core.Tensor(triangles, o3d.core.uint32, _CPU)
+        )
         return rc
 
     def _buffers(self, n: int) -> tuple:
@@ -205,7 +208,7 @@ class Tracer:
             )
             np.add(rays[:, :3], origins_local, out=rays[:, :3], casting="same_kind")
         rays[:, 3:] = directions
-        return rc.cast_rays(o3d.core.Tensor(rays), nthreads=self._nthreads)
+        return rc.cast_rays(o3d.core.Tensor(rays, o3d.core.float32, _CPU), nthreads=self._nthreads)
 
     def cast_bare(self, origins_world: np.ndarray, directions_world: np.ndarray) -> np.ndarray:
         """Exactly one ``cast_rays`` of the rays against the scene (the benchmark reference).

@@ -129,7 +129,18 @@ def _slabs4(p, inv, e0, e1, e2, e3, e4):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, walk):
+def round_rays(
+    rows: np.ndarray,
+    n_rows: int,
+    first_round: bool,
+    ol: np.ndarray,
+    d: np.ndarray,
+    state: tuple,
+    params: tuple,
+    rays: np.ndarray,
+    fresh: np.ndarray,
+    walk: np.ndarray,
+) -> tuple[int, int]:
     """Start a round: the rays of its first cast, and the crop walks of cached sub-rays.
 
     ``first_round``: the sub-rays are ``0 ... n_rows - 1`` (``rows`` unused) and their state is
@@ -190,7 +201,21 @@ def round_rays(rows, n_rows, first_round, ol, d, state, params, rays, fresh, wal
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def first_cast_results(fresh, m, t_hit, prim_ids, normals, ol, d, state, params, rays, recast, done, nd):
+def first_cast_results(
+    fresh: np.ndarray,
+    m: int,
+    t_hit: np.ndarray,
+    prim_ids: np.ndarray,
+    normals: np.ndarray,
+    ol: np.ndarray,
+    d: np.ndarray,
+    state: tuple,
+    params: tuple,
+    rays: np.ndarray,
+    recast: np.ndarray,
+    done: np.ndarray,
+    nd: int,
+) -> tuple[int, int]:
     """Take the first cast (triangles and crop boxes) of the sub-rays ``fresh[:m]``.
 
     A sub-ray whose first primitive is a triangle is done (appended to ``done`` after its
@@ -222,7 +247,18 @@ def first_cast_results(fresh, m, t_hit, prim_ids, normals, ol, d, state, params,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def triangle_cast_results(recast, r, t_hit, prim_ids, normals, d, state, params, walk, w):
+def triangle_cast_results(
+    recast: np.ndarray,
+    r: int,
+    t_hit: np.ndarray,
+    prim_ids: np.ndarray,
+    normals: np.ndarray,
+    d: np.ndarray,
+    state: tuple,
+    params: tuple,
+    walk: np.ndarray,
+    w: int,
+) -> int:
     """Take the triangles-only cast of the sub-rays ``recast[:r]`` and list them in ``walk``
     after its first ``w``. Returns the new length of ``walk``."""
     s, t, prim, cos_signed = state[0], state[1], state[2], state[3]
@@ -241,7 +277,21 @@ def triangle_cast_results(recast, r, t_hit, prim_ids, normals, d, state, params,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def crop_walk(walk, w, start_walk, t_hit, prim_ids, ol, d, state, tables, params, rays, done, nd):
+def crop_walk(
+    walk: np.ndarray,
+    w: int,
+    start_walk: bool,
+    t_hit: np.ndarray,
+    prim_ids: np.ndarray,
+    ol: np.ndarray,
+    d: np.ndarray,
+    state: tuple,
+    tables: tuple,
+    params: tuple,
+    rays: np.ndarray,
+    done: np.ndarray,
+    nd: int,
+) -> tuple[int, int]:
     """Walk one crop patch of each sub-ray ``walk[:w]``.
 
     ``start_walk``: the sub-rays start their walk; their first box is a crop box before the
@@ -343,7 +393,17 @@ def crop_walk(walk, w, start_walk, t_hit, prim_ids, ol, d, state, tables, params
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish(done, nd, ol, d, state, tables, params, out, next_rows):
+def finish(
+    done: np.ndarray,
+    nd: int,
+    ol: np.ndarray,
+    d: np.ndarray,
+    state: tuple,
+    tables: tuple,
+    params: tuple,
+    out: tuple,
+    next_rows: np.ndarray,
+) -> int:
     """Record the round's hit of each sub-ray ``done[:nd]``, decide whether and where it goes on.
 
     A crop step point (``crop_patch >= 0``) comes before the triangle hit ``t``; a closed proxy's
@@ -436,7 +496,7 @@ def finish(done, nd, ol, d, state, tables, params, out, next_rows):
         exits = (not is_crop) and tri_closed[p] and ok and cos_signed[g] > 0.0
         rec = ok and not exits
         col = slot[g]
-        cls = 0
+        cls = np.int64(0)
         if rec:
             if is_crop:
                 patch = crop_patch[g]
