@@ -102,6 +102,45 @@ def test_record_bag_and_files_read_back(tmp_path, capsys):
     np.testing.assert_allclose(np.diff(stamps), 0.1, atol=1e-6)
 
 
+def test_record_velodyne_clouds_for_lio_sam(tmp_path, capsys):
+    """LIO-SAM and FAST-LIO: dense, ring and time (s after a stamp at the sweep start)."""
+    out = tmp_path / "lio"
+    argv = ["record", "--duration", "0.2", "--out", str(out), "--point-type", "velodyne", "--no-progress"]
+    code, stdout, _ = run(capsys, *argv, "--files", "pcd")
+    # Due at t = 0, 0.1 and 0.2 s; the first would be stamped at its sweep start, -0.1 s, which ROS
+    # time cannot hold: it is left out and counted.
+    assert code == 0 and "2 scans" in stdout
+    assert json.loads((out / "episode.json").read_text())["counters"]["scans_before_time_zero"] == 1
+    stamps = []
+    with AnyReader([out / "bag"]) as reader:
+        for connection, timestamp, raw in reader.messages():
+            if connection.topic != "/lidar/points":
+                continue
+            msg = reader.deserialize(raw, connection.msgtype)
+            assert [f.name for f in msg.fields] == ["x", "y", "z", "intensity", "ring", "time"]
+            assert msg.height == 1 and msg.is_dense and msg.point_step == 22
+            cloud = decode_pointcloud2(msg)
+            assert np.isfinite(cloud["x"]).all() and 0.0 <= cloud["time"].min() < cloud["time"].max() < 0.1
+            assert set(np.unique(cloud["ring"])) <= set(range(32))
+            stamp_ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+            assert timestamp == pytest.approx(stamp_ns + 0.1e9 + 12e6, abs=2)  # released at the sweep end + delay
+            stamps.append(stamp_ns)
+    assert len(stamps) == 2 and stamps[1] - stamps[0] == 100_000_000
+    pcds = sorted((out / "lidar").glob("scan_*.pcd"))
+    assert len(pcds) == 2 and read_pcd(pcds[0]).dtype.names == ("x", "y", "z", "intensity", "ring", "time")
+
+
+def test_scan_writes_the_pcd_in_the_point_type(tmp_path, capsys):
+    out = tmp_path / "ouster"
+    code, _, _ = run(capsys, "scan", "--out", str(out), "--format", "pcd", "--point-type", "ouster")
+    assert code == 0
+    (pcd,) = (out / "lidar").glob("scan_*.pcd")
+    cloud = read_pcd(pcd)
+    assert cloud.shape == (32, 1800)  # rows = rings, as ouster_ros
+    assert cloud.dtype.names == ("x", "y", "z", "intensity", "t", "reflectivity", "ring", "ambient", "range")
+    np.testing.assert_array_equal(cloud["ring"][:, 0], np.arange(32))
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -113,6 +152,11 @@ def test_record_bag_and_files_read_back(tmp_path, capsys):
         (["record", "--duration", "-1"], "--duration -1.0: expected a number of seconds > 0"),
         (["record", "--trajectory", "missing.tum"], "missing.tum"),
         (["bench", "--scans", "0"], "--scans 0: expected an integer >= 1"),
+        (
+            ["scan", "--point-type", "XYZRGB"],
+            "point_type 'XYZRGB' is not a point type; allowed: XYZI, XYZIRT, velodyne, ouster, nebula",
+        ),
+        (["record", "--point-type", "velodyne_points"], "allowed: XYZI, XYZIRT, velodyne, ouster, nebula"),
     ],
 )
 def test_bad_input_is_one_clear_message_and_a_nonzero_exit(tmp_path, capsys, monkeypatch, argv, message):

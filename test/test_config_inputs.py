@@ -176,3 +176,22 @@ def test_the_readme_states_the_sensors_file_limits(repo_root):
     readme = (repo_root / "README.md").read_text()
     block = readme.split("<!-- sensors-limits-start -->\n", 1)[1].split("\n<!-- sensors-limits-end -->", 1)[0]
     assert block == limits_markdown()
+
+
+def test_urdf_and_tum_files_are_read_only_when_regular(tmp_path):
+    from acres_lidar_ros.body.urdf import load_urdf
+    from acres_lidar_ros.errors import OutputError
+    from acres_lidar_ros.outputs.tum import read_tum
+
+    with pytest.raises(ConfigError, match=r"URDF '/dev/zero' is a character device: expected a regular file"):
+        load_urdf("/dev/zero")
+    fifo = tmp_path / "robot.urdf"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"robot.urdf' is a FIFO"):
+        load_urdf(fifo)
+    with pytest.raises(OutputError, match=r"TUM file '/dev/zero' is a character device"):
+        read_tum("/dev/zero")
+    latin = tmp_path / "t.tum"
+    latin.write_bytes(b"# caf\xe9\n0 0 0 0 0 0 0 1\n")
+    with pytest.raises(OutputError, match=r"t.tum: byte 0xe9 at offset 5 is not UTF-8"):
+        read_tum(latin)

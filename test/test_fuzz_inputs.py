@@ -31,7 +31,15 @@ from acres_lidar_ros.config.input_files import MAX_JSON_DEPTH
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError
-from acres_lidar_ros.ros.params import by_name, check_changes, declarations
+from acres_lidar_ros.ros.params import (
+    NODE_PARAM,
+    by_name,
+    check_changes,
+    declarations,
+    node_values,
+    option_values,
+    startup_overrides,
+)
 from acres_lidar_ros.scene import load_scene
 from acres_lidar_ros.scene.box_tracks import load_box_tracks
 
@@ -336,6 +344,16 @@ def test_fuzzed_ros_parameters_get_a_reason(name, value):
     else:
         stats["refused"] += 1
         assert name in reason, reason
+    # The same value at start-up (a YAML file or --ros-args -p): applied, or refused by name.
+    try:
+        if name.startswith("lidar."):
+            startup_overrides({name: value}, POLARIS_CONFIG)
+        elif name in NODE_PARAM:
+            node_values({name: value})
+        else:
+            option_values({name: value})
+    except AcresLidarError as exc:
+        assert name in str(exc), str(exc)
 
 
 @FUZZ
@@ -370,3 +388,46 @@ def test_fuzzed_sensor_options(options):
         assert any(option in str(exc) for option, _ in options), str(exc)
     else:
         stats["accepted"] += 1
+
+
+# --- .npy files a scene names ---------------------------------------------------------------------
+NPY_DTYPES = ["<f8", "<f4", ">f8", "<i8", "|u1", "|i1", "|b1", "<c16", "<U4", "<M8[s]", [("a", "<f8"), ("b", "<i4")]]
+
+
+@st.composite
+def npy_files(draw):
+    """(bytes of a .npy file, must_refuse): arrays of odd shapes and types, headers that lie,
+    truncated or flipped bytes."""
+    import io
+
+    shape = draw(st.sampled_from([(3, 3), (2, 2), (1, 5), (0, 3), (3,), (), (2, 2, 2), (4096, 4097)]))
+    dtype = np.dtype(draw(st.sampled_from(NPY_DTYPES)))
+    buffer = io.BytesIO()
+    if shape == (4096, 4097):  # a header claiming more values than the limit, with no data
+        np.lib.format.write_array_header_1_0(buffer, {"descr": "<f8", "fortran_order": False, "shape": shape})
+        return buffer.getvalue(), True
+    values = draw(st.sampled_from([0.0, 1.5, -2.0, 2.7, 1e39, float("nan"), 7.0]))
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN or 1e39 cast to an integer or float32 type
+        array = np.full(shape, values).astype(dtype) if dtype.names is None else np.zeros(shape, dtype)
+    np.save(buffer, array)
+    data = buffer.getvalue()
+    corruption = draw(st.sampled_from(["none", "truncate", "flip", "header"]))
+    if corruption == "truncate":
+        data = data[: draw(st.integers(0, len(data) - 1))]
+    elif corruption == "flip":
+        i = draw(st.integers(0, len(data) - 1))
+        data = data[:i] + bytes([data[i] ^ draw(st.integers(1, 255))]) + data[i + 1 :]
+    elif corruption == "header":
+        data = data.replace(b"'shape': (", b"'shape': (99999, ", 1)
+    return data, corruption == "truncate" or shape in ((0, 3), (3,), (), (2, 2, 2)) or dtype.kind not in "iuf"
+
+
+@FUZZ
+@given(npy=npy_files(), grid=st.sampled_from(["terrain", "cover", "pond"]))
+def test_fuzzed_npy_grids(work, npy, grid):
+    data, must_refuse = npy
+    (work / "fuzzed.npy").write_bytes(data)
+    doc = copy.deepcopy(SCENE_BASE)
+    key = {"terrain": ("terrain", "height_m"), "cover": ("cover", "material"), "pond": ("water", "pond_depth_m")}[grid]
+    put(doc, key, "fuzzed.npy")
+    judge("scene .npy file", load_scene, work / "scene_fuzzed_npy.json", serialise(doc), key, must_refuse)

@@ -353,8 +353,8 @@ def lidar_node(node_module, monkeypatch):
     monkeypatch.setattr(node_module, "trace_pool", InlineExecutor)  # deterministic: work runs in the call
     monkeypatch.setattr(
         node_module,
-        "organised_cloud",
-        lambda scan, point_type: small_cloud(XYZI if point_type == "XYZI" else XYZIRT, 1800, 32),
+        "point_cloud",
+        lambda scan, point_type, stamp_ns: small_cloud(XYZI if point_type == "XYZI" else XYZIRT, 1800, 32),
     )
     FakeNode.overrides = {}
     made = []

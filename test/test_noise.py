@@ -155,10 +155,17 @@ def test_hash_normal_construction():
     assert hash_normal(h) == pytest.approx(math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2), abs=1e-15)
 
 
-def test_roughness_normal_is_a_documented_hash_of_scan_beam_subray():
-    seed, scan, beam, j = 5, 12, 3456, 2
+def py_mix(x: int) -> int:
+    """``mix(x)`` in plain Python: the first output of the published splitmix64.c from state x
+    (the state step adds the gamma, then the finaliser)."""
+    return splitmix64_sequence(x, 1)[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5, 9, 2**40 + 3])  # seed terms both below and above 2^63
+def test_roughness_normal_is_a_documented_hash_of_scan_beam_subray(seed):
+    scan, beam, j = 12, 3456, 2
     key = (scan << 24) | (beam << 3) | j
-    h = mix64(key ^ mix64(((seed + 2) * 0x632BE59BD9B4E019) & MASK64))
+    h = py_mix(key ^ py_mix(((seed + 2) * 0x632BE59BD9B4E019) & MASK64))
     z = roughness_normal(seed, scan, np.array([beam]), np.array([j]))
     assert z.shape == (1,)
     assert z[0] == pytest.approx(hash_normal(h), abs=1e-15)

@@ -42,7 +42,7 @@ def test_point_fields_rejects_what_pointcloud2_cannot_say(bad):
         point_fields(bad)
 
 
-@pytest.mark.parametrize("point_type", sorted(layouts.POINT_TYPES))
+@pytest.mark.parametrize("point_type", ["XYZI", "XYZIRT"])
 def test_message_is_organised_columns_by_rings(point_type):
     scan = make_scan(seed=6, columns=9, rings=4)
     cloud = layouts.organised_cloud(scan, point_type)
@@ -65,7 +65,7 @@ def test_message_is_organised_columns_by_rings(point_type):
 
 @pytest.mark.parametrize("point_type", sorted(layouts.POINT_TYPES))
 def test_round_trip_through_cdr(point_type):
-    cloud = layouts.organised_cloud(make_scan(seed=7), point_type)
+    cloud = layouts.point_cloud(make_scan(seed=7), point_type)
     msg = pointcloud2_message(cloud, "lidar", STAMP_NS, TYPESTORE)
     raw = TYPESTORE.serialize_cdr(msg, "sensor_msgs/msg/PointCloud2")
     back = decode_pointcloud2(TYPESTORE.deserialize_cdr(raw, "sensor_msgs/msg/PointCloud2"))

@@ -260,3 +260,15 @@ def test_the_scene_format_states_the_limits(repo_root):
     docs = (repo_root / "docs" / "scene_format.md").read_text()
     block = docs.split("<!-- scene-limits-start -->\n", 1)[1].split("\n<!-- scene-limits-end -->", 1)[0]
     assert block == limits.markdown()
+
+
+def test_corrupt_and_non_finite_mesh_files_are_refused(tmp_path):
+    mesh = {"type": "mesh", "class": "building", "base_xy_m": [0, 0]}
+    (tmp_path / "junk.ply").write_bytes(b"ply\nformat binary_little_endian 1.0\n\xff\x00\x13garbage")
+    refused(
+        tmp_path, doc(objects=[{**mesh, "path": "junk.ply"}]), r"objects\[0\]\.path = 'junk.ply': .*has no triangles"
+    )
+    (tmp_path / "nan.obj").write_text("v 0 0 0\nv 1 0 0\nv nan 1 0\nf 1 2 3\n")
+    refused(tmp_path, doc(objects=[{**mesh, "path": "nan.obj"}]), r"nan.obj has vertices that are not finite")
+    (tmp_path / "far.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1e7 0\nf 1 2 3\n")
+    refused(tmp_path, doc(objects=[{**mesh, "path": "far.obj"}]), r"far.obj has vertices .* beyond 1e\+06 m")

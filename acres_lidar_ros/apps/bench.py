@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from acres_lidar_ros.outputs.layouts import organised_cloud
+from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud
 from acres_lidar_ros.outputs.pointcloud2 import pointcloud2_message
 from acres_lidar_ros.scan import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
@@ -38,8 +38,8 @@ def bench_scans(scanner: Scanner, trajectory: PoseHistory, n_scans: int = 20, po
         stamp_ns = int(round((t0 + (k + 1) * period_s) * 1e9))
         scan = scanner.scan(trajectory, stamp_ns)
         started = time.perf_counter()
-        cloud = organised_cloud(scan, point_type)
-        message = pointcloud2_message(cloud, scan.frame_id, scan.stamp_ns)
+        header_ns = default_stamp_ns(scan, point_type)
+        message = pointcloud2_message(point_cloud(scan, point_type, header_ns), scan.frame_id, header_ns)
         packing_ms = (time.perf_counter() - started) * 1e3
         origins, directions = scanner.rays_world(scan.T_world_sensor)
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from typing import Any
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
+from acres_lidar_ros.outputs.point_types import PROFILES, point_profile
 
 #: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
 SENSOR_OPTIONS = {
@@ -46,6 +47,7 @@ examples:
   acres-lidar scan --pose 120 -40 0.3 0 0 90 --format both --out runs/yard
   acres-lidar record --duration 20 --out runs/drive  drive the built-in farm tour, write a bag and PCD files
   acres-lidar record --trajectory my.tum --point-type XYZIRT --files none --rain 10
+  acres-lidar record --point-type velodyne --out runs/lio  clouds as LIO-SAM and FAST-LIO read them
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar self-table --urdf urdf/polaris.urdf --sensor polaris --out /tmp/polaris_lidar_self.f32
   acres-lidar bag-repair runs/drive                  after a kill or a full disk: rebuild the bag's index
@@ -97,6 +99,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
+    help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
+    parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acres-lidar",
@@ -128,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("pcd", "ply", "both"),
         help="point files (default: the sensors file's lidar.output; pcd for the Polaris)",
     )
+    _add_point_type(scan, "the PCD file")
 
     record = sub.add_parser(
         "record",
@@ -144,12 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--duration", type=float, metavar="S", help="seconds to record (default: whole trajectory)")
     record.add_argument("--out", type=Path, help="new run directory (default runs/record_<UTC time>)")
-    record.add_argument(
-        "--point-type",
-        choices=("XYZI", "XYZIRT"),
-        default="XYZI",
-        help="rslidar_sdk point layout of /lidar/points (default XYZI, the vehicle's)",
-    )
+    _add_point_type(record, "/lidar/points and the PCD files")
     record.add_argument(
         "--files",
         choices=("pcd", "ply", "both", "none"),
@@ -331,6 +334,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
+    point_profile(args.point_type)  # ConfigError listing the profiles
     config, scene, scanner = _load(args, need_lidar="scan")
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
@@ -343,7 +347,14 @@ def cmd_scan(args: argparse.Namespace) -> int:
     else:
         T_world_base = _tour(scene).transforms([_tour(scene).start_s])[0]
     out = _run_dir(args.out, "scan")
-    scan = single_scan(scanner, T_world_base, out, files=args.format or config.output, run=vars_for_json(args))
+    scan = single_scan(
+        scanner,
+        T_world_base,
+        out,
+        files=args.format or config.output,
+        run=vars_for_json(args),
+        point_type=args.point_type,
+    )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     if (code := _stopped(args)) is not None:
         print(
@@ -361,6 +372,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
+    point_profile(args.point_type)  # ConfigError listing the profiles
     config, scene, scanner = _load(args)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)

@@ -55,11 +55,12 @@ def write_scan_outputs(
     out_dir: Path,
     files: str,
     config: SensorConfig,
-    cloud_xyzi: np.ndarray | None = None,
+    cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
-    preview) and then its ``lidar.jsonl`` row, appended once the files exist."""
+    preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
+    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``."""
     from acres_lidar_ros.outputs.records import scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
@@ -73,7 +74,7 @@ def write_scan_outputs(
         files,
         delay_s=config.delay_s,
         period_s=config.period_s,
-        cloud_xyzi=cloud_xyzi,
+        cloud=cloud,
         pose_coverage=pose_coverage,
     )
 
@@ -106,6 +107,7 @@ class RecordSummary:
     stopped: bool = False  # ended early by ``should_stop``
     held_first_pose: int = 0  # scans whose sweep began before the trajectory (flagged in lidar.jsonl)
     across_pose_gap: int = 0  # scans interpolated across a pose gap over MAX_POSE_GAP_S (flagged)
+    before_time_zero: int = 0  # scans left out: their header stamp (the sweep start) would be < 0 s
 
     @property
     def real_time_factor(self) -> float:
@@ -132,8 +134,11 @@ def single_scan(
     out_dir: Path,
     files: str = "both",
     run: dict | None = None,
+    point_type: str = "XYZI",
 ) -> Scan:
-    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir."""
+    """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
+    its PCD file in ``point_type``'s layout (``layouts.point_cloud``)."""
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud
     from acres_lidar_ros.outputs.records import episode_dict
 
     out_dir = prepare_run_dir(out_dir)
@@ -143,7 +148,8 @@ def single_scan(
     poses = PoseHistory.from_arrays(np.zeros(1), position[None], quaternion[None], where="--pose")
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
-    write_scan_outputs(scan, out_dir, files, scanner.config)
+    header_ns = header_stamp_ns(point_type, scan.stamp_ns, scanner.config.period_s)
+    write_scan_outputs(scan, out_dir, files, scanner.config, point_cloud(scan, point_type, header_ns))
     write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials))
     return scan
 
@@ -163,16 +169,17 @@ def record_drive(
     """Drive ``trajectory`` and record every scan into a new run directory.
 
     Scans are due at t = 0 and every period from the trajectory's start, each stamped on the
-    first 1/120 s physics step at or after its due time (``sensor.timing.scan_stamp_ns``) at the
-    end of its sweep, and traced column by column from the pose at that column's firing time.
-    Honest pose coverage: the scan due at t = 0 sweeps the period before the first pose and holds
-    that pose, as the spec says; it is flagged in its ``lidar.jsonl`` row (``sweep.pose_coverage:
-    before_first_pose``) and counted in ``episode.json`` (``scans_held_first_pose``), as is a scan
-    interpolated across a trajectory gap longer than ``sensor.poses.MAX_POSE_GAP_S`` (``gap``,
-    ``scans_across_pose_gap``). The bag gets
-    ``/lidar/points`` (organised, ``point_type``), ``/tf``, ``/tf_static``, ``/odom`` and
-    ``/clock``; ``trajectory_gt.tum`` gets the ground-truth base_footprint poses. The bag is
-    closed, readable, on any error or Ctrl-C.
+    first 1/120 s physics step at or after its due time (``sensor.timing.scan_stamp_ns``); each
+    ends its sweep at its stamp and is traced column by column from the pose at that column's
+    firing time. Honest pose coverage: the scan due at t = 0 sweeps the period before the first
+    pose and holds that pose, as the spec says; it is flagged in its ``lidar.jsonl`` row
+    (``sweep.pose_coverage: before_first_pose``) and counted in ``episode.json``
+    (``scans_held_first_pose``), as is a scan interpolated across a trajectory gap longer than
+    ``sensor.poses.MAX_POSE_GAP_S`` (``gap``, ``scans_across_pose_gap``). The bag gets
+    ``/lidar/points`` (``point_type``'s layout, stamped as ``layouts.header_stamp_ns``: the end of
+    the sweep, or its start for the profiles with relative point times), ``/tf``, ``/tf_static``,
+    ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
+    ground-truth base_footprint poses. The bag is closed, readable, on any error or Ctrl-C.
 
     Nothing completed is lost: each scan's cloud and the odometry before it are flushed to the
     disk (``BagWriter.flush``) before its files are written and its ``lidar.jsonl`` row is
@@ -190,8 +197,9 @@ def record_drive(
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import organised_cloud, point_dtype
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_dtype
 
+    point_bytes = point_dtype(point_type).itemsize  # an unknown point type fails before the run dir exists
     config = scanner.config
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
@@ -207,6 +215,10 @@ def record_drive(
     stamps_ns = [start_ns + scan_stamp_ns(k, config.hz) for k in range(last_k + 1)]
     if not config.enabled:  # lidar.enabled false: the drive records odometry, /tf and /clock, no LiDAR
         stamps_ns = []
+    # A layout stamped at the sweep start (velodyne, ouster, ...) cannot stamp the scan due at a
+    # trajectory start of 0 s: ROS time has no negative stamps. That scan is left out (counted).
+    before_zero = sum(header_stamp_ns(point_type, s, period_s) < 0 for s in stamps_ns)
+    stamps_ns = stamps_ns[before_zero:]
     n_scans = len(stamps_ns)
     sweep_s = period_s if config.motion_distortion else 0.0
     pose_times = trajectory.times_s
@@ -220,10 +232,9 @@ def record_drive(
     sample_ns = np.rint(sample_times * 1e9).astype(np.int64)
 
     mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
-    summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
+    summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0, before_time_zero=before_zero)
     started = time.perf_counter()
     written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
-    point_bytes = point_dtype(point_type).itemsize
     reserve = DiskReserve(out_dir, scan_bytes(config.columns * config.rings, point_bytes, files))
     disk_full: str | None = None
 
@@ -238,11 +249,12 @@ def record_drive(
     def write_scan(bag, scan: Scan, release_ns: int, pose_coverage: str) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
-        cloud = organised_cloud(scan, point_type)  # made once, for the bag and the PCD
+        header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
+        cloud = point_cloud(scan, point_type, header_ns)  # made once, for the bag and the PCD
         bag_bytes = bag.size_bytes
-        bag.write_cloud(scan.stamp_ns, cloud, log_time_ns=release_ns)
+        bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        row = write_scan_outputs(scan, out_dir, files, config, cloud if point_type == "XYZI" else None, pose_coverage)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.held_first_pose += pose_coverage == "before_first_pose"
@@ -323,6 +335,7 @@ def _write_run_end(
             lidar_busy=summary.lidar_busy,
             scans_held_first_pose=summary.held_first_pose,
             scans_across_pose_gap=summary.across_pose_gap,
+            scans_before_time_zero=summary.before_time_zero,
             material_table=config.materials,
         ),
     )

@@ -45,7 +45,8 @@ import numpy as np
 from scipy.special import ndtr
 
 from acres_lidar_ros.body.self_returns import SelfReturnTable
-from acres_lidar_ros.body.urdf import BASE_LINK, LIDAR_LINK, Robot, load_urdf
+from acres_lidar_ros.body.urdf import BASE_LINK, LIDAR_LINK, MAX_URDF_MESH_BYTES, Robot, load_urdf
+from acres_lidar_ros.config.input_files import check_regular_file
 from acres_lidar_ros.config.materials import MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import ConfigError, SceneError
@@ -124,6 +125,7 @@ class BodyGeometry:
     def _add_mesh(self, path: Path, T: np.ndarray, scale: np.ndarray, link: str) -> None:
         import open3d as o3d
 
+        check_regular_file(path, f"mesh of link {link!r}", MAX_URDF_MESH_BYTES, SceneError)
         mesh = o3d.io.read_triangle_mesh(path)
         if len(mesh.triangles) == 0:
             raise SceneError(f"mesh {str(path)!r} of link {link!r} has no triangles (unreadable or empty)")

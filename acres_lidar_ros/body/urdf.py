@@ -29,8 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
+from acres_lidar_ros.config.input_files import read_regular_file
 from acres_lidar_ros.errors import ConfigError, SceneError
 from acres_lidar_ros.sensor.pattern import mount_rotation
+
+#: Largest URDF file and mesh file it names, bytes (only regular files are read).
+MAX_URDF_FILE_BYTES = 16 << 20
+MAX_URDF_MESH_BYTES = 256 << 20
 
 BASE_LINK = "base_footprint"
 """The link of the vehicle frame the body is traced in (REP 105's ``base_footprint``)."""
@@ -254,10 +259,9 @@ def load_urdf(path: str | Path, required_links: tuple[str, ...] = ()) -> Robot:
         A mesh it names does not exist (the message names the file and the mesh).
     """
     path = Path(path)
+    data = read_regular_file(path, "URDF", MAX_URDF_FILE_BYTES, ConfigError)  # no FIFO, no device
     try:
-        root = ET.parse(path).getroot()
-    except OSError as exc:
-        raise ConfigError(f"URDF {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
+        root = ET.fromstring(data)
     except ET.ParseError as exc:
         raise ConfigError(f"URDF {str(path)!r} does not parse as XML: {exc}") from exc
     if root.tag != "robot":

@@ -5,7 +5,7 @@ Topics (types of ROS 2 Jazzy, rosbags' typestore ``Stores.ROS2_JAZZY``):
 ========================  =============================  ==========================================
 topic                     type                           contents
 ========================  =============================  ==========================================
-``/lidar/points``         sensor_msgs/msg/PointCloud2    organised cloud, frame ``lidar``
+``/lidar/points``         sensor_msgs/msg/PointCloud2    the cloud (``point_type``), frame ``lidar``
 ``/tf_static``            tf2_msgs/msg/TFMessage         base_footprint -> lidar mount (transient
                                                          local, as tf2's static broadcaster)
 ``/tf``                   tf2_msgs/msg/TFMessage         odom -> base_footprint
@@ -36,7 +36,7 @@ import numpy as np
 
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import refuse_existing
-from acres_lidar_ros.outputs.layouts import organised_cloud, point_dtype
+from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message, qos_profile_dict, time_message
 from acres_lidar_ros.scan import Scan
 
@@ -103,8 +103,8 @@ class BagWriter:
     ----------
     path : str or PathLike
         Bag directory to create; must not exist.
-    point_type : {"XYZI", "XYZIRT"}
-        Layout of the clouds (``outputs.layouts``).
+    point_type : str
+        Layout of the clouds, a key of ``outputs.layouts.PROFILES``.
     odom_frame, base_frame, lidar_frame : str
         Frame names: the odometry frame, the vehicle's base_footprint, the LiDAR (cloud) frame.
     typestore : rosbags Typestore, optional
@@ -125,7 +125,7 @@ class BagWriter:
     ) -> None:
         self.path = Path(path)
         self.point_type = point_type
-        self.point_dtype = point_dtype(point_type)
+        self.point_dtype = point_profile(point_type).dtype
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.lidar_frame = lidar_frame
@@ -328,13 +328,14 @@ class BagWriter:
         self._write(CLOCK_TOPIC, stamp_ns, clock)
 
     def write_cloud(self, stamp_ns: int, cloud: np.ndarray, *, log_time_ns: int | None = None) -> None:
-        """Write an organised cloud on ``/lidar/points`` in the lidar frame.
+        """Write a cloud on ``/lidar/points`` in the lidar frame.
 
         Parameters
         ----------
         stamp_ns : int
-            Scan stamp (header stamp), ns.
-        cloud : (columns, rings) structured array of the writer's point type
+            Header stamp, ns (``layouts.header_stamp_ns``).
+        cloud : (height, width) structured array of the writer's point type
+            ``layouts.point_cloud(scan, point_type, stamp_ns)``.
         log_time_ns : int, optional
             Bag receive time, ns, e.g. when the scan was released (stamp + processing);
             default ``stamp_ns``.
@@ -347,6 +348,11 @@ class BagWriter:
         message = pointcloud2_message(cloud, self.lidar_frame, stamp_ns, self.typestore)
         self._write(CLOUD_TOPIC, stamp_ns if log_time_ns is None else log_time_ns, message)
 
-    def write_scan(self, scan: Scan, *, log_time_ns: int | None = None) -> None:
-        """Write the scan's organised cloud at its stamp (``write_cloud`` of ``organised_cloud``)."""
-        self.write_cloud(scan.stamp_ns, organised_cloud(scan, self.point_type), log_time_ns=log_time_ns)
+    def write_scan(self, scan: Scan, *, stamp_ns: int | None = None, log_time_ns: int | None = None) -> None:
+        """Write the scan's cloud (``write_cloud`` of ``point_cloud``).
+
+        ``stamp_ns`` is the header stamp; default ``layouts.default_stamp_ns``.
+        """
+        if stamp_ns is None:
+            stamp_ns = default_stamp_ns(scan, self.point_type)
+        self.write_cloud(stamp_ns, point_cloud(scan, self.point_type, stamp_ns), log_time_ns=log_time_ns)

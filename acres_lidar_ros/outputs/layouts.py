@@ -1,66 +1,136 @@
-"""Point layouts of the outputs: one packed little-endian numpy dtype per layout.
+"""The clouds of a scan in the layouts of ``outputs.point_types``, as each consumer's driver
+publishes them, and the spec's all-returns point records.
 
-The dtypes here are the only place where field names, types and byte offsets are written down;
-PointCloud2 ``PointField`` lists, PCD headers and PLY headers are derived from them.
-
-* ``XYZI``: rslidar_sdk's ``PointXYZI`` (x, y, z, intensity as float32; 16 bytes).
-* ``XYZIRT``: rslidar_sdk's ``PointXYZIRT`` (``XYZI`` + ring uint16 + timestamp float64; 26 bytes).
-* ``PLY_POINT``: the spec's point file record (31 bytes, see "Output Formats").
+``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
+rslidar_sdk layouts (``organised_cloud``), ouster_ros's rings-by-columns grid, or the dense
+velodyne and nebula lists. ``all_returns`` gives the PLY records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba
 import numpy as np
 
-from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.outputs.point_types import (
+    NEBULA,
+    OUSTER,
+    PLY_POINT,
+    POINT_TYPES,
+    PROFILES,
+    VELODYNE,
+    XYZI,
+    XYZIRT,
+    PointProfile,
+    header_stamp_ns,
+    point_dtype,
+    point_profile,
+    stamps_sweep_start,
+)
+from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.scan import Scan
 
-XYZI = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4")])
+__all__ = [
+    "NEBULA",
+    "OUSTER",
+    "PLY_POINT",
+    "POINT_TYPES",
+    "PROFILES",
+    "VELODYNE",
+    "XYZI",
+    "XYZIRT",
+    "PointProfile",
+    "all_returns",
+    "default_stamp_ns",
+    "header_stamp_ns",
+    "organised_cloud",
+    "point_cloud",
+    "point_dtype",
+    "point_profile",
+    "stamps_sweep_start",
+]
 
-XYZIRT = np.dtype(
-    [
-        ("x", "<f4"),
-        ("y", "<f4"),
-        ("z", "<f4"),
-        ("intensity", "<f4"),
-        ("ring", "<u2"),
-        ("timestamp", "<f8"),
-    ]
+# nebula's ReturnType (nebula_common.hpp) of a point from its return_flags byte, by priority:
+# an echo in several roles gets nebula's combined type, one that is first and last IDENTICAL.
+NEBULA_RETURN_TYPE = {
+    "UNKNOWN": 0,
+    "LAST": 1,
+    "FIRST": 2,
+    "STRONGEST": 3,
+    "IDENTICAL": 6,
+    "SECONDSTRONGEST": 8,
+    "FIRST_STRONGEST": 9,
+    "LAST_STRONGEST": 10,
+}
+_RETURN_TYPE_RULES = (  # (flags that must all be set, nebula type), first match wins
+    (FLAG_FIRST | FLAG_LAST, "IDENTICAL"),
+    (FLAG_FIRST | FLAG_STRONGEST, "FIRST_STRONGEST"),
+    (FLAG_LAST | FLAG_STRONGEST, "LAST_STRONGEST"),
+    (FLAG_STRONGEST, "STRONGEST"),
+    (FLAG_SECOND_STRONGEST, "SECONDSTRONGEST"),
+    (FLAG_FIRST, "FIRST"),
+    (FLAG_LAST, "LAST"),
 )
 
-PLY_POINT = np.dtype(
-    [
-        ("x", "<f4"),
-        ("y", "<f4"),
-        ("z", "<f4"),
-        ("reflectivity", "<f4"),
-        ("signal", "<u2"),
-        ("intensity", "u1"),
-        ("ring", "u1"),
-        ("column", "<u2"),
-        ("class", "u1"),
-        ("material", "u1"),
-        ("return_index", "u1"),
-        ("num_returns", "u1"),
-        ("return_flags", "u1"),
-        ("time_offset_s", "<f4"),
-    ]
-)
 
-POINT_TYPES: dict[str, np.dtype] = {"XYZI": XYZI, "XYZIRT": XYZIRT}
+def _return_type_table() -> np.ndarray:
+    table = np.zeros(256, np.uint8)
+    for flags in range(256):
+        for need, name in _RETURN_TYPE_RULES:
+            if flags & need == need:
+                table[flags] = NEBULA_RETURN_TYPE[name]
+                break
+    return table
 
 
-def point_dtype(point_type: str) -> np.dtype:
-    """The dtype of an organised-cloud point type name (``"XYZI"`` or ``"XYZIRT"``)."""
-    try:
-        return POINT_TYPES[point_type]
-    except (KeyError, TypeError):
-        raise ConfigError(f"point_type {point_type!r} is not a point type; allowed: {', '.join(POINT_TYPES)}") from None
+_RETURN_TYPE_OF_FLAGS = _return_type_table()
+
+_UINT32_MAX = 2**32 - 1
+
+
+def default_stamp_ns(scan: Scan, point_type: str) -> int:
+    """The header stamp of a scan's cloud when none is given: the first column's firing time for
+    a profile stamped at the sweep start, else ``scan.stamp_ns`` (the end of the sweep)."""
+    if point_profile(point_type).stamp == "sweep_start":
+        return int(scan.stamp_ns) + int(np.rint(np.min(scan.time_offset_s) * 1e9))
+    return int(scan.stamp_ns)
+
+
+def point_cloud(scan: Scan, point_type: str = "XYZI", stamp_ns: int | None = None) -> np.ndarray:
+    """The scan's cloud in a point type's layout, as that consumer's driver publishes it.
+
+    Parameters
+    ----------
+    scan : Scan
+    point_type : str
+        A key of ``PROFILES``.
+    stamp_ns : int, optional
+        The header stamp the relative point times count from (``velodyne`` time, ``ouster`` t,
+        ``nebula`` time_stamp), e.g. ``header_stamp_ns(...)``; default ``default_stamp_ns``.
+
+    Returns
+    -------
+    (height, width) structured array of ``point_dtype(point_type)``
+        See ``PointProfile.grid``.
+
+    Raises
+    ------
+    ConfigError
+        ``point_type`` is not a profile.
+    OutputError
+        A point fires before ``stamp_ns`` (or 2**32 ns after it) in a layout whose time is an
+        unsigned count from the stamp.
+    """
+    profile = point_profile(point_type)
+    stamp_ns = default_stamp_ns(scan, point_type) if stamp_ns is None else stamp_ns
+    return _BUILDERS[profile.name](scan, int(stamp_ns))
 
 
 def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
-    """The organised cloud of a scan, one cell per beam, as the driver publishes it.
+    """The organised cloud of a scan in rslidar_sdk's layout, one cell per beam, as the driver
+    publishes it.
 
     Cell ``(c, r)`` holds the primary return of the beam of column ``c`` and ring ``r``: the
     strongest, or the first when no return has the strongest flag (``Returns.primary_index``).
@@ -79,26 +149,119 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
         timestamp (XYZIRT): absolute firing time of the column, ``stamp_s + time_offset_s[c]``,
         s, also in cells without a return.
     """
-    dtype = point_dtype(point_type)
-    n_beams = scan.columns * scan.rings
-    returns = scan.returns
-    slots = returns.valid.shape[1]
-    primary = np.zeros(n_beams, np.int64) if slots == 1 else returns.primary_index()
+    if point_type not in ("XYZI", "XYZIRT"):
+        raise ConfigError(f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT")
+    dtype = POINT_TYPES[point_type]
     # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
-    xyzi = _primary_xyzi(np.asarray(scan.points_sensor, dtype=np.float64), returns.valid, returns.intensity, primary)
+    xyzi = _primary_xyzi(
+        np.asarray(scan.points_sensor, dtype=np.float64), scan.returns.valid, scan.returns.intensity, _primary(scan)
+    )
     if dtype == XYZI:
         return xyzi.view(XYZI).reshape(scan.columns, scan.rings)
-    cloud = np.empty(n_beams, dtype=dtype)
+    cloud = np.empty(scan.columns * scan.rings, dtype=dtype)
     for axis, name in enumerate(("x", "y", "z", "intensity")):
         cloud[name] = xyzi[:, axis]
     cloud = cloud.reshape(scan.columns, scan.rings)
-    names = dtype.names or ()
-    if "ring" in names:
-        cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
-    if "timestamp" in names:
-        column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
-        cloud["timestamp"] = column_time_s[:, None]
+    cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
+    column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
+    cloud["timestamp"] = column_time_s[:, None]
     return cloud
+
+
+def _rslidar(point_type: str) -> Callable[[Scan, int], np.ndarray]:
+    return lambda scan, _stamp_ns: organised_cloud(scan, point_type)
+
+
+def _primary(scan: Scan) -> np.ndarray:
+    """(n_beams,) int64 slot of each beam's primary return."""
+    slots = scan.returns.valid.shape[1]
+    return np.zeros(scan.columns * scan.rings, np.int64) if slots == 1 else scan.returns.primary_index()
+
+
+def _column_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
+    """(columns,) int64: each column's firing time minus the header stamp, ns."""
+    offset_ns = np.rint(np.asarray(scan.time_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
+    relative_ns = (int(scan.stamp_ns) - stamp_ns) + offset_ns
+    if unsigned:
+        early, late = int(np.argmin(relative_ns)), int(np.argmax(relative_ns))
+        if relative_ns[early] < 0 or relative_ns[late] > _UINT32_MAX:
+            c = early if relative_ns[early] < 0 else late
+            when = f"{-relative_ns[c]} ns before" if c == early else f"{relative_ns[c]} ns after"
+            raise OutputError(
+                f"point_type {point_type}: column {c} fires {when} the header stamp {stamp_ns}; its time "
+                f"field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the sweep start"
+            )
+    return relative_ns
+
+
+def _returns_in_cell_order(scan: Scan) -> tuple[np.ndarray, np.ndarray]:
+    """(beam, slot) of every return: beams in cell order, the returns of a beam in range order."""
+    beam, slot = np.nonzero(np.asarray(scan.returns.valid, dtype=bool))
+    return beam, slot
+
+
+def _velodyne(scan: Scan, stamp_ns: int) -> np.ndarray:
+    beam, slot = _returns_in_cell_order(scan)
+    column, ring = np.divmod(beam, scan.rings)
+    time_ns = _column_time_ns(scan, stamp_ns, "velodyne", unsigned=False)
+    cloud = np.empty(beam.size, dtype=VELODYNE)
+    for axis, name in enumerate("xyz"):
+        cloud[name] = scan.points_sensor[beam, slot, axis]
+    cloud["intensity"] = scan.returns.intensity[beam, slot]
+    cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[ring]
+    cloud["time"] = time_ns[column] * 1e-9
+    return cloud.reshape(1, -1)
+
+
+def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
+    returns = scan.returns
+    beams = np.arange(scan.columns * scan.rings)
+    slot = _primary(scan)
+    valid = returns.valid[beams, slot]
+    time_ns = _column_time_ns(scan, stamp_ns, "ouster", unsigned=True)
+    rank = np.asarray(scan.ring_rank, dtype=np.int64)
+    row = (scan.rings - 1 - rank)[beams % scan.rings]  # row 0 = the highest beam
+    column = beams // scan.rings
+    cloud = np.zeros((scan.rings, scan.columns), dtype=OUSTER)  # padding bytes stay 0
+    cells = cloud[row, column]
+    for axis, name in enumerate("xyz"):
+        cells[name] = np.where(valid, scan.points_sensor[beams, slot, axis], np.nan)
+    cells["intensity"] = np.where(valid, returns.signal[beams, slot], 0)
+    cells["t"] = time_ns[column]
+    cells["reflectivity"] = np.where(valid, returns.intensity[beams, slot], 0)
+    cells["ring"] = row
+    cells["range"] = np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0)
+    cloud[row, column] = cells
+    return cloud
+
+
+def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
+    beam, slot = _returns_in_cell_order(scan)
+    column, ring = np.divmod(beam, scan.rings)
+    time_ns = _column_time_ns(scan, stamp_ns, "nebula", unsigned=True)
+    p = np.asarray(scan.points_sensor, dtype=np.float64)[beam, slot]
+    cloud = np.empty(beam.size, dtype=NEBULA)
+    for axis, name in enumerate("xyz"):
+        cloud[name] = p[:, axis]
+    cloud["intensity"] = scan.returns.intensity[beam, slot]
+    cloud["return_type"] = _RETURN_TYPE_OF_FLAGS[scan.returns.return_flags[beam, slot]]
+    cloud["channel"] = np.asarray(scan.ring_rank, dtype=np.uint16)[ring]
+    # nebula's RoboSense decoder: x = d cos(el) cos(az), y = -d cos(el) sin(az), z = d sin(el),
+    # the azimuth clockwise from +x (the Helios spins clockwise), in [0, 2 pi).
+    cloud["azimuth"] = np.mod(np.arctan2(-p[:, 1], p[:, 0]), 2.0 * np.pi)
+    cloud["elevation"] = np.arctan2(p[:, 2], np.hypot(p[:, 0], p[:, 1]))
+    cloud["distance"] = np.linalg.norm(p, axis=1)
+    cloud["time_stamp"] = time_ns[column]
+    return cloud.reshape(1, -1)
+
+
+_BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
+    "XYZI": _rslidar("XYZI"),
+    "XYZIRT": _rslidar("XYZIRT"),
+    "velodyne": _velodyne,
+    "ouster": _ouster,
+    "nebula": _nebula,
+}
 
 
 def all_returns(scan: Scan) -> np.ndarray:
@@ -113,7 +276,7 @@ def all_returns(scan: Scan) -> np.ndarray:
     """
     returns = scan.returns
     valid = np.asarray(returns.valid, dtype=bool)
-    beam, slot = np.nonzero(valid)
+    beam, slot = _returns_in_cell_order(scan)
     return_index = np.cumsum(valid, axis=1)[beam, slot]
     num_returns = valid.sum(axis=1)[beam]
     column = scan.cell_column[beam]

@@ -1,8 +1,9 @@
-"""Organised cloud as a binary PCD 0.7 file (spec "Organised Cloud").
+"""A cloud as a binary PCD 0.7 file (spec "Organised Cloud").
 
-WIDTH is the number of rings and HEIGHT the number of columns; cell ``c * rings + r`` holds
-x, y, z and intensity as float32; a beam without a return has NaN x, y, z and intensity 0.
-The header is derived from the ``XYZI`` dtype.
+The spec's file is the organised ``XYZI`` cloud: WIDTH is the number of rings and HEIGHT the
+number of columns; cell ``c * rings + r`` holds x, y, z and intensity as float32; a beam without
+a return has NaN x, y, z and intensity 0. Any other layout of ``outputs.layouts`` is written
+with its own fields (padding dropped), WIDTH and HEIGHT. The header is derived from the dtype.
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ _KIND_OF_PCD_TYPE = {"F": "f", "I": "i", "U": "u"}
 
 
 def encode_pcd(cloud: np.ndarray) -> bytes:
-    """Binary PCD 0.7 bytes of an organised cloud.
+    """Binary PCD 0.7 bytes of a cloud.
 
     Parameters
     ----------
     cloud : (H, W) structured array of scalar numeric fields (e.g. ``XYZI``)
-        H = columns = PCD HEIGHT, W = rings = PCD WIDTH.
+        H = PCD HEIGHT, W = PCD WIDTH (columns and rings for the spec's organised cloud).
     """
     cloud = np.ascontiguousarray(cloud)
     if cloud.ndim != 2 or cloud.dtype.names is None:
-        raise OutputError(f"a PCD cloud needs a (columns, rings) structured array, got {cloud.shape} {cloud.dtype}")
+        raise OutputError(f"a PCD cloud needs a (height, width) structured array, got {cloud.shape} {cloud.dtype}")
     height, width = cloud.shape
     names = cloud.dtype.names
     scalars = [cloud.dtype[name] for name in names]
@@ -60,9 +61,9 @@ def encode_pcd(cloud: np.ndarray) -> bytes:
 
 
 def write_pcd(path: str | os.PathLike[str], scan: Scan, cloud: np.ndarray | None = None) -> Path:
-    """Write the scan's organised ``XYZI`` cloud to a new binary PCD file (atomic, no overwrite).
+    """Write a cloud of the scan to a new binary PCD file (atomic, no overwrite).
 
-    ``cloud`` is that cloud when the caller has already made it (``organised_cloud(scan, "XYZI")``).
+    ``cloud``: the cloud to write (``layouts.point_cloud``); default the spec's organised ``XYZI``.
     """
     return atomic_write(path, encode_pcd(organised_cloud(scan, "XYZI") if cloud is None else cloud))
 

@@ -1,9 +1,10 @@
-"""sensor_msgs/msg/PointCloud2 from an organised cloud, and back.
+"""sensor_msgs/msg/PointCloud2 from a cloud of ``outputs.layouts``, and back.
 
 The ``PointField`` list is derived from the cloud's numpy dtype (``outputs.layouts``), never
-written by hand. ``pointcloud2_message`` builds the organised cloud itself, as rslidar_sdk does:
-height = columns, width = rings, one row per firing column. (``sensor_msgs_py``'s
-``create_cloud`` treats a 2-D array as (width, height), ros2/common_interfaces issue #236.)
+written by hand. ``pointcloud2_message`` builds the message itself and keeps the cloud's rows:
+for rslidar_sdk's layouts height = columns, width = rings, one row per firing column.
+(``sensor_msgs_py``'s ``create_cloud`` treats a 2-D array as (width, height),
+ros2/common_interfaces issue #236.)
 
 ``decode_pointcloud2`` is a second, independent implementation: it rebuilds a dtype from the
 message's ``PointField`` list only, so the tests compare the two directions.
@@ -100,32 +101,48 @@ def default_typestore() -> Any:
     return get_typestore(Stores.ROS2_JAZZY)
 
 
-def pointcloud2_message(cloud: np.ndarray, frame_id: str, stamp_ns: int, typestore: Any = None) -> Any:
-    """An organised ``sensor_msgs/msg/PointCloud2`` of a 2-D structured array.
+def cloud_is_dense(cloud: np.ndarray) -> bool:
+    """PointCloud2's ``is_dense``: no point of the cloud has a NaN x, y or z.
+
+    A dense layout (``layouts.PROFILES[...].grid == "dense"``) drops the beams without a
+    return, so it is always dense; an organised one keeps them as NaN cells and is not, unless
+    every beam returned (ouster_ros sets the flag the same way).
+    """
+    names = cloud.dtype.names or ()
+    return not any(np.isnan(cloud[axis]).any() for axis in ("x", "y", "z") if axis in names)
+
+
+def pointcloud2_message(
+    cloud: np.ndarray, frame_id: str, stamp_ns: int, typestore: Any = None, is_dense: bool | None = None
+) -> Any:
+    """A ``sensor_msgs/msg/PointCloud2`` of a 2-D structured array, rows as they are.
 
     Parameters
     ----------
     cloud : (H, W) structured array
-        H = columns (rows of the cloud), W = rings; e.g. ``layouts.organised_cloud(scan)``.
+        E.g. ``layouts.point_cloud(scan, point_type)``: H = columns, W = rings for rslidar_sdk's
+        layouts; H = rings, W = columns for ``ouster``; H = 1 for the dense ones.
     frame_id : str
         Frame of the points (the lidar frame).
     stamp_ns : int
         Header stamp, ns.
     typestore : rosbags Typestore, optional
         Defaults to ``Stores.ROS2_JAZZY``.
+    is_dense : bool, optional
+        Default ``cloud_is_dense(cloud)``.
 
     Returns
     -------
     ``sensor_msgs__msg__PointCloud2`` with height H, width W, point_step = itemsize,
-    row_step = W * point_step, is_bigendian False, is_dense False, data (H * W * itemsize,) uint8.
+    row_step = W * point_step, is_bigendian False, data (H * W * itemsize,) uint8.
     """
     if typestore is None:
         typestore = default_typestore()
     cloud = np.asarray(cloud)
     if cloud.ndim != 2 or cloud.dtype.names is None:
         raise OutputError(
-            f"cloud has shape {cloud.shape} and dtype {cloud.dtype}; an organised cloud needs a "
-            "(columns, rings) structured array"
+            f"cloud has shape {cloud.shape} and dtype {cloud.dtype}; a PointCloud2 needs a 2-D "
+            "structured array (height, width: columns, rings for an organised cloud; 1, points for a dense one)"
         )
     height, width = cloud.shape
     point_step = cloud.dtype.itemsize
@@ -144,7 +161,7 @@ def pointcloud2_message(cloud: np.ndarray, frame_id: str, stamp_ns: int, typesto
         point_step=point_step,
         row_step=width * point_step,
         data=data.copy(),
-        is_dense=False,
+        is_dense=cloud_is_dense(cloud) if is_dense is None else bool(is_dense),
     )
 
 

@@ -37,7 +37,7 @@ def write_scan_files(
     period_s: float,
     T_world_sensor_stamp: np.ndarray | None = None,
     preview: bool = True,
-    cloud_xyzi: np.ndarray | None = None,
+    cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
@@ -55,8 +55,9 @@ def write_scan_files(
         Sensor pose at the stamp for the row.
     preview : bool
         Write the 384 x 384 px top view.
-    cloud_xyzi : (columns, rings) XYZI array, optional
-        The scan's organised cloud when the caller has made it already (a recording made it for
+    cloud : (height, width) structured array, optional
+        The PCD's cloud (``layouts.point_cloud`` of the run's point type; default the spec's
+        organised ``XYZI``), e.g. when the caller has made it already (a recording made it for
         the bag), so the PCD does not make it again.
     pose_coverage : str
         How the poses covered the sweep, for the row (``records.scan_row``).
@@ -87,7 +88,7 @@ def write_scan_files(
     if output in ("ply", "both"):
         files.append(write_ply(scan_dir / f"{stem}.ply", scan))
     if output in ("pcd", "both"):
-        files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud_xyzi))
+        files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud))
     if preview:
         files.append(write_png(scan_dir / f"{stem}.png", render_top_view(scan)))
     row = scan_row(

@@ -35,11 +35,10 @@ from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.weather import (
-    clutter_slabs,
+    clutter_slab_numbers,
     mean_drops_in_slab,
-    slab_drop_energy,
-    slab_is_skipped,
-    slab_reflectance,
+    slab_center_m,
+    surviving_slabs,
 )
 from acres_lidar_ros.tracing.hits import NO_OBJECT
 
@@ -116,8 +115,8 @@ def finish_returns(
         for block in blocks:
             nearest_solid[block.cells] = block.nearest_solid_m
         slabs = clutter_contributions(model, streams, nearest_solid)
-        parts = [block.contributions for block in blocks] + [slabs]
-        echoes = form_echoes(Contributions.concatenate(parts), config.min_return_separation_m)
+        hits = Contributions.of_beams([block.contributions for block in blocks])
+        echoes = form_echoes(hits.merged(slabs), config.min_return_separation_m)
     else:
         echoes = Echoes.concatenate([block.echoes for block in blocks if block.echoes is not None])
     return detect(echoes, model, streams, index)
@@ -125,36 +124,49 @@ def finish_returns(
 
 def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray) -> Contributions:
     """Step 1 of the module notes: the slabs of every beam that survive the skip rule, as
-    contributions in cell order (the rain stream advances)."""
+    contributions by beam (cell) and range (the rain stream advances).
+
+    A slab's centre range, its mean drop count and its signal per unit reflectance depend only
+    on its number ``k`` (and its ring), so they are evaluated once per ``k`` (and ring); the
+    range equation is linear in the reflectance, ``S = rho_slab S(rho = 1)``.
+    """
     config, atm = model.config, model.atmosphere
     rad = config.radiometry
     n_rings, n_columns = config.rings, config.columns
     separation = config.min_return_separation_m
     stop = np.minimum(nearest_solid_m, min(config.weather.clutter_max_range_m, config.range_m))
     cells_rm = ring_major_cells(n_columns, n_rings)
-    slab_rm, center_m = clutter_slabs(stop[cells_rm], config.min_range_m, separation)
+    slab_rm, k = clutter_slab_numbers(stop[cells_rm], config.min_range_m, separation)
+    if slab_rm.size == 0:
+        return Contributions(*(np.zeros(0, t) for t in (np.int64, float, float, float, np.uint8, np.uint8, np.int32)))
     cell = cells_rm[slab_rm]
-    if atm.drop_density_per_m3 > 0.0 and cell.size:
-        mean_drops = mean_drops_in_slab(
-            atm.drop_density_per_m3, config.weather.exit_diameter_m, center_m, config.beam_divergence_rad, separation
+    centers_m = slab_center_m(np.arange(int(k.max()) + 1), config.min_range_m, separation)
+    if atm.drop_density_per_m3 > 0.0:
+        mean_k = mean_drops_in_slab(
+            atm.drop_density_per_m3, config.weather.exit_diameter_m, centers_m, config.beam_divergence_rad, separation
         )
-        energy = slab_drop_energy(streams.rain, mean_drops)
     else:
-        mean_drops = energy = np.zeros(cell.size)
-    rho_slab = slab_reflectance(atm.beta_fog_per_m_sr, atm.beta_rain_per_m_sr, separation, mean_drops, energy)
-    signal = signal_counts(
-        rho_slab,
-        center_m,
+        mean_k = np.zeros(centers_m.size)
+    unit_signal = signal_counts(
+        1.0,
+        centers_m[None, :],
         1.0,
         rad.signal_at_10pct_counts,
-        rad.ring_range_at_10pct_m[cell % n_rings],
+        rad.ring_range_at_10pct_m[:, None],
         rad.overlap_range_m,
         atm.alpha_per_m,
+    )  # (rings, slab numbers)
+    keep, rho_slab = surviving_slabs(
+        streams.rain,
+        (mean_k, unit_signal, centers_m),
+        slab_rm // n_columns,
+        k,
+        np.pi * atm.beta_fog_per_m_sr * separation,
+        np.pi * atm.beta_rain_per_m_sr * separation,
+        rad.ambient_counts,
+        model.detection_threshold_counts,
     )
-    keep = np.flatnonzero(
-        ~slab_is_skipped(signal, rad.ambient_counts, model.detection_threshold_counts) & (rho_slab > 0)
-    )
-    cell, center_m, rho_slab = cell[keep], center_m[keep], rho_slab[keep]
+    cell, center_m = cell[keep], centers_m[k[keep]]
     order = np.argsort(cell, kind="stable")  # ring-major -> cell order; a beam's slabs stay in range order
     m = cell.size
     return Contributions(

@@ -79,15 +79,27 @@ class Contributions:
     object_id: np.ndarray
 
     @staticmethod
-    def concatenate(parts: list[Contributions]) -> Contributions:
-        """The contributions of several groups, by beam (cell) and range; on a tie of both the
-        earlier group's come first."""
+    def of_beams(parts: list[Contributions]) -> Contributions:
+        """The contributions of groups of different beams, beams in cell order (each beam's
+        contributions keep their order)."""
         names = Contributions.__dataclass_fields__
+        if len(parts) == 1:
+            return parts[0]
         joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
-        if not _sorted_by_beam_and_range(joined["cell"], joined["range_m"]):
-            order = np.lexsort((joined["range_m"], joined["cell"]))  # stable: earlier parts first on a tie
+        cell = joined["cell"]
+        if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
+            order = np.argsort(cell, kind="stable")
             joined = {name: a[order] for name, a in joined.items()}
         return Contributions(**joined)
+
+    def merged(self, other: Contributions) -> Contributions:
+        """These and ``other``'s contributions (both by beam and range) by beam and range; on a
+        tie of both, these come first."""
+        order = _merge_order(self.cell, self.range_m, other.cell, other.range_m)
+        names = Contributions.__dataclass_fields__
+        return Contributions(
+            **{name: np.concatenate([getattr(self, name), getattr(other, name)])[order] for name in names}
+        )
 
 
 @dataclass(frozen=True)
@@ -293,17 +305,16 @@ def contributions_of_hits(
     else:
         peak = np.ones(flat.size)
 
-    nearest_solid = np.full(cells.size, np.inf)
-    if model.has_clutter:
-        solid = ~passes
-        np.minimum.at(nearest_solid, beam[solid], range_m[solid])
+    nearest_solid = (
+        _nearest_solid(beam, range_m, passes, cells.size) if model.has_clutter else np.full(cells.size, np.inf)
+    )
 
     lit = np.flatnonzero(power > 0.0)
     beam, range_m, power, peak = beam[lit], range_m[lit], power[lit], peak[lit]
     cls, mat_out, obj = cls[lit], mat[lit].astype(np.uint8), hits.object_id.ravel()[flat[lit]]
     # By beam, then range (stable: ties keep the sub-ray and slot order).
     if not _sorted_by_beam_and_range(beam, range_m):
-        order = np.lexsort((range_m, beam))
+        order = _order_within_beams(beam, range_m)
         beam, range_m, power, peak = beam[order], range_m[order], power[order], peak[order]
         cls, mat_out, obj = cls[order], mat_out[order], obj[order]
     return (
@@ -351,3 +362,53 @@ def _echo_opens(cell, range_m, separation_m):
         else:
             opens[i] = False
     return opens
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_order(cell_a, range_a, cell_b, range_b):
+    """Indices into ``a`` then ``b`` concatenated that merge two (cell, range)-sorted lists, ``a``
+    first on a tie."""
+    na, nb = cell_a.shape[0], cell_b.shape[0]
+    order = np.empty(na + nb, np.int64)
+    i = j = 0
+    for at in range(na + nb):
+        if j < nb and (i == na or cell_b[j] < cell_a[i] or (cell_b[j] == cell_a[i] and range_b[j] < range_a[i])):
+            order[at] = na + j
+            j += 1
+        else:
+            order[at] = i
+            i += 1
+    return order
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest_solid(beam, range_m, passes, n_beams):
+    """Per beam, the smallest range of its hits that do not pass light (inf where none)."""
+    out = np.full(n_beams, np.inf)
+    for i in range(beam.shape[0]):
+        if not passes[i] and range_m[i] < out[beam[i]]:
+            out[beam[i]] = range_m[i]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _order_within_beams(beam, range_m):
+    """The stable order by range within each beam of a list already in beam order (a beam's
+    contributions are a few dozen at most: an insertion sort per beam)."""
+    n = beam.shape[0]
+    order = np.arange(n)
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and beam[end] == beam[start]:
+            end += 1
+        for i in range(start + 1, end):
+            item = order[i]
+            r = range_m[item]
+            j = i - 1
+            while j >= start and range_m[order[j]] > r:
+                order[j + 1] = order[j]
+                j -= 1
+            order[j + 1] = item
+        start = end
+    return order

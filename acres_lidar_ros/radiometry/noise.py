@@ -23,6 +23,7 @@ All 64-bit arithmetic wraps modulo 2^64, as in C++ ``uint64_t``.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 MASK64 = (1 << 64) - 1
@@ -45,27 +46,86 @@ _U64 = np.uint64
 _TWO_POW_53 = float(1 << 53)
 _TWO_POW_32 = float(1 << 32)
 
+# The constants as numba's typed globals: every uint64 operand is an np.uint64 (numba types
+# uint64 op int64 as float64).
+_GAMMA = _U64(SPLITMIX_GAMMA)
+_MUL1 = _U64(SPLITMIX_MUL1)
+_MUL2 = _U64(SPLITMIX_MUL2)
+_PCG_MULT = _U64(PCG32_MULT)
+_S3, _S11, _S18, _S24, _S27, _S30, _S31, _S59 = (_U64(k) for k in (3, 11, 18, 24, 27, 30, 31, 59))
+_MASK32_U = _U64(MASK32)
+_U32 = _U64(32)
+_INV_TWO_POW_53 = 1.0 / _TWO_POW_53
+_TWO_PI_OVER_TWO_POW_53 = 2.0 * np.pi / _TWO_POW_53
+_jit = numba.njit(cache=True, nogil=True)
 
-def _mix64_int(x: int) -> int:
-    x = (x + SPLITMIX_GAMMA) & MASK64
-    x = ((x ^ (x >> 30)) * SPLITMIX_MUL1) & MASK64
-    x = ((x ^ (x >> 27)) * SPLITMIX_MUL2) & MASK64
-    return x ^ (x >> 31)
+
+@_jit
+def _mix(x):
+    """The SplitMix64 finaliser of one uint64 (the equation of ``mix64``)."""
+    x = x + _GAMMA
+    x = (x ^ (x >> _S30)) * _MUL1
+    x = (x ^ (x >> _S27)) * _MUL2
+    return x ^ (x >> _S31)
 
 
-def _mix64_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
-    """mix of a 1-d uint64 array; ``overwrite`` lets it work in place in ``x`` (fewer temporaries)."""
-    # Arrays (not numpy scalars) wrap silently on overflow, which is the uint64 arithmetic we want.
-    x = np.add(x, _U64(SPLITMIX_GAMMA), out=x if overwrite else None)
-    t = x >> _U64(30)
-    x ^= t
-    x *= _U64(SPLITMIX_MUL1)
-    np.right_shift(x, _U64(27), out=t)
-    x ^= t
-    x *= _U64(SPLITMIX_MUL2)
-    np.right_shift(x, _U64(31), out=t)
-    x ^= t
-    return x
+@_jit
+def _mix_array(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = _mix(a[i])
+    return out
+
+
+@_jit
+def _floor_cell(coordinate_m, cell_m):
+    """``floor(X / s)`` as a signed 64-bit integer reinterpreted as uint64; non-finite X gives 0."""
+    q = np.floor(coordinate_m / cell_m)
+    if not np.isfinite(q):
+        q = 0.0
+    return _U64(np.int64(q))
+
+
+@_jit
+def _place_hashes(x_m, y_m, cell_m, seed_term):
+    """``mix(mix(floor(X/s) xor seed_term) xor floor(Y/s))`` of each point."""
+    out = np.empty(x_m.shape[0], np.uint64)
+    for i in range(x_m.shape[0]):
+        out[i] = _mix(_mix(_floor_cell(x_m[i], cell_m) ^ seed_term) ^ _floor_cell(y_m[i], cell_m))
+    return out
+
+
+@_jit
+def _roughness_hashes(scan, beam, sub_ray, seed_term):
+    """``mix(((scan << 24) | (beam << 3) | sub_ray) xor seed_term)`` of each key."""
+    out = np.empty(beam.shape[0], np.uint64)
+    for i in range(beam.shape[0]):
+        out[i] = _mix(((scan[i] << _S24) | (beam[i] << _S3) | sub_ray[i]) ^ seed_term)
+    return out
+
+
+@_jit
+def _hash_uniforms(h):
+    """``U(h)`` and ``2 pi U(mix(h))`` of each hash: the radius and angle uniforms of ``hash_normal``."""
+    n = h.shape[0]
+    u = np.empty(n)
+    angle = np.empty(n)
+    for i in range(n):
+        u[i] = (np.float64(h[i] >> _S11) + 0.5) * _INV_TWO_POW_53
+        angle[i] = (np.float64(_mix(h[i]) >> _S11) + 0.5) * _TWO_PI_OVER_TWO_POW_53
+    return u, angle
+
+
+@_jit
+def _pcg32_outputs(state, inc, n):
+    """``n`` PCG32 (XSH RR) outputs from ``state`` and the state after them."""
+    out = np.empty(n, np.uint32)
+    for i in range(n):
+        xorshifted = (((state >> _S18) ^ state) >> _S27) & _MASK32_U
+        rot = state >> _S59
+        out[i] = np.uint32(((xorshifted >> rot) | (xorshifted << ((_U32 - rot) & _S31))) & _MASK32_U)
+        state = state * _PCG_MULT + inc
+    return out, state
 
 
 def _as_u64_array(x: np.ndarray | int) -> np.ndarray:
@@ -96,9 +156,9 @@ def mix64(x: np.ndarray | int) -> np.ndarray | int:
     int in [0, 2^64), or (...) uint64 array of the same shape.
     """
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        return _mix64_int(int(x) & MASK64)
+        return int(_mix(_U64(int(x) & MASK64)))
     a = _as_u64_array(x)
-    return _mix64_array(a.reshape(-1)).reshape(a.shape)
+    return _mix_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
 
 
 def uniform_from_hash(h: np.ndarray | int) -> np.ndarray | float:
@@ -123,7 +183,8 @@ def hash_normal(h: np.ndarray | int) -> np.ndarray | float:
     """Standard normal number of a hash: ``z = sqrt(-2 ln U(h)) cos(2 pi U(mix(h)))``.
 
     The construction of PlaceNormal, applied to any 64-bit key ``h`` (the roughness normal of a
-    scan, beam and sub-ray uses it too).
+    scan, beam and sub-ray uses it too). The uniforms come from a compiled integer pass, the
+    logarithm and cosine from numpy's vectorised loops.
 
     Parameters
     ----------
@@ -136,28 +197,13 @@ def hash_normal(h: np.ndarray | int) -> np.ndarray | float:
     if isinstance(h, (int, np.integer)) and not isinstance(h, bool):
         return float(hash_normal(np.array([int(h) & MASK64], dtype=np.uint64))[0])
     a = _as_u64_array(h)
-    shape = a.shape
-    a = a.reshape(-1)
-    radius = (a >> _U64(11)).astype(np.float64)
-    radius += 0.5
-    radius *= 1.0 / _TWO_POW_53  # exact: a power of two
+    radius, angle = _hash_uniforms(np.ascontiguousarray(a).reshape(-1))
     np.log(radius, out=radius)
     radius *= -2.0
     np.sqrt(radius, out=radius)
-    m = _mix64_array(a)
-    angle = (m >> _U64(11)).astype(np.float64)
-    angle += 0.5
-    angle *= 2.0 * np.pi / _TWO_POW_53
     np.cos(angle, out=angle)
     radius *= angle
-    return radius.reshape(shape)
-
-
-def _floor_cell(coordinate_m: np.ndarray, cell_m: float) -> np.ndarray:
-    """``floor(X / s)`` as signed 64-bit, reinterpreted as uint64; non-finite X gives cell 0."""
-    q = np.floor(np.asarray(coordinate_m, dtype=np.float64) / cell_m)
-    q = np.where(np.isfinite(q), q, 0.0)
-    return q.astype(np.int64).view(np.uint64)
+    return radius.reshape(a.shape)
 
 
 def place_hash(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float, seed: int) -> np.ndarray:
@@ -177,14 +223,11 @@ def place_hash(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float, 
     (...) uint64 (0-d for scalar inputs).
     """
     seed_term = _U64((int(seed) * PLACE_SEED_MUL) & MASK64)
-    cx = np.atleast_1d(_floor_cell(x_m, cell_m))
-    cy = np.atleast_1d(_floor_cell(y_m, cell_m))
-    cx, cy = np.broadcast_arrays(cx, cy)
-    h = cx ^ seed_term
-    h = _mix64_array(h.reshape(-1), overwrite=True)
-    h ^= cy.reshape(-1)
-    h = _mix64_array(h, overwrite=True)
-    shape = np.broadcast_shapes(np.shape(x_m), np.shape(y_m))
+    x, y = np.broadcast_arrays(np.asarray(x_m, dtype=np.float64), np.asarray(y_m, dtype=np.float64))
+    shape = x.shape
+    h = _place_hashes(
+        np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1), float(cell_m), seed_term
+    )
     return h.reshape(shape)
 
 
@@ -208,7 +251,16 @@ def place_normal(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float
     -------
     float for scalar inputs, else (...) float64.
     """
-    return hash_normal(place_hash(x_m, y_m, cell_m, seed))
+    h = place_hash(x_m, y_m, cell_m, seed)
+    if h.ndim != 1 or h.size < 2:
+        return hash_normal(h)
+    # Neighbouring points (the sub-rays of a beam, the columns of a ring) often share a cell:
+    # form the normal once per run of equal hashes (the same numbers, fewer logarithms).
+    new_run = np.r_[True, h[1:] != h[:-1]]
+    starts = np.flatnonzero(new_run)
+    if starts.size > 0.8 * h.size:
+        return hash_normal(h)
+    return hash_normal(h[starts])[np.cumsum(new_run) - 1]
 
 
 ROUGHNESS_SEED_OFFSET = 2
@@ -235,21 +287,13 @@ def roughness_normal(
     -------
     (n,) float64 (broadcast shape of the inputs).
     """
-    seed_term = _U64(_mix64_int(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64))
-    scan = np.atleast_1d(_as_u64_array(np.asarray(scan_index, dtype=np.int64)))
-    b = np.atleast_1d(_as_u64_array(np.asarray(beam, dtype=np.int64)))
-    j = np.atleast_1d(_as_u64_array(np.asarray(sub_ray, dtype=np.int64)))
-    scan, b, j = np.broadcast_arrays(scan, b, j)
-    key = (scan << _U64(24)) | (b << _U64(3)) | j
-    key ^= seed_term
-    return hash_normal(_mix64_array(key.reshape(-1), overwrite=True).reshape(key.shape))
-
-
-def _pcg32_output(old_state: np.ndarray) -> np.ndarray:
-    """XSH RR output of PCG32 from the state before the step; (n,) uint64 -> (n,) uint32."""
-    xorshifted = (((old_state >> _U64(18)) ^ old_state) >> _U64(27)).astype(np.uint32)
-    rot = (old_state >> _U64(59)).astype(np.uint32)
-    return (xorshifted >> rot) | (xorshifted << ((np.uint32(32) - rot) & np.uint32(31)))
+    seed_term = _U64(_mix(_U64(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)))
+    scan = _as_u64_array(np.asarray(scan_index, dtype=np.int64))
+    b = _as_u64_array(np.asarray(beam, dtype=np.int64))
+    j = _as_u64_array(np.asarray(sub_ray, dtype=np.int64))
+    scan, b, j = (np.ascontiguousarray(a).reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(scan), b, j))
+    shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(sub_ray))
+    return hash_normal(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
 
 
 def normals_from_u32(u32: np.ndarray) -> np.ndarray:
@@ -293,9 +337,8 @@ class Pcg32:
     ``state = 0``, step, ``state += initstate``, step. Each output is computed from the state
     before the step ``state = state * 6364136223846793005 + inc``.
 
-    ``next_u32_array(n)`` jumps the LCG ahead with cached tables of ``a^i`` and
-    ``c (a^i - 1) / (a - 1)`` (mod 2^64), so ``n`` draws cost a few numpy operations; the result
-    is bit-identical to ``n`` calls of ``next_u32``.
+    The output function is written once (``_pcg32_outputs``, a compiled loop over the LCG
+    steps); ``next_u32`` and ``next_u32_array`` both call it.
 
     Attributes
     ----------
@@ -311,8 +354,6 @@ class Pcg32:
         self._step()
         self.state = (self.state + int(initstate)) & MASK64
         self._step()
-        self._mult_table = np.ones(1, dtype=np.uint64)  # a^i, i = 0 .. len-1
-        self._add_table = np.zeros(1, dtype=np.uint64)  # c (a^i - 1) / (a - 1)
 
     def _step(self) -> None:
         self.state = (self.state * PCG32_MULT + self.inc) & MASK64
@@ -322,31 +363,11 @@ class Pcg32:
         other = Pcg32.__new__(Pcg32)
         other.inc = self.inc
         other.state = self.state
-        other._mult_table = self._mult_table
-        other._add_table = self._add_table
         return other
 
     def next_u32(self) -> int:
         """The next 32-bit output, as an int in [0, 2^32)."""
-        old = self.state
-        self._step()
-        xorshifted = (((old >> 18) ^ old) >> 27) & MASK32
-        rot = old >> 59
-        return ((xorshifted >> rot) | (xorshifted << ((-rot) & 31))) & MASK32
-
-    def _ensure_tables(self, n: int) -> None:
-        if len(self._mult_table) >= n:
-            return
-        mult, add = self._mult_table, self._add_table
-        a, c = _U64(PCG32_MULT), _U64(self.inc)
-        while len(mult) < n:
-            # With m entries (0 .. m-1 steps), the jump of m steps is the last entry plus one step;
-            # then m + i steps = i steps followed by m steps: A_m A_i, A_m C_i + C_m.
-            a_m = mult[-1:] * a
-            c_m = add[-1:] * a + c
-            mult = np.concatenate([mult, mult * a_m])
-            add = np.concatenate([add, add * a_m + c_m])
-        self._mult_table, self._add_table = mult, add
+        return int(self.next_u32_array(1)[0])
 
     def _jump(self, steps: int) -> tuple[int, int]:
         """Multiplier and increment of ``steps`` LCG steps (O'Neill's pcg_advance_lcg_64)."""
@@ -374,10 +395,9 @@ class Pcg32:
             raise ValueError(f"cannot draw a negative count of numbers: {n}")
         if n == 0:
             return np.zeros(0, dtype=np.uint32)
-        self._ensure_tables(n)
-        states = self._mult_table[:n] * _U64(self.state) + self._add_table[:n]
-        self.advance(n)
-        return _pcg32_output(states)
+        out, state = _pcg32_outputs(_U64(self.state), _U64(self.inc), n)
+        self.state = int(state)
+        return out
 
     def next_normal_array(self, n: int) -> np.ndarray:
         """``n`` standard normals from ``2 n`` outputs (Box-Muller, cosine branch; see module)."""

@@ -56,7 +56,7 @@ MAX_TILT_RAD = 0.5 * math.pi - 1e-4
 """Upper limit of the tilted incidence ``theta'``."""
 
 ROUGH_COS_MIN = 0.05
-HURST_EXPONENT = 0.5
+HURST_EXPONENT = 0.5  # rough_range_sigma_m's exponent 1 + H is written as c sqrt(c)
 SNR_FLOOR = 1e-3
 KOSCHMIEDER_CONSTANT = 3.912
 DB_PER_NEPER_FACTOR = 4.343  # 10 / ln 10: dB to natural-log extinction
@@ -123,7 +123,8 @@ def rough_range_sigma_m(roughness_m: np.ndarray | float, cos_theta: np.ndarray |
     (...) float64, m.
     """
     c = np.clip(np.abs(_f64(cos_theta)), ROUGH_COS_MIN, 1.0)
-    return _f64(roughness_m) / c ** (1.0 + HURST_EXPONENT)
+    # c^(1 + H) with H = 1/2 is c sqrt(c): a square root instead of a power function.
+    return _f64(roughness_m) / (c * np.sqrt(c))
 
 
 def minnaert_backscatter(

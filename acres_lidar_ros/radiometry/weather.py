@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config.schema import LIDAR_PARAM
@@ -98,6 +99,9 @@ def mean_drops_in_slab(
 def poisson_from_uniform(u: np.ndarray, mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB) -> np.ndarray:
     """Poisson numbers by inversion, limited to ``cap``: the smallest ``N`` with ``u <= CDF(N)``.
 
+    ``CDF`` is summed term by term, ``P(0) = exp(-Lambda)``, ``P(k) = P(k - 1) Lambda / k``, in a
+    compiled loop (``exp`` from numpy's vectorised loop).
+
     Parameters
     ----------
     u : (n,) float64
@@ -111,23 +115,46 @@ def poisson_from_uniform(u: np.ndarray, mean: np.ndarray, cap: int = MAX_DROPS_P
     -------
     (n,) int64 in [0, cap].
     """
-    u = np.asarray(u, dtype=np.float64)
-    mean = np.asarray(mean, dtype=np.float64)
-    count = np.zeros(u.shape, dtype=np.int64)
-    count[mean >= _POISSON_SATURATED_MEAN] = cap
-    active = np.flatnonzero((mean > 0.0) & (mean < _POISSON_SATURATED_MEAN))
-    lam = mean[active]
-    term = np.exp(-lam)  # P(N = k), k = 0
-    cdf = term.copy()
-    k = 0
-    while active.size and k < cap:
-        beyond = u[active] > cdf  # N > k
-        active, lam, term, cdf = active[beyond], lam[beyond], term[beyond], cdf[beyond]
-        k += 1
-        count[active] = k
-        term = term * lam / k
-        cdf = cdf + term
+    u = np.ascontiguousarray(u, dtype=np.float64).reshape(-1)
+    mean = np.ascontiguousarray(mean, dtype=np.float64).reshape(-1)
+    with np.errstate(over="ignore"):
+        first = np.exp(-mean)
+    return _poisson_counts(u, mean, first, int(cap))
+
+
+@numba.njit(cache=True, nogil=True)
+def _poisson_counts(u, mean, first_term, cap):
+    n = u.shape[0]
+    count = np.zeros(n, np.int64)
+    for i in range(n):
+        lam = mean[i]
+        if lam >= _POISSON_SATURATED_MEAN:
+            count[i] = cap
+        elif lam > 0.0:
+            term = first_term[i]
+            cdf = term
+            k = 0
+            while k < cap and u[i] > cdf:
+                k += 1
+                term = term * lam / k
+                cdf = cdf + term
+            count[i] = k
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _half_square_sums(counts, energy):
+    """``sum E_i^2 / 2`` of each slab's run of ``counts[s]`` drops, in order."""
+    out = np.zeros(counts.shape[0])
+    at = 0
+    for s in range(counts.shape[0]):
+        total = 0.0
+        for _ in range(counts[s]):
+            e = energy[at]
+            total += 0.5 * e * e
+            at += 1
+        out[s] = total
+    return out
 
 
 def exponential_from_uniform(u: np.ndarray) -> np.ndarray:
@@ -160,8 +187,7 @@ def slab_drop_energy(stream: Pcg32, mean_drops: np.ndarray) -> np.ndarray:
     counts = poisson_from_uniform(stream.next_uniform_array(n), mean_drops)
     total = int(counts.sum())
     energy = exponential_from_uniform(stream.next_uniform_array(total))
-    slab_of_drop = np.repeat(np.arange(n), counts)
-    return np.bincount(slab_of_drop, weights=0.5 * energy * energy, minlength=n)
+    return _half_square_sums(counts, energy)
 
 
 def slab_reflectance(
@@ -175,17 +201,130 @@ def slab_reflectance(
 
     The rain term is 0 where ``Lambda = 0``. Shapes: (n,) float64 in, (n,) float64 out.
     """
-    mean_drops = np.asarray(mean_drops, dtype=np.float64)
-    drop_energy = np.asarray(drop_energy, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rain_term = np.where(mean_drops > 0.0, drop_energy / np.where(mean_drops > 0.0, mean_drops, 1.0), 0.0)
-    return np.pi * beta_fog_per_m_sr * slab_length_m + np.pi * beta_rain_per_m_sr * slab_length_m * rain_term
+    mean, energy = np.broadcast_arrays(
+        np.asarray(mean_drops, dtype=np.float64), np.asarray(drop_energy, dtype=np.float64)
+    )
+    fog_term = np.pi * beta_fog_per_m_sr * slab_length_m
+    rain_factor = np.pi * beta_rain_per_m_sr * slab_length_m
+    out = _slab_reflectances(
+        fog_term, rain_factor, np.ascontiguousarray(mean).reshape(-1), np.ascontiguousarray(energy).reshape(-1)
+    )
+    return out.reshape(mean.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def _slab_reflectance(fog_term, rain_factor, mean_drops, drop_energy):
+    """``rho_slab`` of one slab from ``fog_term = pi beta_fog Delta R`` and ``rain_factor =
+    pi beta_rain Delta R`` (the equation of ``slab_reflectance``)."""
+    rain_term = drop_energy / mean_drops if mean_drops > 0.0 else 0.0
+    return fog_term + rain_factor * rain_term
+
+
+@numba.njit(cache=True, nogil=True)
+def _slab_reflectances(fog_term, rain_factor, mean_drops, drop_energy):
+    out = np.empty(mean_drops.shape[0])
+    for i in range(out.shape[0]):
+        out[i] = _slab_reflectance(fog_term, rain_factor, mean_drops[i], drop_energy[i])
+    return out
 
 
 def slab_is_skipped(signal: np.ndarray | float, ambient_counts: float, threshold_counts: float) -> np.ndarray:
     """The skip rule: a slab is ignored when ``S + 5 sqrt(S + B) < S_T``; (n,) -> (n,) bool."""
     s = np.asarray(signal, dtype=np.float64)
-    return s + 5.0 * np.sqrt(np.maximum(s + ambient_counts, 0.0)) < threshold_counts
+    out = _slabs_skipped(np.ascontiguousarray(s).reshape(-1), float(ambient_counts), float(threshold_counts))
+    return out.reshape(s.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def _slab_is_skipped(signal, ambient_counts, threshold_counts):
+    """The skip rule of one slab (the equation of ``slab_is_skipped``)."""
+    return signal + 5.0 * np.sqrt(max(signal + ambient_counts, 0.0)) < threshold_counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _slabs_skipped(signal, ambient_counts, threshold_counts):
+    out = np.empty(signal.shape[0], np.bool_)
+    for i in range(out.shape[0]):
+        out[i] = _slab_is_skipped(signal[i], ambient_counts, threshold_counts)
+    return out
+
+
+def surviving_slabs(
+    stream: Pcg32,
+    per_slab_number: tuple[np.ndarray, np.ndarray, np.ndarray],
+    slab_ring: np.ndarray,
+    slab_number: np.ndarray,
+    fog_term: float,
+    rain_factor: float,
+    ambient_counts: float,
+    threshold_counts: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rain drops of every slab of a scan and the slabs the skip rule keeps, in one pass
+    over the slabs (in their drawing order).
+
+    Parameters
+    ----------
+    stream : Pcg32
+        The rain stream; it advances as ``slab_drop_energy`` draws (nothing without rain drops).
+    per_slab_number : (mean_drops (K,), unit_signal (rings, K), _) float64
+        ``Lambda`` of slab number ``k`` and the signal of slab ``k`` of each ring per unit
+        reflectance (the range equation is linear in ``rho``); the third entry is unused.
+    slab_ring, slab_number : (m,) int64
+        Ring and number ``k`` of each slab, in drawing order.
+    fog_term, rain_factor : float
+        ``pi beta_fog Delta R`` and ``pi beta_rain Delta R``.
+    ambient_counts, threshold_counts : float
+        ``B`` and ``S_T``.
+
+    Returns
+    -------
+    kept : (j,) int64
+        Indices of the slabs with ``rho_slab > 0`` that the skip rule keeps.
+    rho_slab : (j,) float64
+    """
+    mean_k, unit_signal, _ = per_slab_number
+    n = slab_number.size
+    if n and np.any(mean_k > 0.0):
+        mean_drops = mean_k[slab_number]
+        counts = poisson_from_uniform(stream.next_uniform_array(n), mean_drops)
+        energy = exponential_from_uniform(stream.next_uniform_array(int(counts.sum())))
+    else:
+        mean_drops = np.zeros(n)
+        counts = np.zeros(n, np.int64)
+        energy = np.zeros(0)
+    return _keep_slabs(
+        counts,
+        energy,
+        mean_drops,
+        slab_ring,
+        slab_number,
+        unit_signal,
+        fog_term,
+        rain_factor,
+        ambient_counts,
+        threshold_counts,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _keep_slabs(counts, energy, mean_drops, ring, k, unit_signal, fog_term, rain_factor, ambient, threshold):
+    n = counts.shape[0]
+    kept = np.empty(n, np.int64)
+    rho = np.empty(n)
+    m = 0
+    at = 0
+    for s in range(n):
+        total = 0.0
+        for _ in range(counts[s]):
+            e = energy[at]
+            total += 0.5 * e * e
+            at += 1
+        r = _slab_reflectance(fog_term, rain_factor, mean_drops[s], total)
+        if r > 0.0 and not _slab_is_skipped(r * unit_signal[ring[s], k[s]], ambient, threshold):
+            kept[m] = s
+            rho[m] = r
+            m += 1
+    return kept[:m], rho[:m]
 
 
 def clutter_slabs(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -211,16 +350,42 @@ def clutter_slabs(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: f
     center_range_m : (m,) float64
         ``R_c``, m.
     """
-    stop = np.asarray(stop_range_m, dtype=np.float64)
+    beam, k = clutter_slab_numbers(stop_range_m, min_range_m, slab_length_m)
+    return beam, slab_center_m(k, min_range_m, slab_length_m)
+
+
+def clutter_slab_numbers(
+    stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The slabs of ``clutter_slabs`` as (beam, slab number ``k``), two (m,) int64 arrays."""
+    stop = np.ascontiguousarray(stop_range_m, dtype=np.float64).reshape(-1)
     if slab_length_m <= 0.0 or stop.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     span = np.where(np.isfinite(stop), stop - min_range_m, 0.0)
     # A tiny tolerance keeps a slab whose far end equals the stop range up to rounding.
     per_beam = np.maximum(np.floor(span / slab_length_m + 1e-9), 0.0).astype(np.int64)
-    beam = np.repeat(np.arange(stop.size), per_beam)
-    first = np.cumsum(per_beam) - per_beam
-    k = np.arange(beam.size) - np.repeat(first, per_beam)
-    return beam, min_range_m + (k + 0.5) * slab_length_m
+    return _enumerate_slabs(per_beam)
+
+
+def slab_center_m(k: np.ndarray, min_range_m: float, slab_length_m: float) -> np.ndarray:
+    """``R_c = R_min + (k + 1/2) Delta R`` of slab number ``k``, m."""
+    return min_range_m + (np.asarray(k) + 0.5) * slab_length_m
+
+
+@numba.njit(cache=True, nogil=True)
+def _enumerate_slabs(per_beam):
+    total = 0
+    for b in range(per_beam.shape[0]):
+        total += per_beam[b]
+    beam = np.empty(total, np.int64)
+    k = np.empty(total, np.int64)
+    at = 0
+    for b in range(per_beam.shape[0]):
+        for j in range(per_beam[b]):
+            beam[at] = b
+            k[at] = j
+            at += 1
+    return beam, k
 
 
 @dataclass(frozen=True)

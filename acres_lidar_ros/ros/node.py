@@ -39,8 +39,8 @@ from visualization_msgs.msg import MarkerArray
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
-from acres_lidar_ros.outputs.layouts import organised_cloud
-from acres_lidar_ros.outputs.pointcloud2 import point_fields, qos_profile_dict
+from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
+from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.ros.params import (
     ParamDecl,
     by_name,
@@ -99,7 +99,7 @@ def stamp_ns(stamp: Any) -> int:
 
 
 def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
-    """An organised PointCloud2 (height = columns, width = rings) of a 2-D structured array;
+    """A PointCloud2 of a 2-D structured array (``layouts.point_cloud``), rows as they are;
     fields from its dtype (``outputs.pointcloud2.point_fields``), data as ``array('B')`` (rclpy's
     fast path for ``uint8[]``)."""
     height, width = cloud.shape
@@ -112,7 +112,7 @@ def cloud_message(cloud: np.ndarray, frame_id: str, stamp: int) -> PointCloud2:
         point_step=cloud.dtype.itemsize,
         row_step=width * cloud.dtype.itemsize,
         data=array.array("B", np.ascontiguousarray(cloud).tobytes()),
-        is_dense=False,
+        is_dense=cloud_is_dense(cloud),
     )
 
 
@@ -172,7 +172,7 @@ class LidarNode(Node):
             self._emit,
             job_inputs=self._job_inputs,
             executor=trace_pool(),
-            ts_first_point=s["ts_first_point"],
+            ts_first_point=stamps_sweep_start(s["point_type"], s["ts_first_point"]),
             pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
             odom_frame=s["odom_frame"],
@@ -278,8 +278,9 @@ class LidarNode(Node):
             job.result = None
 
     def _pack(self, scan: Scan, job: ScanJob) -> PointCloud2:
-        """In a worker: the scan's organised cloud as a PointCloud2."""
-        return cloud_message(organised_cloud(scan, self.settings["point_type"]), scan.frame_id, job.stamp_ns)
+        """In a worker: the scan's cloud in ``point_type``'s layout as a PointCloud2."""
+        cloud = point_cloud(scan, self.settings["point_type"], job.stamp_ns)
+        return cloud_message(cloud, scan.frame_id, job.stamp_ns)
 
     # -- inputs -------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from typing import Any
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.outputs.point_types import PROFILES
 
 LIDAR_PREFIX = "lidar."
 
@@ -173,8 +174,10 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "point_type",
         "string",
         "XYZI",
-        "Point layout of the cloud: XYZI (the vehicle's) or XYZIRT (rslidar_sdk's PointXYZIRT).",
-        choices=("XYZI", "XYZIRT"),
+        "Point layout of the cloud (docs/outputs.md): XYZI (the vehicle's rslidar_sdk build), XYZIRT "
+        "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros) or nebula "
+        "(Autoware's PointXYZIRCAEDT).",
+        choices=tuple(PROFILES),
     ),
     NodeParam(
         "qos_depth",
@@ -188,7 +191,8 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "ts_first_point",
         "bool",
         False,
-        "Stamp the cloud with its first point instead of its last, as rslidar_sdk's ts_first_point.",
+        "Stamp the cloud with its first point instead of its last, as rslidar_sdk's ts_first_point "
+        "(XYZI, XYZIRT; velodyne, ouster and nebula always stamp the sweep start).",
     ),
     NodeParam(
         "pose_source",

@@ -255,7 +255,7 @@ def run_schedule_benchmark(
     """
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.outputs.layouts import organised_cloud
+    from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan import ScanOptions
     from acres_lidar_ros.scene import build_default_farm, default_tour
@@ -274,7 +274,7 @@ def run_schedule_benchmark(
     freeze_startup_objects()  # as the node does after its warm-up
 
     def pack(scan: Any, job: ScanJob) -> Any:
-        return pointcloud2_message(organised_cloud(scan, point_type), scan.frame_id, job.stamp_ns, typestore)
+        return pointcloud2_message(point_cloud(scan, point_type, job.stamp_ns), scan.frame_id, job.stamp_ns, typestore)
 
     odometry = odometry_stream(
         tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns, rate_hz=odom_hz, latency_s=odom_latency_s
@@ -287,6 +287,7 @@ def run_schedule_benchmark(
             pack=pack,
             clock=WallPacedClock(start_ns - period_ns // 2),
             pretrace=pretrace_columns,
+            ts_first_point=stamps_sweep_start(point_type, False),
         )
     result.update(
         sensors=sensors,

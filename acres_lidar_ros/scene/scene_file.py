@@ -192,8 +192,12 @@ class _Reader:
                 raise SceneError(f"{self.path}: {key} = {value!r}: {file} holds Python objects: must be numbers")
             buffer.seek(0)
             return np.load(buffer, allow_pickle=False)
-        except (OSError, ValueError, EOFError, TypeError, SyntaxError) as err:
-            raise SceneError(f"{self.path}: {key} = {value!r}: cannot read {file} as .npy: {err}") from err
+        except SceneError:
+            raise
+        except Exception as err:  # numpy's header parser raises many types (ValueError, TokenError, ...)
+            raise SceneError(
+                f"{self.path}: {key} = {value!r}: cannot read {file} as .npy: {type(err).__name__}: {err}"
+            ) from err
 
     def grid_geometry(self, table: dict, key: str) -> tuple[np.ndarray, float]:
         return self.vector(table, "origin_xy_m", key, 2), self.number(table, "cell_m", key, low=limits.MIN_CELL_M)
@@ -502,8 +506,8 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     world = (scale * vertices) @ rot.T + np.array([base_xy[0], base_xy[1], z0])
     if not np.all(np.abs(world) <= limits.MAX_SCENE_NUMBER):
         raise SceneError(
-            f"{r.path}: {key}.path = {rel!r}: {file} has vertices that are not finite or, scaled and placed, "
-            f"beyond {limits.MAX_SCENE_NUMBER:g} m"
+            f"{r.path}: {key}.path = {rel!r}: {file} has vertices that are not finite or, with scale = {scale:g}, "
+            f"yaw_deg and base_xy_m = {base_xy.tolist()} (base_z {z0:g} m), beyond {limits.MAX_SCENE_NUMBER:g} m"
         )
     closed = obj.get("closed", False)
     if not isinstance(closed, bool):

@@ -1,0 +1,193 @@
+"""The point layouts' contract: one packed little-endian numpy dtype per layout, and the profiles.
+
+The dtypes here are the only place where field names, types and byte offsets are written down;
+PointCloud2 ``PointField`` lists, PCD headers and PLY headers are derived from them. Each
+``point_type`` of the node and the CLI is a ``PointProfile``: its dtype, the cloud's shape, its
+header-stamp convention and what a beam without a return becomes (docs/outputs.md gives the
+consumers' sources: repository, file and commit). ``outputs.layouts`` fills them from a scan.
+This module needs numpy only, so the CLI and the node's parameters list the profiles cheaply.
+
+* ``XYZI``: rslidar_sdk's ``PointXYZI`` (x, y, z, intensity as float32; 16 bytes).
+* ``XYZIRT``: rslidar_sdk's ``PointXYZIRT`` (``XYZI`` + ring uint16 + timestamp float64; 26 bytes).
+* ``VELODYNE``: velodyne_pointcloud's ``PointXYZIRT``, as LIO-SAM and FAST-LIO read it (``XYZI``
+  + ring uint16 + time float32, s after the header stamp; 22 bytes).
+* ``OUSTER``: ouster_ros's ``Point`` (PCL point with a padded xyz; t uint32 ns after the header
+  stamp, reflectivity, ring, ambient, range mm; 48 bytes).
+* ``NEBULA``: nebula's (Autoware's) ``PointXYZIRCAEDT`` (32 bytes).
+* ``PLY_POINT``: the spec's point file record (31 bytes, see "Output Formats").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from acres_lidar_ros.errors import ConfigError
+
+XYZI = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4")])
+
+XYZIRT = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("intensity", "<f4"),
+        ("ring", "<u2"),
+        ("timestamp", "<f8"),
+    ]
+)
+
+# velodyne_pointcloud adds its fields one after the other (sensor_msgs addPointField): packed.
+VELODYNE = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("intensity", "<f4"),
+        ("ring", "<u2"),
+        ("time", "<f4"),
+    ]
+)
+
+# ouster_ros::Point through pcl::toROSMsg: offsetof each member of the 16-byte aligned struct
+# (PCL_ADD_POINT4D pads xyz to 16 bytes, range is 4-aligned), point_step = sizeof = 48.
+OUSTER = np.dtype(
+    {
+        "names": ["x", "y", "z", "intensity", "t", "reflectivity", "ring", "ambient", "range"],
+        "formats": ["<f4", "<f4", "<f4", "<f4", "<u4", "<u2", "<u2", "<u2", "<u4"],
+        "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32],
+        "itemsize": 48,
+    }
+)
+
+# nebula's PointXYZIRCAEDT (alignas(16), no PCL padding): 32 bytes, fields naturally aligned.
+NEBULA = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("intensity", "u1"),
+        ("return_type", "u1"),
+        ("channel", "<u2"),
+        ("azimuth", "<f4"),
+        ("elevation", "<f4"),
+        ("distance", "<f4"),
+        ("time_stamp", "<u4"),
+    ]
+)
+
+PLY_POINT = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("reflectivity", "<f4"),
+        ("signal", "<u2"),
+        ("intensity", "u1"),
+        ("ring", "u1"),
+        ("column", "<u2"),
+        ("class", "u1"),
+        ("material", "u1"),
+        ("return_index", "u1"),
+        ("num_returns", "u1"),
+        ("return_flags", "u1"),
+        ("time_offset_s", "<f4"),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class PointProfile:
+    """One ``point_type``: the layout a consumer reads and how the cloud is laid out in it.
+
+    Attributes
+    ----------
+    name : str
+        The ``point_type`` value.
+    dtype : numpy structured dtype
+        The contract: PointFields, point_step and the PCD header derive from it.
+    grid : {"columns_by_rings", "rings_by_columns", "dense"}
+        ``columns_by_rings``: height = columns, width = rings, one row per firing column
+        (rslidar_sdk); ``rings_by_columns``: height = rings (row 0 = the highest beam), width =
+        columns (ouster_ros); ``dense``: height 1, only the returns, beams in cell order and the
+        returns of a beam in range order (velodyne_pointcloud with ``organize_cloud: false``,
+        nebula).
+    returns : {"primary", "all"}
+        Organised layouts carry the primary return of each beam (the strongest, else the first);
+        dense ones every return.
+    stamp : {"sweep_end", "sweep_start"}
+        Header stamp: ``sweep_end`` is the end of the sweep, or its start with ``ts_first_point``
+        (rslidar_sdk); ``sweep_start`` is always the start of the sweep, which the profile's
+        relative point times count from (ouster_ros and nebula stamp their first point; LIO-SAM and
+        FAST-LIO need it).
+    no_return : str
+        What a beam without a return becomes, in words.
+    """
+
+    name: str
+    dtype: np.dtype
+    grid: str
+    returns: str
+    stamp: str
+    no_return: str
+
+    @property
+    def organised(self) -> bool:
+        return self.grid != "dense"
+
+
+PROFILES: dict[str, PointProfile] = {
+    p.name: p
+    for p in (
+        PointProfile("XYZI", XYZI, "columns_by_rings", "primary", "sweep_end", "kept: NaN x, y, z and intensity 0"),
+        PointProfile(
+            "XYZIRT",
+            XYZIRT,
+            "columns_by_rings",
+            "primary",
+            "sweep_end",
+            "kept: NaN x, y, z, intensity 0, ring and timestamp filled",
+        ),
+        PointProfile("velodyne", VELODYNE, "dense", "all", "sweep_start", "dropped"),
+        PointProfile(
+            "ouster",
+            OUSTER,
+            "rings_by_columns",
+            "primary",
+            "sweep_start",
+            "kept: NaN x, y, z, range 0, intensity 0, reflectivity 0; t and ring filled",
+        ),
+        PointProfile("nebula", NEBULA, "dense", "all", "sweep_start", "dropped"),
+    )
+}
+
+# Name -> dtype of every point type (the profiles' contract).
+POINT_TYPES: dict[str, np.dtype] = {name: p.dtype for name, p in PROFILES.items()}
+
+
+def point_profile(point_type: str) -> PointProfile:
+    """The profile of a ``point_type`` name; ``ConfigError`` listing the profiles otherwise."""
+    try:
+        return PROFILES[point_type]
+    except (KeyError, TypeError):
+        raise ConfigError(f"point_type {point_type!r} is not a point type; allowed: {', '.join(PROFILES)}") from None
+
+
+def point_dtype(point_type: str) -> np.dtype:
+    """The dtype of a point type name (a key of ``PROFILES``)."""
+    return point_profile(point_type).dtype
+
+
+def stamps_sweep_start(point_type: str, ts_first_point: bool) -> bool:
+    """Whether the cloud's header stamp is the start of the sweep: always for the profiles with
+    relative point times (``stamp == "sweep_start"``), with ``ts_first_point`` for the others."""
+    return point_profile(point_type).stamp == "sweep_start" or bool(ts_first_point)
+
+
+def header_stamp_ns(point_type: str, sweep_end_ns: int, period_s: float, ts_first_point: bool = False) -> int:
+    """Header stamp of a scan's cloud, ns: ``sweep_end_ns``, or one period before it when the
+    cloud is stamped at the sweep start (``stamps_sweep_start``), as the node's scheduler does."""
+    if stamps_sweep_start(point_type, ts_first_point):
+        return int(sweep_end_ns) - int(round(period_s * 1e9))
+    return int(sweep_end_ns)
