@@ -121,6 +121,8 @@ def test_documented_nulls_unset_the_base_files_tables(tmp_path):
         "azimuth_offsets_deg",
         "self_returns",
         "radiometry.ring_range_at_10pct_m",
+        "radiometry.max_range_m",  # null: unset, back to the spec's detection keys (issue 12)
+        "radiometry.reflectance_at_max_range",
     ]
 
 

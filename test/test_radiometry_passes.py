@@ -89,6 +89,9 @@ def stand_in_config(
         overlap_range_m=1.0,
         saturation_counts=65535.0,
         range_std_low_snr_m=0.03,
+        detection_model="spec",
+        max_range_m=None,
+        reflectance_at_max_range=None,
     )
     for key in list(lidar):
         if hasattr(radiometry, key):

@@ -186,6 +186,8 @@ def test_missing_and_foreign_traits(tmp_path):
     without_water = {k: v for k, v in CORN.items() if k != "water_cm"}
     with pytest.raises(ConfigError, match=r"spectrum\.water_cm is missing: the prospect model needs it"):
         load_sensor_config(write(tmp_path, {"materials": {"shrub": {"spectrum": without_water}}}))
+    with pytest.raises(ConfigError, match=r"spectrum\.carotenoid_ug_cm2 = null: expected a number >= 0 and <= 20"):
+        load_sensor_config(write(tmp_path, {"materials": {"shrub": {"spectrum": {**CORN, "carotenoid_ug_cm2": None}}}}))
     with pytest.raises(ConfigError, match=r"spectrum\.dry_fraction: not a key of the prospect model; allowed: model, "):
         load_sensor_config(write(tmp_path, {"materials": {"shrub": {"spectrum": {**CORN, "dry_fraction": 1}}}}))
     with pytest.raises(ConfigError, match=r"spectrum\.sample = 'usgs_x': expected one of ecostress_0425UUUASP"):

@@ -27,6 +27,7 @@ RETURNS_PER_BEAM: dict[str, int] = {
 """Each return mode (spec "Return Mode") and the returns per beam ``R`` it gives."""
 
 RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
+DETECTION_MODELS: tuple[str, ...] = ("spec", "reflectance_limit")
 
 _FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
 #: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
@@ -311,6 +312,35 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         high=10,
         description="sigma_low, range noise at the specification SNR.",
         runtime=True,
+    ),
+    P(
+        "radiometry.detection_model",
+        "str",
+        "spec",
+        choices=DETECTION_MODELS,
+        description="Which echoes are points: the spec's signal against S_T, or seed 002's linear reflectance limit "
+        "(docs/detection.md).",
+    ),
+    P(
+        "radiometry.max_range_m",
+        "float",
+        None,
+        "m",
+        low=0,
+        high=10000,
+        low_open=True,
+        nullable=True,
+        description="d_max of reflectance_limit (needed there, unused by spec): points beyond it are dropped.",
+    ),
+    P(
+        "radiometry.reflectance_at_max_range",
+        "float",
+        None,
+        low=0,
+        high=1,
+        low_open=True,
+        nullable=True,
+        description="R_L,max of reflectance_limit (needed there, unused by spec): the reflectance detected at d_max.",
     ),
     P("weather.enabled", "bool", True, description="Rain and fog.", runtime=True),
     P("weather.rain_extinction_db_per_km", "float", 1.076, "dB/km", low=0, high=1000, description="a."),

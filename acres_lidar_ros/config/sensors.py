@@ -108,6 +108,9 @@ class RadiometryConfig:
     overlap_range_m: float
     saturation_counts: float
     range_std_low_snr_m: float
+    detection_model: str = "spec"  # "spec" or "reflectance_limit" (seed 002)
+    max_range_m: float | None = None  # d_max of reflectance_limit
+    reflectance_at_max_range: float | None = None  # R_L,max of reflectance_limit
 
 
 @dataclass(frozen=True)
@@ -363,6 +366,13 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
                 f"lidar.{key} has {len(v[key])} values but the sensor has {rings} rings "
                 f"(from {'elevations_deg' if elevations is not None else 'rings: no elevations_deg table'}): expected one value per ring"
             )
+    if v["radiometry.detection_model"] == "reflectance_limit":
+        missing = [k for k in ("radiometry.max_range_m", "radiometry.reflectance_at_max_range") if v[k] is None]
+        if missing:
+            raise ConfigError(
+                "lidar.radiometry.detection_model = 'reflectance_limit' needs "
+                + " and ".join(f"lidar.{k} ({LIDAR_PARAM[k].allowed()})" for k in missing)
+            )
     if v["min_range_m"] >= v["range_m"]:
         raise ConfigError(
             f"lidar.min_range_m = {v['min_range_m']!r} is not below lidar.range_m = {v['range_m']!r}: expected min < max"
@@ -420,6 +430,9 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
             overlap_range_m=v["radiometry.overlap_range_m"],
             saturation_counts=v["radiometry.saturation_counts"],
             range_std_low_snr_m=v["radiometry.range_std_low_snr_m"],
+            detection_model=v["radiometry.detection_model"],
+            max_range_m=v["radiometry.max_range_m"],
+            reflectance_at_max_range=v["radiometry.reflectance_at_max_range"],
         ),
         weather=WeatherConfig(**{k.split(".", 1)[1]: v[k] for k in v if k.startswith("weather.")}),
         materials=materials,

@@ -67,7 +67,7 @@ def check_spectrum(spectrum: Any, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {"model": model}
     for key in keys:
         param = SPECTRUM_PARAM[key]
-        if key not in spectrum or spectrum[key] is None:
+        if key not in spectrum:
             if param.default is None:
                 raise ConfigError(f"{where}.{key} is missing: the {model} model needs it ({param.allowed()})")
             out[key] = param.default

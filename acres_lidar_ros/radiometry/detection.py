@@ -20,6 +20,12 @@ and completes them, in the order the spec's streams run:
    ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
 4. **Returns** by ``return_mode`` (``returns.select_returns``).
+
+With ``radiometry.detection_model = "reflectance_limit"`` step 3 is seed 002's model instead
+(``reflectance_limit_detection``): an echo is detected when ``R_L(d) <= R_lambda`` and
+``d <= d_max`` (and ``R_min <= R_e <= R_max``), with ``d = R_e + sigma_0 n2`` and ``R_lambda =
+rho_e e^{-2 alpha R_e}``; there is no shot noise (``S' = S``, ``n1`` is drawn and not used), so the
+reported reflectivity is ``R_lambda``. docs/detection.md says when each model fits.
 """
 
 from __future__ import annotations
@@ -29,17 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
+from acres_lidar_ros.radiometry.clutter import kept_slabs
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
 from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, signal_counts
+from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
-from acres_lidar_ros.radiometry.weather import (
-    clutter_slab_numbers,
-    mean_drops_in_slab,
-    slab_center_m,
-    surviving_slabs,
-)
 from acres_lidar_ros.tracing.hits import NO_OBJECT
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
@@ -123,50 +124,9 @@ def finish_returns(
 
 
 def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray) -> Contributions:
-    """Step 1 of the module notes: the slabs of every beam that survive the skip rule, as
-    contributions by beam (cell) and range (the rain stream advances).
-
-    A slab's centre range, its mean drop count and its signal per unit reflectance depend only
-    on its number ``k`` (and its ring), so they are evaluated once per ``k`` (and ring); the
-    range equation is linear in the reflectance, ``S = rho_slab S(rho = 1)``.
-    """
-    config, atm = model.config, model.atmosphere
-    rad = config.radiometry
-    n_rings, n_columns = config.rings, config.columns
-    separation = config.min_return_separation_m
-    stop = np.minimum(nearest_solid_m, min(config.weather.clutter_max_range_m, config.range_m))
-    cells_rm = ring_major_cells(n_columns, n_rings)
-    slab_rm, k = clutter_slab_numbers(stop[cells_rm], config.min_range_m, separation)
-    if slab_rm.size == 0:
-        return Contributions(*(np.zeros(0, t) for t in (np.int64, float, float, float, np.uint8, np.uint8, np.int32)))
-    cell = cells_rm[slab_rm]
-    centers_m = slab_center_m(np.arange(int(k.max()) + 1), config.min_range_m, separation)
-    if atm.drop_density_per_m3 > 0.0:
-        mean_k = mean_drops_in_slab(
-            atm.drop_density_per_m3, config.weather.exit_diameter_m, centers_m, config.beam_divergence_rad, separation
-        )
-    else:
-        mean_k = np.zeros(centers_m.size)
-    unit_signal = signal_counts(
-        1.0,
-        centers_m[None, :],
-        1.0,
-        rad.signal_at_10pct_counts,
-        rad.ring_range_at_10pct_m[:, None],
-        rad.overlap_range_m,
-        atm.alpha_per_m,
-    )  # (rings, slab numbers)
-    keep, rho_slab = surviving_slabs(
-        streams.rain,
-        (mean_k, unit_signal, centers_m),
-        slab_rm // n_columns,
-        k,
-        np.pi * atm.beta_fog_per_m_sr * separation,
-        np.pi * atm.beta_rain_per_m_sr * separation,
-        rad.ambient_counts,
-        model.detection_threshold_counts,
-    )
-    cell, center_m = cell[keep], centers_m[k[keep]]
+    """Step 1 of the module notes: the slabs of every beam that survive the skip rule
+    (``clutter.kept_slabs``; the rain stream advances), as contributions by beam and range."""
+    cell, center_m, rho_slab = kept_slabs(model, streams.rain, nearest_solid_m)
     order = np.argsort(cell, kind="stable")  # ring-major -> cell order; a beam's slabs stay in range order
     m = cell.size
     return Contributions(
@@ -231,6 +191,9 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
         & (echoes.range_m >= config.min_range_m)
         & (echoes.range_m <= config.range_m)
     )
+    if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
+        n2_or_none = n2_drawn[draw] if model.noise else None
+        measured, range_meas, detected = reflectance_limit_detection(echoes, signal, n2_or_none, model)
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
@@ -264,3 +227,45 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     out.object_id.reshape(-1)[at] = echoes.object_id[pick]
     out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out, scan_echoes
+
+
+def reflectance_limit_detection(
+    echoes: Echoes, signal: np.ndarray, n2: np.ndarray | None, model: BeamModel
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seed 002's detection step for the echoes of a scan (``radiometry.detection_model =
+    "reflectance_limit"``).
+
+    Parameters
+    ----------
+    echoes : Echoes
+    signal : (e,) float64
+        ``S``, the mean signal of each echo after the two-way extinction.
+    n2 : (e,) float64 or None
+        Each echo's range normal from the noise stream (its pair's second branch), None with
+        noise off.
+    model : BeamModel
+
+    Returns
+    -------
+    measured_counts : (e,) float64
+        ``S`` (no shot noise in this model): the strongest return and the signal field use it.
+    range_meas_m : (e,) float64
+        ``d = R_e + sigma_0 n2`` (``lidar.std_m``), clamped to ``[0, R_max]``.
+    detected : (e,) bool
+        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}``, ``d <= d_max`` and
+        ``R_min <= R_e <= R_max``.
+    """
+    config = model.config
+    rad = config.radiometry
+    if rad.max_range_m is None or rad.reflectance_at_max_range is None:  # the loader requires both
+        raise ValueError("reflectance_limit detection needs radiometry.max_range_m and reflectance_at_max_range")
+    alpha = model.atmosphere.alpha_per_m
+    reflectance = echoes.reflectance * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else echoes.reflectance
+    d = echoes.range_m + config.std_m * n2 if n2 is not None else echoes.range_m
+    detected = (
+        (reflectance_limit(d, rad.max_range_m, rad.reflectance_at_max_range) <= reflectance)
+        & (d <= rad.max_range_m)
+        & (echoes.range_m >= config.min_range_m)
+        & (echoes.range_m <= config.range_m)
+    )
+    return signal, np.clip(d, 0.0, config.range_m), detected

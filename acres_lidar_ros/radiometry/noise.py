@@ -117,15 +117,36 @@ def _hash_uniforms(h):
 
 
 @_jit
+def pcg32_step(state, inc):
+    """One PCG32 (XSH RR) output of ``state`` (uint64) and the next state: the generator's
+    equation, which ``Pcg32`` and the compiled passes that draw (``clutter``) call."""
+    xorshifted = (((state >> _S18) ^ state) >> _S27) & _MASK32_U
+    rot = state >> _S59
+    output = np.uint32(((xorshifted >> rot) | (xorshifted << ((_U32 - rot) & _S31))) & _MASK32_U)
+    return output, state * _PCG_MULT + inc
+
+
+@_jit
+def uniform_of_u32(x):
+    """``U = (x + 0.5) / 2^32`` in (0, 1) of one 32-bit output."""
+    return (np.float64(x) + 0.5) / _TWO_POW_32
+
+
+@_jit
 def _pcg32_outputs(state, inc, n):
-    """``n`` PCG32 (XSH RR) outputs from ``state`` and the state after them."""
+    """``n`` PCG32 outputs from ``state`` and the state after them."""
     out = np.empty(n, np.uint32)
     for i in range(n):
-        xorshifted = (((state >> _S18) ^ state) >> _S27) & _MASK32_U
-        rot = state >> _S59
-        out[i] = np.uint32(((xorshifted >> rot) | (xorshifted << ((_U32 - rot) & _S31))) & _MASK32_U)
-        state = state * _PCG_MULT + inc
+        out[i], state = pcg32_step(state, inc)
     return out, state
+
+
+@_jit
+def _uniforms(u32):
+    out = np.empty(u32.shape[0])
+    for i in range(u32.shape[0]):
+        out[i] = uniform_of_u32(u32[i])
+    return out
 
 
 def _as_u64_array(x: np.ndarray | int) -> np.ndarray:
@@ -302,7 +323,7 @@ def normals_from_u32(u32: np.ndarray) -> np.ndarray:
     ``z_i = sqrt(-2 ln U_a) cos(2 pi U_b)`` with ``U_a = (u32[2i] + 0.5) / 2^32`` and
     ``U_b = (u32[2i + 1] + 0.5) / 2^32``.
     """
-    u = (np.asarray(u32, dtype=np.float64) + 0.5) / _TWO_POW_32
+    u = uniforms_from_u32(u32)
     return np.sqrt(-2.0 * np.log(u[0::2])) * np.cos(2.0 * np.pi * u[1::2])
 
 
@@ -315,7 +336,7 @@ def normal_pairs_from_u32(u32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     as ``+-sqrt(1 - cos^2)`` (sign + for ``U_b < 1/2``), which saves a second trigonometric pass
     and equals ``sin`` to a few units of rounding.
     """
-    u = (np.asarray(u32, dtype=np.float64) + 0.5) / _TWO_POW_32
+    u = uniforms_from_u32(u32)
     radius = np.sqrt(-2.0 * np.log(u[0::2]))
     u_b = u[1::2]
     cosine = np.cos(2.0 * np.pi * u_b)
@@ -327,7 +348,8 @@ def normal_pairs_from_u32(u32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def uniforms_from_u32(u32: np.ndarray) -> np.ndarray:
     """``U = (x + 0.5) / 2^32`` in (0, 1) for each 32-bit output; (n,) -> (n,) float64."""
-    return (np.asarray(u32, dtype=np.float64) + 0.5) / _TWO_POW_32
+    a = np.asarray(u32)
+    return _uniforms(np.ascontiguousarray(a, dtype=np.uint32).reshape(-1)).reshape(a.shape)
 
 
 class Pcg32:

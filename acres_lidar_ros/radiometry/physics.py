@@ -42,6 +42,7 @@ __all__ = [
     "rain_extinction",
     "rain_visibility_extinction",
     "range_sigma_m",
+    "reflectance_limit",
     "rough_range_sigma_m",
     "signal_counts",
     "tilted_cos",
@@ -375,6 +376,14 @@ def detection_threshold(signal_at_10pct_counts: float, ambient_counts: float, de
     z_p = normal_quantile(detection_probability)
     total = float(signal_at_10pct_counts) + float(ambient_counts)
     return float(signal_at_10pct_counts) - z_p * math.sqrt(max(total, 0.0))
+
+
+def reflectance_limit(range_m: np.ndarray | float, max_range_m: float, reflectance_at_max_range: float) -> np.ndarray:
+    """Seed 002's linear reflectance limit ``R_L(d) = R_L,max max(d, 0) / d_max``: the smallest
+    Lambertian reflectance a target needs to be detected at the range ``d`` (0 at 0 m,
+    ``R_L,max`` at ``d_max``). The detection model is ``R_L(d) <= R_lambda`` and ``d <= d_max``
+    (``detection.reflectance_limit_detection``). ``max_range_m`` must be > 0."""
+    return reflectance_at_max_range * np.maximum(_f64(range_m), 0.0) / max_range_m
 
 
 def range_sigma_m(

@@ -99,8 +99,7 @@ def mean_drops_in_slab(
 def poisson_from_uniform(u: np.ndarray, mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB) -> np.ndarray:
     """Poisson numbers by inversion, limited to ``cap``: the smallest ``N`` with ``u <= CDF(N)``.
 
-    ``CDF`` is summed term by term, ``P(0) = exp(-Lambda)``, ``P(k) = P(k - 1) Lambda / k``, in a
-    compiled loop (``exp`` from numpy's vectorised loop).
+    ``CDF`` is summed term by term, ``P(0) = exp(-Lambda)``, ``P(k) = P(k - 1) Lambda / k``.
 
     Parameters
     ----------
@@ -115,31 +114,79 @@ def poisson_from_uniform(u: np.ndarray, mean: np.ndarray, cap: int = MAX_DROPS_P
     -------
     (n,) int64 in [0, cap].
     """
-    u = np.ascontiguousarray(u, dtype=np.float64).reshape(-1)
-    mean = np.ascontiguousarray(mean, dtype=np.float64).reshape(-1)
-    with np.errstate(over="ignore"):
-        first = np.exp(-mean)
-    return _poisson_counts(u, mean, first, int(cap))
+    levels, level = np.unique(np.asarray(mean, dtype=np.float64).reshape(-1), return_inverse=True)
+    return poisson_of_levels(u, level, levels, cap)
+
+
+def poisson_of_levels(
+    u: np.ndarray, level: np.ndarray, level_mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB
+) -> np.ndarray:
+    """``poisson_from_uniform(u, level_mean[level])``, with the CDF of each of the few means
+    summed once (the clutter slabs' means depend only on the slab number).
+
+    Parameters
+    ----------
+    u : (n,) float64
+    level : (n,) int64
+        Index into ``level_mean`` of each number's mean.
+    level_mean : (L,) float64
+    cap : int
+    """
+    level_mean = np.ascontiguousarray(level_mean, dtype=np.float64).reshape(-1)
+    cdf = poisson_cdfs(level_mean, cap)
+    return _invert_cdfs(
+        np.ascontiguousarray(u, dtype=np.float64).reshape(-1), np.ascontiguousarray(level).reshape(-1), cdf, level_mean
+    )
 
 
 @numba.njit(cache=True, nogil=True)
-def _poisson_counts(u, mean, first_term, cap):
-    n = u.shape[0]
-    count = np.zeros(n, np.int64)
-    for i in range(n):
-        lam = mean[i]
-        if lam >= _POISSON_SATURATED_MEAN:
-            count[i] = cap
-        elif lam > 0.0:
-            term = first_term[i]
-            cdf = term
-            k = 0
-            while k < cap and u[i] > cdf:
-                k += 1
-                term = term * lam / k
-                cdf = cdf + term
-            count[i] = k
+def _poisson_cdfs(mean, first_term, cap):
+    """CDF(0 .. cap) of each mean, summed term by term (row ``l`` for ``mean[l]``)."""
+    cdf = np.zeros((mean.shape[0], cap + 1))
+    for m in range(mean.shape[0]):
+        lam = mean[m]
+        term = first_term[m]
+        cdf[m, 0] = term
+        for k in range(1, cap + 1):
+            term = term * lam / k
+            cdf[m, k] = cdf[m, k - 1] + term
+    return cdf
+
+
+@numba.njit(cache=True, nogil=True)
+def invert_cdf(u, cdf, mean):
+    """The Poisson count of one uniform ``u``: the smallest ``N <= cap`` with ``u <= CDF(N)``
+    (``cdf`` of ``mean`` from ``_poisson_cdfs``; ``cap = len(cdf) - 1``)."""
+    cap = cdf.shape[0] - 1
+    if mean >= _POISSON_SATURATED_MEAN:
+        return cap
+    if not mean > 0.0:
+        return 0
+    # The CDF does not fall, so that N is the count of CDF values below u: counted without
+    # branches over the first 8, then one by one.
+    k = 0
+    for j in range(min(8, cap)):
+        k += u > cdf[j]
+    if k == 8:
+        while k < cap and u > cdf[k]:
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def _invert_cdfs(u, level, cdf, mean):
+    count = np.zeros(u.shape[0], np.int64)
+    for i in range(u.shape[0]):
+        count[i] = invert_cdf(u[i], cdf[level[i]], mean[level[i]])
     return count
+
+
+def poisson_cdfs(level_mean: np.ndarray, cap: int = MAX_DROPS_PER_SLAB) -> np.ndarray:
+    """(L, cap + 1) float64: ``CDF(0 .. cap)`` of each mean, as ``poisson_from_uniform`` sums it."""
+    level_mean = np.ascontiguousarray(level_mean, dtype=np.float64).reshape(-1)
+    with np.errstate(over="ignore"):
+        first = np.exp(-level_mean)
+    return _poisson_cdfs(level_mean, first, int(cap))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -213,7 +260,7 @@ def slab_reflectance(
 
 
 @numba.njit(cache=True, nogil=True)
-def _slab_reflectance(fog_term, rain_factor, mean_drops, drop_energy):
+def slab_reflectance_of(fog_term, rain_factor, mean_drops, drop_energy):
     """``rho_slab`` of one slab from ``fog_term = pi beta_fog Delta R`` and ``rain_factor =
     pi beta_rain Delta R`` (the equation of ``slab_reflectance``)."""
     rain_term = drop_energy / mean_drops if mean_drops > 0.0 else 0.0
@@ -224,7 +271,7 @@ def _slab_reflectance(fog_term, rain_factor, mean_drops, drop_energy):
 def _slab_reflectances(fog_term, rain_factor, mean_drops, drop_energy):
     out = np.empty(mean_drops.shape[0])
     for i in range(out.shape[0]):
-        out[i] = _slab_reflectance(fog_term, rain_factor, mean_drops[i], drop_energy[i])
+        out[i] = slab_reflectance_of(fog_term, rain_factor, mean_drops[i], drop_energy[i])
     return out
 
 
@@ -236,7 +283,7 @@ def slab_is_skipped(signal: np.ndarray | float, ambient_counts: float, threshold
 
 
 @numba.njit(cache=True, nogil=True)
-def _slab_is_skipped(signal, ambient_counts, threshold_counts):
+def slab_skipped(signal, ambient_counts, threshold_counts):
     """The skip rule of one slab (the equation of ``slab_is_skipped``)."""
     return signal + 5.0 * np.sqrt(max(signal + ambient_counts, 0.0)) < threshold_counts
 
@@ -245,86 +292,8 @@ def _slab_is_skipped(signal, ambient_counts, threshold_counts):
 def _slabs_skipped(signal, ambient_counts, threshold_counts):
     out = np.empty(signal.shape[0], np.bool_)
     for i in range(out.shape[0]):
-        out[i] = _slab_is_skipped(signal[i], ambient_counts, threshold_counts)
+        out[i] = slab_skipped(signal[i], ambient_counts, threshold_counts)
     return out
-
-
-def surviving_slabs(
-    stream: Pcg32,
-    per_slab_number: tuple[np.ndarray, np.ndarray, np.ndarray],
-    slab_ring: np.ndarray,
-    slab_number: np.ndarray,
-    fog_term: float,
-    rain_factor: float,
-    ambient_counts: float,
-    threshold_counts: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The rain drops of every slab of a scan and the slabs the skip rule keeps, in one pass
-    over the slabs (in their drawing order).
-
-    Parameters
-    ----------
-    stream : Pcg32
-        The rain stream; it advances as ``slab_drop_energy`` draws (nothing without rain drops).
-    per_slab_number : (mean_drops (K,), unit_signal (rings, K), _) float64
-        ``Lambda`` of slab number ``k`` and the signal of slab ``k`` of each ring per unit
-        reflectance (the range equation is linear in ``rho``); the third entry is unused.
-    slab_ring, slab_number : (m,) int64
-        Ring and number ``k`` of each slab, in drawing order.
-    fog_term, rain_factor : float
-        ``pi beta_fog Delta R`` and ``pi beta_rain Delta R``.
-    ambient_counts, threshold_counts : float
-        ``B`` and ``S_T``.
-
-    Returns
-    -------
-    kept : (j,) int64
-        Indices of the slabs with ``rho_slab > 0`` that the skip rule keeps.
-    rho_slab : (j,) float64
-    """
-    mean_k, unit_signal, _ = per_slab_number
-    n = slab_number.size
-    if n and np.any(mean_k > 0.0):
-        mean_drops = mean_k[slab_number]
-        counts = poisson_from_uniform(stream.next_uniform_array(n), mean_drops)
-        energy = exponential_from_uniform(stream.next_uniform_array(int(counts.sum())))
-    else:
-        mean_drops = np.zeros(n)
-        counts = np.zeros(n, np.int64)
-        energy = np.zeros(0)
-    return _keep_slabs(
-        counts,
-        energy,
-        mean_drops,
-        slab_ring,
-        slab_number,
-        unit_signal,
-        fog_term,
-        rain_factor,
-        ambient_counts,
-        threshold_counts,
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def _keep_slabs(counts, energy, mean_drops, ring, k, unit_signal, fog_term, rain_factor, ambient, threshold):
-    n = counts.shape[0]
-    kept = np.empty(n, np.int64)
-    rho = np.empty(n)
-    m = 0
-    at = 0
-    for s in range(n):
-        total = 0.0
-        for _ in range(counts[s]):
-            e = energy[at]
-            total += 0.5 * e * e
-            at += 1
-        r = _slab_reflectance(fog_term, rain_factor, mean_drops[s], total)
-        if r > 0.0 and not _slab_is_skipped(r * unit_signal[ring[s], k[s]], ambient, threshold):
-            kept[m] = s
-            rho[m] = r
-            m += 1
-    return kept[:m], rho[:m]
 
 
 def clutter_slabs(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -358,13 +327,17 @@ def clutter_slab_numbers(
     stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The slabs of ``clutter_slabs`` as (beam, slab number ``k``), two (m,) int64 arrays."""
+    return _enumerate_slabs(slabs_per_beam(stop_range_m, min_range_m, slab_length_m))
+
+
+def slabs_per_beam(stop_range_m: np.ndarray, min_range_m: float, slab_length_m: float) -> np.ndarray:
+    """(n,) int64: how many slabs ``clutter_slabs`` gives each beam."""
     stop = np.ascontiguousarray(stop_range_m, dtype=np.float64).reshape(-1)
     if slab_length_m <= 0.0 or stop.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(stop.size, np.int64)
     span = np.where(np.isfinite(stop), stop - min_range_m, 0.0)
     # A tiny tolerance keeps a slab whose far end equals the stop range up to rounding.
-    per_beam = np.maximum(np.floor(span / slab_length_m + 1e-9), 0.0).astype(np.int64)
-    return _enumerate_slabs(per_beam)
+    return np.maximum(np.floor(span / slab_length_m + 1e-9), 0.0).astype(np.int64)
 
 
 def slab_center_m(k: np.ndarray, min_range_m: float, slab_length_m: float) -> np.ndarray:

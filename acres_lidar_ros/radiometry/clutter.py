@@ -1,0 +1,149 @@
+"""Clutter slabs of rain and fog for a whole scan, in two compiled passes over the slabs.
+
+A scan has up to ``N_c N_r clutter_max_range_m / min_return_separation_m`` slabs (750,000 for
+the Polaris), and most fail the skip rule; so the slabs are never listed. The passes walk the
+beams in ring-major sequence and each beam's slabs in range order, which is the rain stream's
+drawing order (``weather``):
+
+1. ``_draw_drop_counts``: one rain-stream number per slab, its drop count ``N`` by Poisson
+   inversion (``weather.invert_cdf`` against the CDF of the slab's mean ``Lambda``).
+2. The drops' energies ``E_i = -ln U`` (numpy's vectorised logarithm), all drops of the first
+   slab first.
+3. ``_kept_slabs``: ``sum E_i^2 / 2`` of each slab, ``rho_slab`` (``weather.slab_reflectance_of``),
+   the signal and the skip rule (``weather.slab_skipped``); only the slabs it keeps come out.
+
+A slab's centre range, mean drop count and signal per unit reflectance depend only on its number
+``k`` (and ring), so they are evaluated once per ``k`` with the vectorised equations
+(``weather.mean_drops_in_slab``, ``physics.signal_counts``, linear in the reflectance).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
+from acres_lidar_ros.radiometry.noise import Pcg32, pcg32_step, uniform_of_u32
+from acres_lidar_ros.radiometry.physics import signal_counts
+from acres_lidar_ros.radiometry.weather import (
+    exponential_from_uniform,
+    invert_cdf,
+    mean_drops_in_slab,
+    poisson_cdfs,
+    slab_center_m,
+    slab_reflectance_of,
+    slab_skipped,
+    slabs_per_beam,
+)
+
+
+def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The clutter slabs of a scan that survive the skip rule (the rain stream advances).
+
+    Parameters
+    ----------
+    model : BeamModel
+        With clutter (``model.has_clutter``).
+    rain : Pcg32
+        The run's rain stream.
+    nearest_solid_m : (N_c N_r,) float64
+        Each cell's nearest solid range, m (inf where none): where its slabs stop.
+
+    Returns
+    -------
+    cell : (j,) int64
+        Beam of each kept slab, beams in ring-major sequence, slabs in range order.
+    center_m : (j,) float64
+        ``R_c``, m.
+    rho_slab : (j,) float64
+    """
+    config, atm = model.config, model.atmosphere
+    rad = config.radiometry
+    separation = config.min_return_separation_m
+    cells_rm = ring_major_cells(config.columns, config.rings)
+    stop = np.minimum(nearest_solid_m[cells_rm], min(config.weather.clutter_max_range_m, config.range_m))
+    per_beam = slabs_per_beam(stop, config.min_range_m, separation)
+    most = int(per_beam.max(initial=0))
+    if most == 0:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    centers_m = slab_center_m(np.arange(most), config.min_range_m, separation)
+    unit_signal = signal_counts(
+        1.0,
+        centers_m[None, :],
+        1.0,
+        rad.signal_at_10pct_counts,
+        rad.ring_range_at_10pct_m[:, None],
+        rad.overlap_range_m,
+        atm.alpha_per_m,
+    )  # (rings, k): the range equation per unit reflectance
+    if atm.drop_density_per_m3 > 0.0:
+        mean_k = mean_drops_in_slab(
+            atm.drop_density_per_m3, config.weather.exit_diameter_m, centers_m, config.beam_divergence_rad, separation
+        )
+        counts, state = _draw_drop_counts(
+            per_beam, np.uint64(rain.state), np.uint64(rain.inc), poisson_cdfs(mean_k), mean_k
+        )
+        rain.state = int(state)
+        energy = exponential_from_uniform(rain.next_uniform_array(int(counts.sum(dtype=np.int64))))
+    else:  # fog alone: nothing is drawn
+        mean_k = np.zeros(most)
+        counts = np.zeros(int(per_beam.sum()), np.uint8)
+        energy = np.zeros(0)
+    position, k, rho = _kept_slabs(
+        per_beam,
+        counts,
+        energy,
+        mean_k,
+        unit_signal,
+        config.columns,
+        np.pi * atm.beta_fog_per_m_sr * separation,
+        np.pi * atm.beta_rain_per_m_sr * separation,
+        float(rad.ambient_counts),
+        float(model.detection_threshold_counts),
+    )
+    return cells_rm[position], centers_m[k], rho
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_drop_counts(per_beam, state, inc, cdf, mean_k):
+    """Pass 1: the drop count of every slab from the rain stream at ``state``; returns the
+    counts (slab order) and the stream's state after them."""
+    total = 0
+    for b in range(per_beam.shape[0]):
+        total += per_beam[b]
+    counts = np.empty(total, np.uint8)
+    at = 0
+    for b in range(per_beam.shape[0]):
+        for k in range(per_beam[b]):
+            output, state = pcg32_step(state, inc)
+            counts[at] = invert_cdf(uniform_of_u32(output), cdf[k], mean_k[k])
+            at += 1
+    return counts, state
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_slabs(per_beam, counts, energy, mean_k, unit_signal, columns, fog_term, rain_factor, ambient, threshold):
+    """Pass 3: (ring-major position, slab number, rho_slab) of the slabs the skip rule keeps."""
+    n = counts.shape[0]
+    position = np.empty(n, np.int64)
+    number = np.empty(n, np.int64)
+    rho = np.empty(n)
+    m = 0
+    slab = 0
+    drop = 0
+    for b in range(per_beam.shape[0]):
+        ring = b // columns
+        for k in range(per_beam[b]):
+            total = 0.0
+            for _ in range(counts[slab]):
+                e = energy[drop]
+                total += 0.5 * e * e
+                drop += 1
+            r = slab_reflectance_of(fog_term, rain_factor, mean_k[k], total)
+            if r > 0.0 and not slab_skipped(r * unit_signal[ring, k], ambient, threshold):
+                position[m] = b
+                number[m] = k
+                rho[m] = r
+                m += 1
+            slab += 1
+    return position[:m], number[:m], rho[:m]
