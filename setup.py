@@ -24,7 +24,10 @@ setup(
         "prosail>=2.0.5",
     ],
     extras_require={
+        # GeoTIFF DEMs in scene files (scene/dem.py); .npy rasters need nothing more.
+        "dem": ["tifffile>=2023.1"],
         "test": [
+            "tifffile>=2023.1",
             "pytest>=7",
             "hypothesis>=6",
             "mcap-ros2-support>=0.5",
@@ -33,7 +36,7 @@ setup(
             "pillow>=9.0",
             "ruff==0.17.6",
             "mypy==2.4.1",
-        ]
+        ],
     },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),

@@ -23,6 +23,7 @@ from acres_lidar_ros.config.materials import CLASS_NAMES, COVER_MATERIAL_NAMES, 
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import limits
 from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.dem import read_dem
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CLASS_NAMES, Scene
 
@@ -40,6 +41,7 @@ _OBJECT_KEYS: dict[str, set[str]] = {
     "mud_clod": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
     "ground_cover": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
 }
+_TERRAIN_KEYS = {"origin_xy_m", "cell_m", "height_m", "dem", "height_offset_m"}
 _TOP_KEYS = {"format", "version", "terrain", "cover", "polygons", "water", "polygon_raster_cell_m", "objects"}
 
 
@@ -234,10 +236,15 @@ def _load(r: _Reader, doc: Any) -> Scene:
     if type(version) is not int or version != FORMAT_VERSION:  # not True, not 1.0
         raise r.fail("version", version, f"must be {FORMAT_VERSION} (an integer, not true or {FORMAT_VERSION}.0)")
 
-    t = r.table(r.required(doc, "terrain", "(top level)"), "terrain", {"origin_xy_m", "cell_m", "height_m"})
-    origin, cell = r.grid_geometry(t, "terrain")
-    heights = r.array(r.required(t, "height_m", "terrain"), "terrain.height_m", "float")
-    terrain = TerrainGrid(origin, cell, heights)
+    t = r.table(r.required(doc, "terrain", "(top level)"), "terrain", _TERRAIN_KEYS)
+    if "dem" in t:
+        terrain = _dem_terrain(r, t)
+    else:
+        if "height_offset_m" in t:
+            raise SceneError(f"{path}: terrain.height_offset_m applies to terrain.dem only")
+        origin, cell = r.grid_geometry(t, "terrain")
+        heights = r.array(r.required(t, "height_m", "terrain"), "terrain.height_m", "float")
+        terrain = TerrainGrid(origin, cell, heights)
 
     cover = None
     if "cover" in doc:
@@ -339,6 +346,23 @@ def _check_raster(r: _Reader, polygons: list[tuple[np.ndarray, str]], cell_m: fl
                 f"polygon_raster_cell_m = {cell_m!r}: the limit is {limits.MAX_POLYGON_WORK}; use fewer vertices "
                 "or a larger raster cell"
             )
+
+
+def _dem_terrain(r: _Reader, t: dict) -> TerrainGrid:
+    """``terrain.dem``: a GeoTIFF or ``.npy`` raster (``scene.dem``) instead of ``height_m``."""
+    if "height_m" in t:
+        raise SceneError(f"{r.path}: terrain has height_m and dem; give one of them")
+    rel = t["dem"]
+    if not isinstance(rel, str):
+        raise r.fail("terrain.dem", rel, "must be the path of a .tif, .tiff or .npy file relative to the scene file")
+    origin = r.vector(t, "origin_xy_m", "terrain", 2) if "origin_xy_m" in t else None
+    cell = r.number(t, "cell_m", "terrain", low=limits.MIN_CELL_M) if "cell_m" in t else None
+    offset = r.number(t, "height_offset_m", "terrain", default=0.0)
+    try:
+        raster = read_dem(r.base_dir / rel, origin, cell, offset)
+    except SceneError as err:
+        raise SceneError(f"{r.path}: terrain.dem = {rel!r}: {err}") from err
+    return TerrainGrid(raster.origin_xy_m, raster.cell_m, raster.height_m)
 
 
 def _check_triangles(r: _Reader, builder: SceneBuilder, key: str) -> None:
