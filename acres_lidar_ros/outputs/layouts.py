@@ -220,18 +220,20 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
     valid = returns.valid[beams, slot]
     time_ns = _column_time_ns(scan, stamp_ns, "ouster", unsigned=True)
     rank = np.asarray(scan.ring_rank, dtype=np.int64)
-    row = (scan.rings - 1 - rank)[beams % scan.rings]  # row 0 = the highest beam
-    column = beams // scan.rings
+    ring_of_row = np.argsort(scan.rings - 1 - rank)  # row 0 = the highest beam
+
+    def grid(values: np.ndarray) -> np.ndarray:
+        """(columns * rings,) in cell order -> (rings, columns) in ouster_ros's rows."""
+        return values.reshape(scan.columns, scan.rings)[:, ring_of_row].T
+
     cloud = np.zeros((scan.rings, scan.columns), dtype=OUSTER)  # padding bytes stay 0
-    cells = cloud[row, column]
     for axis, name in enumerate("xyz"):
-        cells[name] = np.where(valid, scan.points_sensor[beams, slot, axis], np.nan)
-    cells["intensity"] = np.where(valid, returns.signal[beams, slot], 0)
-    cells["t"] = time_ns[column]
-    cells["reflectivity"] = np.where(valid, returns.intensity[beams, slot], 0)
-    cells["ring"] = row
-    cells["range"] = np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0)
-    cloud[row, column] = cells
+        cloud[name] = grid(np.where(valid, scan.points_sensor[beams, slot, axis], np.nan))
+    cloud["intensity"] = grid(np.where(valid, returns.signal[beams, slot], 0))
+    cloud["t"] = time_ns[None, :]
+    cloud["reflectivity"] = grid(np.where(valid, returns.intensity[beams, slot], 0))
+    cloud["ring"] = np.arange(scan.rings)[:, None]
+    cloud["range"] = grid(np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0))
     return cloud
 
 
