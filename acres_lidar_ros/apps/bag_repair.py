@@ -17,8 +17,10 @@ already is left as it is, so running the command twice is harmless.
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from pathlib import Path
+from typing import Any
 
 from acres_lidar_ros.errors import OutputError
 
@@ -76,3 +78,23 @@ def repair_run(path: str | Path) -> list[str]:
         rows = len(jsonl.read_bytes().splitlines())
         lines.append(f"{jsonl}: {rows} complete rows" + (f"; cut {cut} bytes of an unfinished row" if cut else ""))
     return lines
+
+
+def add_bag_repair_parser(sub: Any) -> None:
+    """The ``bag-repair`` subcommand on the CLI's subparsers."""
+    repair = sub.add_parser(
+        "bag-repair",
+        help="make a run's bag readable after a kill, a power cut or a full disk",
+        description="Rebuild the MCAP summary and metadata.yaml of the bag from its complete chunks (as "
+        "`ros2 bag reindex` does), cut lidar.jsonl back to its last complete row and remove stray "
+        "temporary files. Every scan listed in lidar.jsonl is in the repaired bag. A readable bag is "
+        "left as it is.",
+    )
+    repair.add_argument("dir", type=Path, metavar="DIR", help="run directory (with bag/) or bag directory")
+
+
+def cmd_bag_repair(args: argparse.Namespace) -> int:
+    """``acres-lidar bag-repair DIR``: print one line per thing done."""
+    for line in repair_run(args.dir):
+        print(line)
+    return 0

@@ -13,10 +13,10 @@ from typing import Any
 
 # Only light imports here: main() installs the signal handlers first, and everything heavy
 # (numpy, the scene, numba) is imported after that, inside the commands.
+from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
-from acres_lidar_ros.outputs.point_types import PROFILES, point_profile
 
 #: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
 SENSOR_OPTIONS = {
@@ -99,7 +99,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _point_profile(name: str) -> Any:
+    from acres_lidar_ros.outputs.point_types import point_profile
+
+    return point_profile(name)
+
+
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
+    from acres_lidar_ros.outputs.point_types import PROFILES  # numpy: after the handlers
+
     help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
     parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)
 
@@ -176,15 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
     )
 
-    repair = sub.add_parser(
-        "bag-repair",
-        help="make a run's bag readable after a kill, a power cut or a full disk",
-        description="Rebuild the MCAP summary and metadata.yaml of the bag from its complete chunks (as "
-        "`ros2 bag reindex` does), cut lidar.jsonl back to its last complete row and remove stray "
-        "temporary files. Every scan listed in lidar.jsonl is in the repaired bag. A readable bag is "
-        "left as it is.",
-    )
-    repair.add_argument("dir", type=Path, metavar="DIR", help="run directory (with bag/) or bag directory")
+    add_bag_repair_parser(sub)
 
     table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
     table.add_argument("--urdf", required=True, type=Path, help="URDF of the vehicle (links base_footprint and lidar)")
@@ -334,7 +334,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
-    point_profile(args.point_type)  # ConfigError listing the profiles
+    _point_profile(args.point_type)  # ConfigError listing the profiles
     config, scene, scanner = _load(args, need_lidar="scan")
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
@@ -372,7 +372,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
-    point_profile(args.point_type)  # ConfigError listing the profiles
+    _point_profile(args.point_type)  # ConfigError listing the profiles
     config, scene, scanner = _load(args)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
@@ -515,14 +515,6 @@ def cmd_self_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bag_repair(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.bag_repair import repair_run
-
-    for line in repair_run(args.dir):
-        print(line)
-    return 0
-
-
 def vars_for_json(args: argparse.Namespace) -> dict[str, Any]:
     """The command line's values as plain JSON data, for the run's ``config.json``."""
     from acres_lidar_ros.outputs.json_files import jsonable
@@ -572,9 +564,12 @@ def _is_number(word: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program (``argv`` None: ``sys.argv``), or one command in a running process (a list)."""
     # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a
     # Ctrl-C never raises inside an import or a compiled kernel; record and scan stop between scans.
-    with StopSignals("acres-lidar") as stop:
+    # As the program, the handlers stay until the process has exited; called with a list, main
+    # puts the caller's handlers back.
+    with StopSignals("acres-lidar", restore=argv is not None) as stop:
         parser = build_parser()
         args = parser.parse_args(protect_negative_numbers(sys.argv[1:] if argv is None else argv))
         stop.prog = f"acres-lidar {args.command}"

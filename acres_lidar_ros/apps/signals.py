@@ -37,13 +37,18 @@ class StopSignals:
     prog : str
         Name for the messages on stderr (``acres-lidar record``).
 
+    restore : bool
+        Put the previous handlers back on exit (for a caller that goes on running). The program
+        itself passes False: a signal while the interpreter shuts down (joining threads, freeing
+        the scene) still only sets the flag, instead of Python's KeyboardInterrupt.
+
     ``requested`` is the first signal's number, or ``None``. Outside the main thread (where Python
     cannot install handlers) the manager installs nothing and ``requested`` stays ``None``.
-    The previous handlers come back on exit.
     """
 
-    def __init__(self, prog: str = "acres-lidar") -> None:
+    def __init__(self, prog: str = "acres-lidar", restore: bool = True) -> None:
         self.prog = prog
+        self.restore = restore
         self.requested: int | None = None
         self._previous: dict[int, Any] = {}
 
@@ -75,6 +80,8 @@ class StopSignals:
         exc_tb: TracebackType | None,
     ) -> None:
         previous, self._previous = self._previous, {}
+        if not self.restore:
+            return
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
