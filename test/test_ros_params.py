@@ -190,3 +190,31 @@ def test_docs_ros_md_holds_the_generated_parameter_table(polaris):
     assert docs[start:end] == markdown_table(declarations(polaris)), (
         "docs/ros.md's parameter table is stale: regenerate it with the command above it"
     )
+
+
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({"lidar.std_m": 10**400}, r"lidar\.std_m = 1000.*: expected a number >= 0 and <= 1"),
+        ({"lidar.std_m": float("nan")}, r"lidar\.std_m = nan: expected"),
+        ({"lidar.return_mode": "first\n"}, r"lidar\.return_mode = 'first\\n': expected one of"),
+        ({"rain_mm_per_h": -(10**30)}, r"rain_mm_per_h = -1000.*: expected a number >= 0"),
+        ({"seed": 2**64}, r"seed is read-only"),
+    ],
+)
+def test_bad_runtime_values_get_a_reason_not_an_exception(decls, polaris, changes, reason):
+    import re
+
+    ok, why = check_changes(changes, decls, polaris)
+    assert not ok and re.search(reason, why), why
+
+
+def test_node_parameters_refuse_huge_numbers_and_trailing_newlines():
+    with pytest.raises(ConfigError, match=r"qos_depth = 1000.* is out of range"):
+        node_values({"qos_depth": 10**400})
+    with pytest.raises(ConfigError, match=r"odom_frame = 'odom\\n': expected a frame name"):
+        node_values({"odom_frame": "odom\n"})
+    with pytest.raises(ConfigError, match=r"topic = '/lidar/points\\n': expected a topic name"):
+        node_values({"topic": "/lidar/points\n"})
+    with pytest.raises(ConfigError, match=r"lidar\.elevations_deg\[0\] = 'a'"):
+        startup_overrides({"lidar.elevations_deg": ["a"] * 32}, load_sensor_config("polaris"))

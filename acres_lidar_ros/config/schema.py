@@ -95,21 +95,23 @@ class Param:
             raise ConfigError(f"{where} = null: expected {self.allowed()} (null is allowed only where documented)")
         if self.kind == "bool":
             if not isinstance(value, bool):
-                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             return value
         if self.kind in ("str", "path"):
             if not isinstance(value, str) or not value:
-                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.choices and value not in self.choices:
-                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
-                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "path" and not _is_file_name(value):
-                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()} (a name that can be a file)")
+                raise ConfigError(
+                    f"{where} = {short_repr(value)}: expected {self.allowed()} (a name that can be a file)"
+                )
             return value
         if self.kind == "float_list":
             if not isinstance(value, list) or not value:
-                raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.length is not None and len(value) != self.length:
                 raise ConfigError(f"{where} has {len(value)} values: expected {self.allowed()}")
             return [self._number(v, f"{where}[{i}]") for i, v in enumerate(value)]
@@ -119,14 +121,14 @@ class Param:
         integer = self.kind == "int"
         ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok_type:
-            raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+            raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
         # Compared before any float conversion, so a huge integer is refused, never an OverflowError.
         if not integer and not (-FLOAT32_MAX <= value <= FLOAT32_MAX):
-            raise ConfigError(f"{where} = {_short(value)}: expected {self.allowed()}")
+            raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         if too_low or too_high or (self.int_values and value not in self.int_values):
-            raise ConfigError(f"{where} = {_short(value)} is out of range: expected {self.allowed()}")
+            raise ConfigError(f"{where} = {short_repr(value)} is out of range: expected {self.allowed()}")
         return int(value) if integer else float(value)
 
 
@@ -134,7 +136,8 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """``repr`` of a value, shortened to 40 characters and its length for messages."""
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:16]}...({len(text)} characters)"
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option, short_repr
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.point_types import PROFILES
@@ -153,10 +153,14 @@ class NodeParam:
         integer = self.type == "integer"
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
         # Compared, not converted: a huge integer is refused, never an OverflowError.
-        if isinstance(value, bool) or not ok or not -sys.float_info.max <= value <= sys.float_info.max:
-            raise ConfigError(f"{where} = {value!r}: expected {'an integer' if integer else 'a number'}")
+        if (
+            isinstance(value, bool)
+            or not ok
+            or (not integer and not -sys.float_info.max <= value <= sys.float_info.max)
+        ):
+            raise ConfigError(f"{where} = {short_repr(value)}: expected {'an integer' if integer else 'a number'}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            raise ConfigError(f"{where} = {value!r} is out of range: expected {self.low:g} to {self.high:g}")
+            raise ConfigError(f"{where} = {short_repr(value)} is out of range: expected {self.low:g} to {self.high:g}")
         return int(value) if integer else float(value)
 
 

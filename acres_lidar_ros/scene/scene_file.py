@@ -153,7 +153,8 @@ class _Reader:
         if array.dtype.kind not in "iuf":
             raise SceneError(f"{self.path}: {key} has values of type {array.dtype}: must be numbers")
         if kind == "float":
-            values = array.astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):  # NaN and huge values are refused just below
+                values = array.astype(np.float64)
             bad = ~(np.abs(values) <= limits.MAX_SCENE_NUMBER)
             what = f"must be finite numbers from {-limits.MAX_SCENE_NUMBER:g} to {limits.MAX_SCENE_NUMBER:g}"
         else:
