@@ -9,14 +9,18 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Only light imports here: main() installs the signal handlers first, and everything heavy
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
-from acres_lidar_ros.errors import AcresLidarError, ConfigError, OutputError
+from acres_lidar_ros.errors import AcresLidarError, ConfigError
+from acres_lidar_ros.outputs.point_types import PROFILES, point_profile
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.config.sensors import SensorConfig
 
 #: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
 SENSOR_OPTIONS = {
@@ -100,13 +104,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _point_profile(name: str) -> Any:
-    from acres_lidar_ros.outputs.point_types import point_profile
 
     return point_profile(name)
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
-    from acres_lidar_ros.outputs.point_types import PROFILES  # numpy: after the handlers
 
     help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
     parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)
@@ -186,16 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bag_repair_parser(sub)
 
-    table = sub.add_parser("self-table", help="generate the self-return table from a URDF body")
-    table.add_argument("--urdf", required=True, type=Path, help="URDF of the vehicle (links base_footprint and lidar)")
-    table.add_argument("--sensor", default="polaris", help="named sensor (polaris, default) or a sensors file")
-    table.add_argument(
-        "--out", required=True, type=Path, help="table file (.f32); the statistics go to .json beside it"
-    )
-    from acres_lidar_ros.body.urdf import LIDAR_LINK
+    from acres_lidar_ros.apps.self_table import add_self_table_arguments
 
-    table.add_argument("--lidar-link", default=LIDAR_LINK, help=f"URDF link of the sensor (default: {LIDAR_LINK})")
-    table.add_argument("--force", action="store_true", help="overwrite existing files")
+    add_self_table_arguments(sub.add_parser("self-table", help="generate the self-return table from a URDF body"))
 
     from acres_lidar_ros.apps.materials import add_materials_arguments
 
@@ -235,7 +230,7 @@ def _command_value(text: str, kind: str) -> object:
         return text
 
 
-def sensor_overrides(args) -> dict:
+def sensor_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The sensors-file keys the -SensorLidar* options replace, as given (validated by the schema)."""
     overrides = {}
     for key in SENSOR_OPTIONS.values():
@@ -245,7 +240,7 @@ def sensor_overrides(args) -> dict:
     return overrides
 
 
-def apply_sensor_overrides(config, overrides: dict):
+def apply_sensor_overrides(config: SensorConfig, overrides: dict[str, Any]) -> SensorConfig:
     """``config`` with the options' keys replaced; a bad value is refused with the sensors file's
     message for that key, prefixed with the option."""
     option_of = {key: option for option, key in SENSOR_OPTIONS.items()}
@@ -472,47 +467,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_self_table(args: argparse.Namespace) -> int:
-    """Trace the URDF body (``body.self_table``), write the table and its statistics whole
-    (``outputs``), print the statistics."""
-    from acres_lidar_ros.body.self_table import generate_self_table
-    from acres_lidar_ros.outputs.files import atomic_write, refuse_existing
-    from acres_lidar_ros.outputs.json_files import json_key_lines
+    from acres_lidar_ros.apps.self_table import run_self_table
 
-    started = time.perf_counter()
-    out = Path(args.out)
-    json_path = out.with_suffix(".json")
-    if not args.force:  # refused before the trace, which takes seconds
-        for path in (out, json_path):
-            try:
-                refuse_existing(path)
-            except OutputError as exc:
-                raise OutputError(f"{exc} (--force replaces it)") from exc
-    table, s = generate_self_table(args.urdf, args.sensor, lidar_link=args.lidar_link)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create the directory of {out}: {exc.strerror or exc}") from exc
-    # The statistics name the table file after the URDF and the sensor (the committed file's order).
-    statistics = {"urdf": s["urdf"], "sensor": s["sensor"], "table": out.name} | s
-    atomic_write(out, table.to_bytes(), overwrite=args.force)
-    try:
-        atomic_write(json_path, json_key_lines(statistics).encode("utf-8"), overwrite=args.force)
-    except BaseException:
-        if not args.force:
-            out.unlink(missing_ok=True)  # a new table without its statistics: neither is written
-        raise
-    elapsed_s = time.perf_counter() - started
-    print(f"wrote {out} ({s['table_bytes']} bytes) and {json_path} in {elapsed_s:.1f} s")
-    print(
-        f"cells with a body return: {s['cells_with_return']} of {s['cells']} at "
-        f"{s['return_range_min_m']} m to {s['return_range_max_m']} m"
-    )
-    print(f"cells the body blocks in some scans: {s['cells_blocking']}")
-    print(f"cells always body: {s['cells_always_body']}")
-    print(f"expected body points per scan: {s['expected_body_points_per_scan']}")
-    print(f"expected blocked beams per scan: {s['expected_blocked_beams_per_scan']}")
-    print(f"nearest body range: {s['nearest_body_range_m']} m")
-    return 0
+    return run_self_table(args)
 
 
 def vars_for_json(args: argparse.Namespace) -> dict[str, Any]:

@@ -8,12 +8,12 @@ replaced); the source column says which.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from acres_lidar_ros.config.schema import SPECTRUM_WAVELENGTH_NM
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.outputs.json_files import json_text, jsonable
 
 _TRAIT_LABELS = {
     "structure": "N",
@@ -84,7 +84,8 @@ def run_materials(args: argparse.Namespace) -> int:
         config = config.with_overrides({"wavelength_nm": float(args.wavelength)})
     rows = material_rows(config)
     if args.json:
-        print(json.dumps({"sensor": args.sensor, "wavelength_nm": config.wavelength_nm, "materials": rows}))
+        document = {"sensor": args.sensor, "wavelength_nm": config.wavelength_nm, "materials": rows}
+        print(json_text(jsonable(document), indent=None), end="")
         return 0
     print(f"materials of {args.sensor} at {config.wavelength_nm:g} nm")
     print(f"{'#':>2}  {'material':<13} {'rho':>6} {'tau':>6} {'k':>4}  source")

@@ -117,7 +117,7 @@ def _hash_uniforms(h):
 
 
 @_jit
-def pcg32_step(state, inc):
+def pcg32_step(state: np.uint64, inc: np.uint64) -> tuple[np.uint32, np.uint64]:
     """One PCG32 (XSH RR) output of ``state`` (uint64) and the next state: the generator's
     equation, which ``Pcg32`` and the compiled passes that draw (``clutter``) call."""
     xorshifted = (((state >> _S18) ^ state) >> _S27) & _MASK32_U
@@ -127,7 +127,7 @@ def pcg32_step(state, inc):
 
 
 @_jit
-def uniform_of_u32(x):
+def uniform_of_u32(x: np.uint32) -> float:
     """``U = (x + 0.5) / 2^32`` in (0, 1) of one 32-bit output."""
     return (np.float64(x) + 0.5) / _TWO_POW_32
 
@@ -216,8 +216,12 @@ def hash_normal(h: np.ndarray | int) -> np.ndarray | float:
     float, or (...) float64; always finite (``U`` is never 0).
     """
     if isinstance(h, (int, np.integer)) and not isinstance(h, bool):
-        return float(hash_normal(np.array([int(h) & MASK64], dtype=np.uint64))[0])
-    a = _as_u64_array(h)
+        return float(_hash_normals(np.array([int(h) & MASK64], dtype=np.uint64))[0])
+    return _hash_normals(_as_u64_array(h))
+
+
+def _hash_normals(a: np.ndarray) -> np.ndarray:
+    """``hash_normal`` of a uint64 array (same shape)."""
     radius, angle = _hash_uniforms(np.ascontiguousarray(a).reshape(-1))
     np.log(radius, out=radius)
     radius *= -2.0
@@ -274,14 +278,14 @@ def place_normal(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float
     """
     h = place_hash(x_m, y_m, cell_m, seed)
     if h.ndim != 1 or h.size < 2:
-        return hash_normal(h)
+        return _hash_normals(h)
     # Neighbouring points (the sub-rays of a beam, the columns of a ring) often share a cell:
     # form the normal once per run of equal hashes (the same numbers, fewer logarithms).
     new_run = np.r_[True, h[1:] != h[:-1]]
     starts = np.flatnonzero(new_run)
     if starts.size > 0.8 * h.size:
-        return hash_normal(h)
-    return hash_normal(h[starts])[np.cumsum(new_run) - 1]
+        return _hash_normals(h)
+    return _hash_normals(h[starts])[np.cumsum(new_run) - 1]
 
 
 ROUGHNESS_SEED_OFFSET = 2
@@ -314,7 +318,7 @@ def roughness_normal(
     j = _as_u64_array(np.asarray(sub_ray, dtype=np.int64))
     scan, b, j = (np.ascontiguousarray(a).reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(scan), b, j))
     shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(sub_ray))
-    return hash_normal(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
+    return _hash_normals(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
 
 
 def normals_from_u32(u32: np.ndarray) -> np.ndarray:
@@ -337,13 +341,27 @@ def normal_pairs_from_u32(u32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     and equals ``sin`` to a few units of rounding.
     """
     u = uniforms_from_u32(u32)
-    radius = np.sqrt(-2.0 * np.log(u[0::2]))
-    u_b = u[1::2]
-    cosine = np.cos(2.0 * np.pi * u_b)
-    # sin(2 pi U_b) from the cosine: its sign is + for U_b < 1/2; equal to sin to rounding.
-    sine = np.sqrt(np.maximum(0.0, 1.0 - cosine * cosine))
-    sine = np.where(u_b < 0.5, sine, -sine)
-    return radius * cosine, radius * sine
+    u_b = np.ascontiguousarray(u[1::2])
+    # numpy's vectorised log and cos; the rest in one compiled pass.
+    return _box_muller_pairs(np.log(u[0::2]), u_b, np.cos(2.0 * np.pi * u_b))
+
+
+@_jit
+def _box_muller_pairs(log_u_a, u_b, cos_b):
+    """``r cos`` and ``r sin`` with ``r = sqrt(-2 ln U_a)``; the sine is ``sqrt(1 - cos^2)``, its
+    sign + for ``U_b < 1/2`` (equal to ``sin(2 pi U_b)`` to rounding)."""
+    n = log_u_a.shape[0]
+    first = np.empty(n)
+    second = np.empty(n)
+    for i in range(n):
+        radius = np.sqrt(-2.0 * log_u_a[i])
+        cosine = cos_b[i]
+        sine = np.sqrt(max(0.0, 1.0 - cosine * cosine))
+        if not u_b[i] < 0.5:
+            sine = -sine
+        first[i] = radius * cosine
+        second[i] = radius * sine
+    return first, second
 
 
 def uniforms_from_u32(u32: np.ndarray) -> np.ndarray:

@@ -154,7 +154,7 @@ def _poisson_cdfs(mean, first_term, cap):
 
 
 @numba.njit(cache=True, nogil=True)
-def invert_cdf(u, cdf, mean):
+def invert_cdf(u: float, cdf: np.ndarray, mean: float) -> int:
     """The Poisson count of one uniform ``u``: the smallest ``N <= cap`` with ``u <= CDF(N)``
     (``cdf`` of ``mean`` from ``_poisson_cdfs``; ``cap = len(cdf) - 1``)."""
     cap = cdf.shape[0] - 1
@@ -260,7 +260,7 @@ def slab_reflectance(
 
 
 @numba.njit(cache=True, nogil=True)
-def slab_reflectance_of(fog_term, rain_factor, mean_drops, drop_energy):
+def slab_reflectance_of(fog_term: float, rain_factor: float, mean_drops: float, drop_energy: float) -> float:
     """``rho_slab`` of one slab from ``fog_term = pi beta_fog Delta R`` and ``rain_factor =
     pi beta_rain Delta R`` (the equation of ``slab_reflectance``)."""
     rain_term = drop_energy / mean_drops if mean_drops > 0.0 else 0.0
@@ -283,7 +283,7 @@ def slab_is_skipped(signal: np.ndarray | float, ambient_counts: float, threshold
 
 
 @numba.njit(cache=True, nogil=True)
-def slab_skipped(signal, ambient_counts, threshold_counts):
+def slab_skipped(signal: float, ambient_counts: float, threshold_counts: float) -> bool:
     """The skip rule of one slab (the equation of ``slab_is_skipped``)."""
     return signal + 5.0 * np.sqrt(max(signal + ambient_counts, 0.0)) < threshold_counts
 
