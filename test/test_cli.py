@@ -74,9 +74,14 @@ def test_record_bag_and_files_read_back(tmp_path, capsys):
         "pcd",
     )
     assert code == 0
-    assert "5 scans" in stdout and "real-time factor" in stdout
-    assert len(list((out / "lidar").glob("scan_*.pcd"))) == 5
-    assert len((out / "lidar.jsonl").read_text().splitlines()) == 5
+    # Due at t = 0, 0.1, ..., 0.5 s of the drive (spec "Scan Stamp"): six scans. The first sweeps
+    # the period before the first pose and holds it, flagged in its row and counted.
+    assert "6 scans (1 holding the first pose)" in stdout and "real-time factor" in stdout
+    assert len(list((out / "lidar").glob("scan_*.pcd"))) == 6
+    rows = [json.loads(line) for line in (out / "lidar.jsonl").read_text().splitlines()]
+    assert [r["sweep"]["pose_coverage"] for r in rows] == ["before_first_pose"] + ["covered"] * 5
+    episode = json.loads((out / "episode.json").read_text())
+    assert episode["counters"]["scans_held_first_pose"] == 1 and episode["counters"]["scans_across_pose_gap"] == 0
     times, positions, quaternions = read_tum(out / "trajectory_gt.tum")
     assert len(times) >= 50 and np.allclose(np.linalg.norm(quaternions, axis=1), 1, atol=1e-6)
     counts, stamps = {}, []
@@ -92,7 +97,7 @@ def test_record_bag_and_files_read_back(tmp_path, capsys):
                 # The last column fires just before the stamp, the first one period before it.
                 assert cloud["timestamp"][0, 0] == pytest.approx(stamp_s - 0.1, abs=1e-6)
                 assert timestamp == pytest.approx(stamp_s * 1e9 + 12e6, abs=2)  # logged at stamp + delay
-    assert counts["/lidar/points"] == 5 and counts["/tf_static"] == 1
+    assert counts["/lidar/points"] == 6 and counts["/tf_static"] == 1
     assert counts["/odom"] == counts["/tf"] == counts["/clock"] >= 50
     np.testing.assert_allclose(np.diff(stamps), 0.1, atol=1e-6)
 
@@ -102,7 +107,10 @@ def test_record_velodyne_clouds_for_lio_sam(tmp_path, capsys):
     out = tmp_path / "lio"
     argv = ["record", "--duration", "0.2", "--out", str(out), "--point-type", "velodyne", "--no-progress"]
     code, stdout, _ = run(capsys, *argv, "--files", "pcd")
+    # Due at t = 0, 0.1 and 0.2 s; the first would be stamped at its sweep start, -0.1 s, which ROS
+    # time cannot hold: it is left out and counted.
     assert code == 0 and "2 scans" in stdout
+    assert json.loads((out / "episode.json").read_text())["counters"]["scans_before_time_zero"] == 1
     stamps = []
     with AnyReader([out / "bag"]) as reader:
         for connection, timestamp, raw in reader.messages():

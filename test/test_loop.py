@@ -60,7 +60,7 @@ def published(emitted, out=None):
 
 
 def test_the_pose_at_the_stamp_starts_the_scan_and_it_goes_out_at_stamp_plus_delay(plane_tracer):
-    clock = ManualClock(950 * MS)
+    clock = ManualClock(890 * MS)
     loop, emitted = make_loop(plane_tracer, clock)
     assert loop.tick().publish == []
     feed(loop, clock, range(900, 1000, 20))
@@ -74,7 +74,9 @@ def test_the_pose_at_the_stamp_starts_the_scan_and_it_goes_out_at_stamp_plus_del
     assert loop.tick().publish == []
     clock.now_ns = 1_012 * MS
     (cloud,) = published(emitted, loop.tick())
-    assert cloud[:2] == (1_000 * MS, 0) and cloud[2] > 0  # the plane is in view
+    assert cloud[:2] == (1_000 * MS, 1) and cloud[2] > 0  # the plane is in view
+    # Scan 0, due at 900 ms, had no pose before its sweep (800 .. 900 ms): skipped, not held.
+    assert loop.scheduler.counts["skipped_pose_start"] == 1 and loop.scheduler.counts["published"] == 1
     assert loop.next_wakeup_ns() == 1_100 * MS
 
 
@@ -148,3 +150,23 @@ def test_the_loop_defaults_are_the_node_parameters_defaults():
     defaults = inspect.signature(NodeLoop).parameters
     for name in ("ts_first_point", "pose_timeout_s", "max_extrapolation_s", "odom_frame", "base_frame"):
         assert defaults[name].default == NODE_PARAM[name].default, name
+
+
+def test_a_sweep_across_an_odometry_gap_is_skipped_and_counted_then_scans_resume(plane_tracer):
+    # 50 Hz odometry, then nothing from 1.0 to 3.0 s: the first scan after the gap would be
+    # interpolated across 2 s (0.3 m off on a 20 m circle at 5 m/s). It is skipped and counted;
+    # the next one, whose sweep the new poses cover, is published.
+    clock = ManualClock(890 * MS)
+    loop, emitted = make_loop(plane_tracer, clock, pose_timeout_s=0.05, max_extrapolation_s=0.0)
+    out = loop.tick()
+    out.extend(feed(loop, clock, range(900, 1001, 20)))
+    out.extend(feed(loop, clock, range(3000, 3201, 20)))
+    clock.now_ns = 3_250 * MS
+    out.extend(loop.tick())
+    c = loop.scheduler.counts
+    assert c["skipped_pose_gap"] == 1  # due at 3.0 s: its sweep 2.9 .. 3.0 s spans 1.0 .. 3.0 s
+    assert c["skipped_pose_start"] == 1  # due at 0.9 s, before the first pose
+    assert [cloud[0] for cloud in published(emitted, out)] == [1_000 * MS, 3_100 * MS, 3_200 * MS]
+    values = dict(loop.diagnostics()[2])
+    assert values["scans_skipped_pose_gap"] == "1" and values["scans_skipped_pose_start"] == "1"
+    assert loop.diagnostics()[0] == "OK"  # nothing new since the previous report

@@ -503,7 +503,8 @@ def test_node_clears_the_poses_when_ros_time_jumps_back(lidar_node):
     node = lidar_node()
     on_odom = node.subscriptions["/odom"][1]
     node.clock.ns = 50_000 * MS
-    on_odom(odometry(50_000 * MS, 1.0))
+    for k in range(6):  # the sweep 49.9 .. 50 s
+        on_odom(odometry((49_900 + 20 * k) * MS, 1.0))
     _poll(node)
     assert StandInScanner.instances[-1].calls
     node.clock.ns = 100 * MS  # the simulator was reset
@@ -515,6 +516,14 @@ def test_node_clears_the_poses_when_ros_time_jumps_back(lidar_node):
     _poll(node)
     assert node.loop.scheduler.in_work
     assert len(StandInScanner.instances[-1].calls) == 1  # the new timeline waits for its own poses
+    # Its first pose arrives after the reset, at 150 ms: the scans due at 100 and 200 ms have
+    # sweeps (0 .. 100, 100 .. 200 ms) that start before it; neither is published as a normal
+    # scan, both are skipped and counted.
+    on_odom(odometry(150 * MS, 2.0))
+    on_odom(odometry(200 * MS, 2.0))
+    assert len(StandInScanner.instances[-1].calls) == 1
+    assert node.loop.scheduler.counts["skipped_pose_start"] == 2
+    assert any("starts before the first pose" in m for level, m in node.log_lines if level == "warning")
 
 
 def test_node_publishes_diagnostics(lidar_node):

@@ -83,3 +83,18 @@ def test_slerp_matches_scipy_on_a_random_history():
     _, R = h.interpolate(query)
     reference = Slerp(times, Rotation.from_quat(quats))(query).as_matrix()
     np.testing.assert_allclose(R, reference, atol=1e-12)
+
+
+def test_sweep_coverage_tells_start_end_and_gaps_apart():
+    from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, sweep_coverage
+
+    t = np.array([1.0, 1.02, 1.04, 1.06, 1.08, 1.10, 3.0, 3.02])
+    assert sweep_coverage(t, 1.0, 1.1) == "covered"  # both ends exactly on samples
+    assert sweep_coverage(t, 0.99, 1.1) == "before_first_pose"
+    assert sweep_coverage(np.empty(0), 0.0, 0.1) == "before_first_pose"
+    assert sweep_coverage(t, 2.95, 3.05) == "after_last_pose"
+    assert sweep_coverage(t, 2.95, 3.05, need_end=False) == "gap"  # 1.10 -> 3.0 brackets its start
+    assert sweep_coverage(t, 2.92, 3.02) == "gap"
+    assert sweep_coverage(t, 1.05, 1.05) == "covered"  # without motion distortion: the stamp only
+    assert sweep_coverage(np.array([0.0, MAX_POSE_GAP_S]), 0.0, MAX_POSE_GAP_S) == "covered"  # at the limit
+    assert sweep_coverage(np.array([0.0, MAX_POSE_GAP_S + 1e-6]), 0.0, 0.1) == "gap"

@@ -368,3 +368,26 @@ def test_diagnostic_status_levels_and_values():
     clock.set_ms(200)
     assert s.poll(pose_end_ns=200 * MS).start
     assert diagnostic_status(s.diagnostics(), third)[0] == "OK"  # due and in work: not an error
+
+
+# -- stamps on the physics step (spec "Scan Stamp") --------------------------------------------------
+
+
+def test_at_7_hz_stamps_fall_on_the_first_physics_step_at_or_after_k_t():
+    # The spec's own figures: due at 0, T, 2T, 3T; stamped at 0, 0.15, 0.29167, 0.43333 s.
+    clock = ManualClock()
+    s = ScanScheduler(1 / 7, 0.012, clock, max_in_work=8)
+    ends = []
+    for ms in range(440):
+        clock.now_ns = ms * MS + MS // 2 if ms else 0
+        ends += [j.sweep_end_ns for j in s.poll(pose_end_ns=clock.now_ns).start]
+    assert [round(e * 1e-9, 5) for e in ends] == [0.0, 0.15, 0.29167, 0.43333]
+    assert ends == [round(n * 1e9 / 120) for n in (0, 18, 35, 52)]  # steps of 1/120 s
+    assert s.next_wakeup_ns() == round(69 * 1e9 / 120)  # 4 T = 0.5714 s -> step 69 (0.575 s)
+
+
+def test_unstepped_due_times_are_the_plain_multiples_of_the_period():
+    clock = ManualClock(150 * MS)
+    s = ScanScheduler(1 / 7, 0.012, clock, stepped=False)
+    s.poll(pose_end_ns=None)
+    assert s.next_wakeup_ns() == round(2e9 / 7)

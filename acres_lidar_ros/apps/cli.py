@@ -18,7 +18,6 @@ from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repai
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
-from acres_lidar_ros.outputs.point_types import PROFILES, point_profile
 
 if TYPE_CHECKING:
     from acres_lidar_ros.config.sensors import SensorConfig
@@ -107,11 +106,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _point_profile(name: str) -> Any:
+    from acres_lidar_ros.outputs.point_types import point_profile
 
     return point_profile(name)
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
+    from acres_lidar_ros.outputs.point_types import PROFILES  # numpy: after the handlers
 
     help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
     parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)

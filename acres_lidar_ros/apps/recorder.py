@@ -24,7 +24,8 @@ from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
-from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.poses import PoseHistory, sweep_coverage
+from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
 
 FILE_CHOICES = ("pcd", "ply", "both", "none")
 
@@ -50,7 +51,12 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
 
 
 def write_scan_outputs(
-    scan: Scan, out_dir: Path, files: str, config: SensorConfig, cloud: np.ndarray | None = None
+    scan: Scan,
+    out_dir: Path,
+    files: str,
+    config: SensorConfig,
+    cloud: np.ndarray | None = None,
+    pose_coverage: str = "covered",
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
@@ -59,10 +65,18 @@ def write_scan_outputs(
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
     if files == "none":
-        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s)
+        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s, pose_coverage=pose_coverage)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
-    return write_scan_files(out_dir, scan, files, delay_s=config.delay_s, period_s=config.period_s, cloud=cloud)
+    return write_scan_files(
+        out_dir,
+        scan,
+        files,
+        delay_s=config.delay_s,
+        period_s=config.period_s,
+        cloud=cloud,
+        pose_coverage=pose_coverage,
+    )
 
 
 def body_twist(
@@ -91,15 +105,26 @@ class RecordSummary:
     sim_seconds: float
     lidar_busy: int = 0
     stopped: bool = False  # ended early by ``should_stop``
+    held_first_pose: int = 0  # scans whose sweep began before the trajectory (flagged in lidar.jsonl)
+    across_pose_gap: int = 0  # scans interpolated across a pose gap over MAX_POSE_GAP_S (flagged)
+    before_time_zero: int = 0  # scans left out: their header stamp (the sweep start) would be < 0 s
 
     @property
     def real_time_factor(self) -> float:
         return self.sim_seconds / self.seconds if self.seconds > 0 else math.inf
 
     def line(self) -> str:
+        flagged = [
+            f"{n} {what}"
+            for n, what in (
+                (self.held_first_pose, "holding the first pose"),
+                (self.across_pose_gap, "across a pose gap"),
+            )
+            if n
+        ]
         return (
-            f"{self.scans} scans, {self.points} points, {self.seconds:.1f} s for {self.sim_seconds:.1f} s of driving, "
-            f"real-time factor {self.real_time_factor:.1f}x"
+            f"{self.scans} scans{' (' + ', '.join(flagged) + ')' if flagged else ''}, {self.points} points, "
+            f"{self.seconds:.1f} s for {self.sim_seconds:.1f} s of driving, real-time factor {self.real_time_factor:.1f}x"
         )
 
 
@@ -143,8 +168,14 @@ def record_drive(
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
-    Scans are due every period from the trajectory's start; each ends its sweep at its stamp and
-    is traced column by column from the pose at that column's firing time. The bag gets
+    Scans are due at t = 0 and every period from the trajectory's start, each stamped on the
+    first 1/120 s physics step at or after its due time (``sensor.timing.scan_stamp_ns``); each
+    ends its sweep at its stamp and is traced column by column from the pose at that column's
+    firing time. Honest pose coverage: the scan due at t = 0 sweeps the period before the first
+    pose and holds that pose, as the spec says; it is flagged in its ``lidar.jsonl`` row
+    (``sweep.pose_coverage: before_first_pose``) and counted in ``episode.json``
+    (``scans_held_first_pose``), as is a scan interpolated across a trajectory gap longer than
+    ``sensor.poses.MAX_POSE_GAP_S`` (``gap``, ``scans_across_pose_gap``). The bag gets
     ``/lidar/points`` (``point_type``'s layout, stamped as ``layouts.header_stamp_ns``: the end of
     the sweep, or its start for the profiles with relative point times), ``/tf``, ``/tf_static``,
     ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
@@ -176,10 +207,21 @@ def record_drive(
     if duration_s is not None:
         t_end = min(t_end, t_start + duration_s)
     period_s = config.period_s
-    n_scans = int(math.floor((t_end - t_start) / period_s + 1e-9))
-    stamps_ns = [int(round((t_start + k * period_s) * 1e9)) for k in range(1, n_scans + 1)]
+    # Due at t = 0 and each T from the trajectory's start, stamped on the first physics step at or
+    # after (spec "Scan Stamp"). The scan at t = 0 sweeps the period before the first pose: it
+    # holds that pose, as the spec says, and is flagged (pose_coverage) and counted.
+    start_ns = int(round(t_start * 1e9))
+    last_k = first_scan_at_or_after(int(round((t_end - t_start) * 1e9)) + 1, config.hz) - 1
+    stamps_ns = [start_ns + scan_stamp_ns(k, config.hz) for k in range(last_k + 1)]
     if not config.enabled:  # lidar.enabled false: the drive records odometry, /tf and /clock, no LiDAR
         stamps_ns = []
+    # A layout stamped at the sweep start (velodyne, ouster, ...) cannot stamp the scan due at a
+    # trajectory start of 0 s: ROS time has no negative stamps. That scan is left out (counted).
+    before_zero = sum(header_stamp_ns(point_type, s, period_s) < 0 for s in stamps_ns)
+    stamps_ns = stamps_ns[before_zero:]
+    n_scans = len(stamps_ns)
+    sweep_s = period_s if config.motion_distortion else 0.0
+    pose_times = trajectory.times_s
 
     times = trajectory.times_s
     in_run = (times >= t_start) & (times <= t_end)
@@ -190,7 +232,7 @@ def record_drive(
     sample_ns = np.rint(sample_times * 1e9).astype(np.int64)
 
     mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
-    summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0)
+    summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0, before_time_zero=before_zero)
     started = time.perf_counter()
     written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
     reserve = DiskReserve(out_dir, scan_bytes(config.columns * config.rings, point_bytes, files))
@@ -204,7 +246,7 @@ def record_drive(
             i += 1
         written["samples"] = i
 
-    def write_scan(bag, scan: Scan, release_ns: int) -> None:
+    def write_scan(bag, scan: Scan, release_ns: int, pose_coverage: str) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
         header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
@@ -212,9 +254,11 @@ def record_drive(
         bag_bytes = bag.size_bytes
         bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        row = write_scan_outputs(scan, out_dir, files, config, cloud)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
+        summary.held_first_pose += pose_coverage == "before_first_pose"
+        summary.across_pose_gap += pose_coverage == "gap"
         summary.scans += 1
         summary.points += int(scan.returns.valid.sum())
         summary.sim_seconds = scan.stamp_s - t_start
@@ -242,7 +286,8 @@ def record_drive(
                 release_ns = stamp_ns + int(round(config.delay_s * 1e9))
                 boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
                 scan = scanner.scan(trajectory, stamp_ns, boxes=boxes)
-                pending.append(writer.submit(write_scan, bag, scan, release_ns))
+                coverage = sweep_coverage(pose_times, stamp_ns * 1e-9 - sweep_s, stamp_ns * 1e-9)
+                pending.append(writer.submit(write_scan, bag, scan, release_ns, coverage))
                 while len(pending) > 2 or (pending and pending[0].done()):
                     pending.popleft().result()  # a writer error stops the drive here
             while pending:
@@ -285,5 +330,12 @@ def _write_run_end(
     write_tum(out_dir / "trajectory_gt.tum", sample_times[:n], positions[:n], quaternions[:n])
     write_json(
         out_dir / "episode.json",
-        episode_dict(scans=summary.scans, lidar_busy=summary.lidar_busy, material_table=config.materials),
+        episode_dict(
+            scans=summary.scans,
+            lidar_busy=summary.lidar_busy,
+            scans_held_first_pose=summary.held_first_pose,
+            scans_across_pose_gap=summary.across_pose_gap,
+            scans_before_time_zero=summary.before_time_zero,
+            material_table=config.materials,
+        ),
     )

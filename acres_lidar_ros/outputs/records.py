@@ -85,6 +85,7 @@ def scan_row(
     *,
     T_world_sensor_stamp: np.ndarray | None = None,
     files: Sequence[str] = (),
+    pose_coverage: str = "covered",
 ) -> dict[str, Any]:
     """The ``lidar.jsonl`` row of a scan.
 
@@ -100,13 +101,17 @@ def scan_row(
         the stamp; the pose of every column without motion distortion).
     files : sequence of str
         Names of the scan's files (e.g. ``lidar/scan_<time>.ply``), written as given.
+    pose_coverage : str
+        How the poses covered the sweep (``sensor.poses.sweep_coverage``): ``covered``, or
+        ``before_first_pose`` (the scan held the first pose) or ``gap`` (interpolated across a
+        pose gap longer than ``MAX_POSE_GAP_S``): a flagged scan.
 
     Returns
     -------
     dict with sample_time_s, available_time_s, stamp_ns, scan_index, frame_id, points (returns),
     beams, beams_with_return, class_counts and material_counts (every name, returns of each),
     sensor_pose (position_m, quaternion_xyzw of the sensor in the world), sweep (period_s,
-    first_firing_time_s, last_firing_time_s, absolute s), weather (rain_mm_per_h, visibility_m;
+    first_firing_time_s, last_firing_time_s, absolute s; pose_coverage), weather (rain_mm_per_h, visibility_m;
     None when unknown or not finite) and files.
     """
     valid = np.asarray(scan.returns.valid, dtype=bool)
@@ -130,6 +135,7 @@ def scan_row(
             "period_s": None if period_s is None else _number(period_s),
             "first_firing_time_s": sample_time_s + float(time_offset_s.min()),
             "last_firing_time_s": sample_time_s + float(time_offset_s.max()),
+            "pose_coverage": str(pose_coverage),
         },
         "weather": {
             key: (None if scan.weather.get(key) is None else _number(scan.weather[key]))

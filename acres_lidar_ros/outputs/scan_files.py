@@ -38,6 +38,7 @@ def write_scan_files(
     T_world_sensor_stamp: np.ndarray | None = None,
     preview: bool = True,
     cloud: np.ndarray | None = None,
+    pose_coverage: str = "covered",
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
 
@@ -58,6 +59,8 @@ def write_scan_files(
         The PCD's cloud (``layouts.point_cloud`` of the run's point type; default the spec's
         organised ``XYZI``), e.g. when the caller has made it already (a recording made it for
         the bag), so the PCD does not make it again.
+    pose_coverage : str
+        How the poses covered the sweep, for the row (``records.scan_row``).
 
     Returns
     -------
@@ -94,6 +97,7 @@ def write_scan_files(
         period_s,
         T_world_sensor_stamp=T_world_sensor_stamp,
         files=[path.relative_to(session_dir).as_posix() for path in files],
+        pose_coverage=pose_coverage,
     )
     append_jsonl(session_dir / JSONL_NAME, row)
     return row

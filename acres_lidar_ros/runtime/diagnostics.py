@@ -13,6 +13,8 @@ DIAGNOSTIC_KEYS = (
     ("scans_dropped_busy", "dropped_busy"),
     ("scans_extrapolated", "extrapolated"),
     ("scans_skipped_no_pose", "skipped_no_pose"),
+    ("scans_skipped_pose_start", "skipped_pose_start"),
+    ("scans_skipped_pose_gap", "skipped_pose_gap"),
     ("scans_failed", "failed"),
     ("scans_in_work", "in_work"),
 )
@@ -43,6 +45,8 @@ def diagnostic_status(
         or delta["late"]
         or delta["extrapolated"]
         or delta["skipped_no_pose"]
+        or delta["skipped_pose_start"]
+        or delta["skipped_pose_gap"]
         or any(n for k, n in rejected.items() if k != "duplicate")
     ):
         level = "WARN"
@@ -50,7 +54,8 @@ def diagnostic_status(
         level = "OK"
     message = (
         f"{delta['published']} published, {delta['late']} late, {delta['dropped_busy']} dropped (busy), "
-        f"{delta['skipped_no_pose']} without pose since the last report"
+        f"{delta['skipped_no_pose']} without pose, "
+        f"{delta['skipped_pose_start'] + delta['skipped_pose_gap']} not covered by the poses since the last report"
     )
     values = [(key, str(int(current.get(name, 0)))) for key, name in DIAGNOSTIC_KEYS]
     values += [(f"pose_rejected_{k}", str(int(current.get(f"pose_{k}", 0)))) for k in POSE_REJECTION_KINDS]

@@ -39,7 +39,7 @@ from acres_lidar_ros.runtime.pose_tracker import PoseTracker
 from acres_lidar_ros.runtime.scheduler import PollResult, ScanJob, ScanScheduler
 from acres_lidar_ros.runtime.sweeps import SweepTracer
 from acres_lidar_ros.scan import Scanner
-from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, PoseHistory
 
 TRACE_WORKERS = 2
 """Threads of the trace pool: one finishes a scan while the other pretraces the next sweep."""
@@ -103,6 +103,10 @@ class NodeLoop:
     odom_frame, base_frame : PoseTracker's
     throttle : LogThrottle, optional
         The throttle of ``to_log`` (default one line per kind per 5 s of the monotonic clock).
+    max_pose_gap_s : float
+        Honest pose coverage: a scan whose sweep starts before the first pose held (the start of a
+        run, a reset) or spans two poses further apart than this is skipped and counted
+        (``skipped_pose_start``, ``skipped_pose_gap``), never published as a normal scan.
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class NodeLoop:
         odom_frame: str = "odom",
         base_frame: str = "base_footprint",
         throttle: LogThrottle | None = None,
+        max_pose_gap_s: float = MAX_POSE_GAP_S,
     ) -> None:
         self.clock = clock
         self.config = scanner.config
@@ -136,6 +141,7 @@ class NodeLoop:
         )
         self.throttle = throttle or LogThrottle(5.0)
         self.pretrace_enabled = bool(pretrace)
+        self.max_pose_gap_s = max_pose_gap_s
         self._pack = pack
         self._emit = emit
         self._job_inputs = job_inputs
@@ -174,7 +180,7 @@ class NodeLoop:
         out = LoopOutput()
         if not self.config.enabled or self.clock() == 0:
             return out  # disabled, or sim time before the first /clock
-        result = self.scheduler.poll(self.tracker.newest_ns)
+        result = self.scheduler.poll(self.tracker.newest_ns, self._coverage)
         if any(e.kind == "clock_jump_back" for e in result.events):
             self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
         out.events.extend(result.events)
@@ -186,6 +192,12 @@ class NodeLoop:
         for job in result.start:
             self._start(job, out)
         return out
+
+    def _coverage(self, sweep_end_ns: int, need_end: bool) -> str:
+        """How the poses cover a sweep about to start: from its first column (one period before
+        the stamp; the stamp alone without motion distortion) to its end."""
+        sweep_ns = self.scheduler.period_ns if self.config.motion_distortion else 0
+        return self.tracker.coverage(sweep_end_ns - sweep_ns, sweep_end_ns, self.max_pose_gap_s, need_end)
 
     def next_wakeup_ns(self) -> int | None:
         """The next ROS time at which ``tick`` has something to do if nothing else happens."""

@@ -18,7 +18,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.runtime.events import NS_PER_S
-from acres_lidar_ros.sensor.poses import UNIT_QUATERNION_TOLERANCE, PoseHistory
+from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, UNIT_QUATERNION_TOLERANCE, PoseHistory, sweep_coverage
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,12 @@ class PoseTracker:
             if cleared:
                 return IngestResult(True, "time_jump", "warn", cleared)
             return IngestResult(True, "accepted")
+
+    def coverage(self, start_ns: int, end_ns: int, max_gap_s: float = MAX_POSE_GAP_S, need_end: bool = True) -> str:
+        """How the samples held cover the sweep ``[start_ns, end_ns]`` (``sensor.poses.sweep_coverage``)."""
+        with self._lock:
+            times_s = self.history.times_s
+        return sweep_coverage(times_s, start_ns / NS_PER_S, end_ns / NS_PER_S, max_gap_s, need_end)
 
     def clear(self) -> None:
         with self._lock:

@@ -16,11 +16,18 @@ from __future__ import annotations
 import math
 import statistics
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.runtime.events import NS_PER_S, Clock, Event
+from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
+
+Coverage = Callable[[int, bool], str]
+"""(sweep_end_ns, need_end) -> one of ``sensor.poses.COVERAGE``."""
+
+UNCOVERED_COUNT = {"before_first_pose": "skipped_pose_start", "gap": "skipped_pose_gap"}
 
 
 @dataclass
@@ -76,6 +83,8 @@ COUNT_KEYS = (
     "dropped_busy",
     "extrapolated",
     "skipped_no_pose",
+    "skipped_pose_start",
+    "skipped_pose_gap",
     "skipped_time_jump",
     "failed",
     "abandoned",
@@ -104,6 +113,9 @@ class ScanScheduler:
     max_extrapolation_s : float
         After the timeout, the newest pose may be at most this much older than the end of the
         sweep to extrapolate; otherwise the scan is skipped: no cloud with a pose it did not have.
+    stepped : bool
+        Stamp each scan on the first 1/120 s physics step at or after its due time ``k T``
+        (``sensor.timing.scan_stamp_ns``, the spec's "Scan Stamp"; the same times at 10 Hz).
     """
 
     def __init__(
@@ -116,6 +128,7 @@ class ScanScheduler:
         max_in_work: int = 2,
         pose_timeout_s: float = 0.05,
         max_extrapolation_s: float = 0.1,
+        stepped: bool = True,
     ) -> None:
         if not (math.isfinite(period_s) and period_s > 0):
             raise ConfigError(f"period_s = {period_s!r}: expected a number > 0")
@@ -129,6 +142,8 @@ class ScanScheduler:
         if isinstance(max_in_work, bool) or not isinstance(max_in_work, int) or max_in_work < 1:
             raise ConfigError(f"max_in_work = {max_in_work!r}: expected an integer >= 1")
         self.period_ns = int(round(period_s * NS_PER_S))
+        self.hz = 1.0 / period_s
+        self.stepped = bool(stepped)
         self.delay_ns = int(round(delay_s * NS_PER_S))
         self.pose_timeout_ns = int(round(pose_timeout_s * NS_PER_S))
         self.max_extrapolation_ns = int(round(max_extrapolation_s * NS_PER_S))
@@ -138,7 +153,8 @@ class ScanScheduler:
         self.counts: dict[str, int] = dict.fromkeys(COUNT_KEYS, 0)
         self._lock = threading.Lock()
         self._jobs: list[ScanJob] = []  # open jobs, oldest first
-        self._next_due_ns: int | None = None
+        self._next_due_ns: int | None = None  # the stamp of scan k = _next_k
+        self._next_k = 0
         self._last_now_ns: int | None = None
         self._next_index = 0
         self._extrapolating = False  # one warning per pose outage
@@ -188,20 +204,25 @@ class ScanScheduler:
 
     # -- the cycle ----------------------------------------------------------------------------
 
-    def poll(self, pose_end_ns: int | None) -> PollResult:
+    def poll(self, pose_end_ns: int | None, coverage: Coverage | None = None) -> PollResult:
         """Open due scans, start the traces whose sweep the poses cover, release ready scans.
 
         Parameters
         ----------
         pose_end_ns : int or None
             Stamp of the newest pose sample (``PoseTracker.newest_ns``); None without any.
+        coverage : callable (sweep_end_ns, need_end) -> str, optional
+            How the poses cover a sweep that is about to start (``sensor.poses.sweep_coverage``):
+            a sweep that starts before the first pose (start of run, reset) or spans a gap is
+            skipped and counted (``skipped_pose_start``, ``skipped_pose_gap``). ``need_end`` is
+            False for a scan that will be extrapolated.
         """
         with self._lock:
             now = int(self.clock())
             out = PollResult()
             self._check_clock(now, out)
             self._open_due(now, out)
-            self._start_covered(now, pose_end_ns, out)
+            self._start_covered(now, pose_end_ns, coverage, out)
             self._release(now, out)
             return out
 
@@ -295,14 +316,17 @@ class ScanScheduler:
             return
         T = self.period_ns
         if self._next_due_ns is None:
-            self._next_due_ns = -(-now // T) * T  # the first k T at or after now
-        backlog = (now - self._next_due_ns) // T + 1 if now >= self._next_due_ns else 0
+            self._next_k = first_scan_at_or_after(now, self.hz, self.stepped)  # the first stamp at or after now
+            self._next_due_ns = scan_stamp_ns(self._next_k, self.hz, self.stepped)
+        newest_k = first_scan_at_or_after(now + 1, self.hz, self.stepped) - 1  # the last stamp at or before now
+        backlog = max(newest_k - self._next_k + 1, 0)
         if backlog > self.max_in_work + 1:
             # ROS time leapt forward (a sim clock starting, a long stall): scans of the gap are not
             # traced; only the newest due time is kept.
             skipped = backlog - 1
             self.counts["skipped_time_jump"] += skipped
-            self._next_due_ns += skipped * T
+            self._next_k += skipped
+            self._next_due_ns = scan_stamp_ns(self._next_k, self.hz, self.stepped)
             out.events.append(
                 Event(
                     "warn",
@@ -313,7 +337,8 @@ class ScanScheduler:
             )
         while self._next_due_ns <= now:
             due = self._next_due_ns
-            self._next_due_ns += T
+            self._next_k += 1
+            self._next_due_ns = scan_stamp_ns(self._next_k, self.hz, self.stepped)
             self.counts["due"] += 1
             if len(self._jobs) >= self.max_in_work:
                 self.counts["dropped_busy"] += 1
@@ -331,7 +356,7 @@ class ScanScheduler:
             self._next_index += 1
             self._jobs.append(job)
 
-    def _start_covered(self, now: int, pose_end_ns: int | None, out: PollResult) -> None:
+    def _start_covered(self, now: int, pose_end_ns: int | None, coverage: Coverage | None, out: PollResult) -> None:
         for job in list(self._jobs):
             if job.state != "waiting_pose":
                 continue
@@ -346,10 +371,9 @@ class ScanScheduler:
                         )
                     )
                 self._extrapolating = self._skipping = False
-                self._start(job, now, extrapolated=False, out=out)
+                self._start(job, now, False, coverage, out)
             elif now >= job.sweep_end_ns + self.pose_timeout_ns:
                 if pose_end_ns is not None and job.sweep_end_ns - pose_end_ns <= self.max_extrapolation_ns:
-                    self.counts["extrapolated"] += 1
                     if not self._extrapolating:
                         out.events.append(
                             Event(
@@ -362,7 +386,7 @@ class ScanScheduler:
                             )
                         )
                     self._extrapolating = True
-                    self._start(job, now, extrapolated=True, out=out)
+                    self._start(job, now, True, coverage, out)
                 else:
                     job.state = "abandoned"
                     self._jobs.remove(job)
@@ -381,7 +405,23 @@ class ScanScheduler:
                         )
                     self._skipping = True
 
-    def _start(self, job: ScanJob, now: int, extrapolated: bool, out: PollResult) -> None:
+    def _start(self, job: ScanJob, now: int, extrapolated: bool, coverage: Coverage | None, out: PollResult) -> None:
+        reason = "covered" if coverage is None else coverage(job.sweep_end_ns, not extrapolated)
+        if reason != "covered":
+            key = UNCOVERED_COUNT.get(reason, "skipped_no_pose")
+            job.state = "abandoned"
+            self._jobs.remove(job)
+            self.counts[key] += 1
+            what = {
+                "before_first_pose": "its sweep starts before the first pose (start of the run, or a reset)",
+                "gap": "its sweep spans a gap in the poses longer than the limit",
+            }.get(reason, "the poses do not reach the end of its sweep")
+            out.events.append(
+                Event("warn", key, f"scan {job.index} (stamp {job.stamp_ns * 1e-9:.3f} s) skipped: {what}", job.index)
+            )
+            return
+        if extrapolated:
+            self.counts["extrapolated"] += 1
         job.state, job.started_ns, job.extrapolated = "tracing", now, extrapolated
         out.start.append(job)
 

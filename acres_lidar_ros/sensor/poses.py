@@ -15,6 +15,35 @@ from acres_lidar_ros.errors import PoseError
 
 UNIT_QUATERNION_TOLERANCE = 1e-3
 
+MAX_POSE_GAP_S = 0.25
+"""Longest time between two successive pose samples that a sweep is interpolated across; a
+sweep with a longer gap (an odometry outage) is not covered (``sweep_coverage``)."""
+
+COVERAGE = ("covered", "before_first_pose", "after_last_pose", "gap")
+
+
+def sweep_coverage(
+    times_s: np.ndarray, start_s: float, end_s: float, max_gap_s: float = MAX_POSE_GAP_S, need_end: bool = True
+) -> str:
+    """How pose samples at ``times_s`` (increasing) cover the sweep ``[start_s, end_s]``.
+
+    Returns one of ``COVERAGE``: ``covered``; ``before_first_pose`` (the sweep starts before the
+    first sample, or there is none: the model holds the first pose, as at the start of a run or
+    after a reset); ``after_last_pose`` (with ``need_end``, it ends after the last sample); ``gap``
+    (two successive samples around or inside the sweep more than ``max_gap_s`` apart: the sweep
+    would be interpolated across an outage).
+    """
+    t = np.asarray(times_s, dtype=np.float64)
+    if t.size == 0 or start_s < t[0]:
+        return "before_first_pose"
+    if need_end and end_s > t[-1]:
+        return "after_last_pose"
+    lo = max(int(np.searchsorted(t, start_s, side="right")) - 1, 0)
+    hi = min(int(np.searchsorted(t, end_s, side="left")), t.size - 1)
+    if hi > lo and float(np.max(np.diff(t[lo : hi + 1]))) > max_gap_s:
+        return "gap"
+    return "covered"
+
 
 def first_bad_pose(
     times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, tolerance: float

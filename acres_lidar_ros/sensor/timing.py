@@ -1,10 +1,13 @@
 """Scan timing: the firing time of each column relative to the scan stamp (spec "Scan Timing").
 
 The stamp is the end of the sweep. The column at the start azimuth fires first, one period
-before the stamp; all rings of a column fire together.
+before the stamp; all rings of a column fire together. Scans are due at ``k T`` and stamped on the
+first 1/120 s physics step at or after it (``scan_stamp_ns``).
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 
@@ -44,3 +47,33 @@ def column_time_offset(
     # np.mod of a tiny negative number can round to exactly 2 pi; that column is the first.
     phi_rad = np.where(phi_rad >= 2.0 * np.pi, 0.0, phi_rad)
     return phi_rad / (2.0 * np.pi) * period_s - period_s
+
+
+PHYSICS_STEP_S = 1.0 / 120.0
+"""The physics step that clocks the scans (spec "Scan Stamp")."""
+
+STEPS_PER_S = 120
+
+
+def scan_stamp_ns(k: int, hz: float, stepped: bool = True) -> int:
+    """Stamp of the scan due at ``k T`` (``T = 1 / hz``), ns after the episode start.
+
+    A scan is due at ``t = 0`` and each ``T``; it is stamped in the first 1/120 s physics step at
+    or after its due time (spec "Scan Stamp"): at 7 Hz 0, 0.15, 0.291667, 0.433333 s. Computed
+    in exact rational arithmetic, so a due time on a step (every second at 7 Hz, every scan at
+    10 Hz) stays on it. ``stepped`` False: the due time itself, ``round(k 1e9 / hz)``.
+    """
+    rate = Fraction(hz).limit_denominator(1_000_000)
+    if stepped:
+        step = -((-k * STEPS_PER_S * rate.denominator) // rate.numerator)  # ceil(k 120 / hz)
+        return (step * 1_000_000_000 + STEPS_PER_S // 2) // STEPS_PER_S
+    return round(Fraction(k * 1_000_000_000) / rate)
+
+
+def first_scan_at_or_after(t_ns: int, hz: float, stepped: bool = True) -> int:
+    """The smallest ``k >= 0`` whose ``scan_stamp_ns(k)`` is at or after ``t_ns``."""
+    rate = Fraction(hz).limit_denominator(1_000_000)
+    k = max(int(Fraction(max(t_ns, 0)) * rate // 1_000_000_000) - 1, 0)  # a stamp is never before its due time
+    while scan_stamp_ns(k, hz, stepped) < t_ns:
+        k += 1
+    return k
