@@ -1,6 +1,6 @@
 """acres-lidar dataset: shards on a local Ray, bit-identical to record, resumable, failures reported.
 
-The drives are 0.1 s long (one Polaris scan) so that Ray's start-up dominates; the module runs
+The drives are 0.1 s long (one or two Polaris scans) so that Ray's start-up dominates; the module runs
 one 4-shard dataset on 2 local workers and compares the other runs with it.
 """
 
@@ -69,7 +69,8 @@ def test_four_shards_on_two_workers_are_bit_identical_to_record(finished, tmp_pa
         assert sorted(p.relative_to(shard) for p in shard.rglob("*") if p.is_file()) == sorted(
             files + [Path(SHARD_FILE)]
         )
-        assert len([f for f in files if f.suffix == ".pcd"]) == 1 and Path("bag/bag.mcap") in files
+        scans = entry["figures"]["scans"]
+        assert len([f for f in files if f.suffix == ".pcd"]) == scans >= 1 and Path("bag/bag.mcap") in files
         for name in files:
             if name == Path("config.json"):  # its "run" block says how each was launched
                 a, b = json.loads((alone / name).read_text()), json.loads((shard / name).read_text())
@@ -78,7 +79,7 @@ def test_four_shards_on_two_workers_are_bit_identical_to_record(finished, tmp_pa
             else:
                 assert (alone / name).read_bytes() == (shard / name).read_bytes(), name
         assert entry["checksum"] == shard_checksum(shard)
-        assert entry["figures"]["scans"] == 1 and entry["seed"] == spec["seed"] and entry["attempts"] == 1
+        assert entry["seed"] == spec["seed"] and entry["attempts"] == 1
 
 
 def test_a_rerun_redoes_only_a_half_written_shard(finished, tmp_path):
