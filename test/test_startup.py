@@ -19,7 +19,10 @@ def test_freeze_startup_objects_takes_them_out_of_full_collections():
 
     try:
         frozen = freeze_startup_objects()
-        assert frozen == gc.get_freeze_count() > 1000
+        assert frozen > 1000
+        # Frozen objects are still freed by reference counting (other threads of the test process
+        # may drop some), so the count can only fall from what the call reported.
+        assert 0 < gc.get_freeze_count() <= frozen
         a = Cycle()
         a.self = a
         del a
