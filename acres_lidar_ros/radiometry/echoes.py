@@ -33,6 +33,7 @@ the clutter slabs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numba
 import numpy as np
@@ -49,6 +50,8 @@ from acres_lidar_ros.radiometry.physics import (
 )
 from acres_lidar_ros.radiometry.returns import segment_first_argmax
 from acres_lidar_ros.tracing.hits import Hits
+
+_ByCell = TypeVar("_ByCell", bound=Any)
 
 MICRO_SLOPE_CELL_M = 0.25
 ALBEDO_CELL_M = 0.1
@@ -82,15 +85,7 @@ class Contributions:
     def of_beams(parts: list[Contributions]) -> Contributions:
         """The contributions of groups of different beams, beams in cell order (each beam's
         contributions keep their order)."""
-        names = Contributions.__dataclass_fields__
-        if len(parts) == 1:
-            return parts[0]
-        joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
-        cell = joined["cell"]
-        if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
-            order = np.argsort(cell, kind="stable")
-            joined = {name: a[order] for name, a in joined.items()}
-        return Contributions(**joined)
+        return _joined_by_cell(Contributions, parts)
 
     def merged(self, other: Contributions) -> Contributions:
         """These and ``other``'s contributions (both by beam and range) by beam and range; on a
@@ -126,15 +121,7 @@ class Echoes:
     @staticmethod
     def concatenate(parts: list[Echoes]) -> Echoes:
         """Echoes of several groups of beams, beams in cell order (a beam's echoes stay in order)."""
-        names = Echoes.__dataclass_fields__
-        if len(parts) == 1:
-            return parts[0]
-        joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
-        cell = joined["cell"]
-        if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
-            order = np.argsort(cell, kind="stable")
-            joined = {name: a[order] for name, a in joined.items()}
-        return Echoes(**joined)
+        return _joined_by_cell(Echoes, parts)
 
 
 @dataclass(frozen=True)
@@ -412,3 +399,17 @@ def _order_within_beams(beam, range_m):
             order[j + 1] = item
         start = end
     return order
+
+
+def _joined_by_cell(kind: type[_ByCell], parts: list[_ByCell]) -> _ByCell:
+    """Groups of different beams' records (a dataclass of equal-length arrays with a ``cell``
+    field) as one, beams in cell order; each beam's records keep their order."""
+    if len(parts) == 1:
+        return parts[0]
+    names = kind.__dataclass_fields__
+    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
+    cell = joined["cell"]
+    if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
+        order = np.argsort(cell, kind="stable")
+        joined = {name: a[order] for name, a in joined.items()}
+    return kind(**joined)
