@@ -1,7 +1,10 @@
 """Nothing lost: `acres-lidar record` stopped by signals at random moments, or by a full disk.
 
-A signal lands at a seeded random moment after the recorder's ``main`` has installed its handlers:
-during the start-up (imports, scene, numba kernels) or during the drive. Every scan the run lists
+A signal lands at a seeded random moment during the start-up (interpreter, imports, scene, numba
+kernels) or during the drive. The recorder is started with the stop signals blocked, so one sent
+before its ``main`` has installed the handlers is held and delivered to them (as from a supervisor
+that holds signals until the program is ready); a moment "during the drive" is counted from the
+first scan the recorder's progress bar reports. Every scan the run lists
 in ``lidar.jsonl`` (its durable report of completed scans) must be in the
 bag, read by rosbags and by the mcap reader: as the bag is after SIGINT, SIGTERM and SIGHUP, after
 ``acres-lidar bag-repair`` after SIGKILL or a full disk. No traceback, no stray temporary file, and
@@ -11,12 +14,15 @@ every PCD whole. ``ACRES_SIGNAL_TRIALS`` (default 2) sets the trials per signal 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,7 +33,7 @@ from mcap_ros2.decoder import DecoderFactory
 from rosbags.highlevel import AnyReader
 
 from acres_lidar_ros.apps import cli
-from acres_lidar_ros.apps.signals import StopSignals, exit_code
+from acres_lidar_ros.apps.signals import STOP_SIGNALS, StopSignals, exit_code
 from acres_lidar_ros.outputs.bag_repair import bag_is_readable
 from acres_lidar_ros.outputs.pcd import read_pcd
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
@@ -38,6 +44,8 @@ DURATION_S = 4.0  # simulated seconds per recording: 40 scans at 10 Hz, ~1.5 s o
 STARTUP_SHARE = 0.25  # of the trials signal during the start-up, the others during the drive
 LATEST_S = 1.5  # a moment is up to this long after the start, or after the first scan's row
 SHAPE = (1800, 32)  # Polaris: columns, rings
+WATCHDOG_S = 120.0  # a recording still running then is killed and the test fails
+FIRST_SCAN = re.compile(rb"\b[1-9][0-9]*/[0-9]+ \[")  # tqdm's "n/total [" once a scan is done
 
 
 def _command(*args: str) -> list[str]:
@@ -47,21 +55,68 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "acres_lidar_ros.apps.cli", *args]
 
 
-def _record(out: Path, duration_s: float = DURATION_S) -> subprocess.Popen:
-    args = ("record", "--duration", str(duration_s), "--out", str(out), "--no-progress", "--files", "pcd")
-    return subprocess.Popen(
-        _command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+class Recording:
+    """``acres-lidar record`` in a child process, its stderr read as it comes.
 
+    The child starts with SIGINT, SIGTERM and SIGHUP blocked (``StopSignals`` unblocks them once its
+    handlers are in), so a signal may be sent from the first instant. ``first_scan`` is set when the
+    progress bar reports a scan done, or when the child ends. A watchdog kills the child's process
+    group after ``WATCHDOG_S``, so no wait here can hang.
+    """
 
-def _finish(child: subprocess.Popen) -> tuple[int, str]:
-    try:
-        _, stderr = child.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        _, stderr = child.communicate()
-        pytest.fail(f"recording did not end within 120 s: {stderr}")
-    return child.returncode, stderr
+    def __init__(self, out: Path, duration_s: float = DURATION_S) -> None:
+        args = ("record", "--duration", str(duration_s), "--out", str(out), "--files", "pcd")
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            self.child = subprocess.Popen(
+                _command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        self.pid = self.child.pid
+        self.first_scan = threading.Event()
+        self.timed_out = False
+        self._stderr = bytearray()
+        self._stdout = b""
+        self._readers = [
+            threading.Thread(target=self._read_stderr, daemon=True),
+            threading.Thread(target=self._read_stdout, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+        self._watchdog = threading.Timer(WATCHDOG_S, self._kill)
+        self._watchdog.start()
+
+    def _read_stderr(self) -> None:
+        assert self.child.stderr is not None
+        while chunk := self.child.stderr.read1(65536):
+            self._stderr += chunk
+            if not self.first_scan.is_set() and FIRST_SCAN.search(self._stderr):
+                self.first_scan.set()
+        self.first_scan.set()  # ended: nothing more to wait for
+
+    def _read_stdout(self) -> None:
+        assert self.child.stdout is not None
+        self._stdout = self.child.stdout.read()
+
+    def _kill(self) -> None:
+        self.timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+    def poll(self) -> int | None:
+        return self.child.poll()
+
+    def finish(self) -> tuple[int, str]:
+        """Wait for the child to end (the watchdog bounds it); its exit code and stderr."""
+        code = self.child.wait()
+        for reader in self._readers:
+            reader.join()
+        self._watchdog.cancel()
+        stderr = self._stderr.decode(errors="replace")
+        if self.timed_out:
+            pytest.fail(f"recording did not end within {WATCHDOG_S} s: {stderr}")
+        return code, stderr
 
 
 def _rows(run: Path) -> list[dict]:
@@ -127,48 +182,16 @@ def _check_run(run: Path, stderr: str, *, repaired: bool) -> tuple[int, int]:
     return len(rows), len(lost)
 
 
-def _wait_for_first_row(child: subprocess.Popen, run: Path, timeout_s: float = 60.0) -> None:
-    """Until the run lists its first scan (or ends); polls every 10 ms, at most ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while child.poll() is None and not (run / "lidar.jsonl").exists():
-        if time.monotonic() > deadline:
-            pytest.fail(f"no scan listed within {timeout_s} s")
-        time.sleep(0.01)
-
-
-def _wait_for_handlers(child: subprocess.Popen, timeout_s: float = 30.0) -> None:
-    """Until the child catches SIGTERM (its ``main`` has installed the stop handlers).
-
-    Before that line the interpreter starts (about 25 ms: site, the entry script's import) with
-    Python's own dispositions, which no code of the package can change. Reads the caught-signal
-    mask in /proc; elsewhere waits 0.3 s. Polls every 5 ms, at most ``timeout_s``.
-    """
-    status = Path(f"/proc/{child.pid}/status")
-    if not status.exists():
-        time.sleep(0.3)
-        return
-    deadline = time.monotonic() + timeout_s
-    while child.poll() is None and time.monotonic() < deadline:
-        try:
-            caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
-        except (OSError, StopIteration):
-            return
-        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
-            return
-        time.sleep(0.005)
-
-
 def _trial(tmp: Path, signum: int, during_drive: bool, delay_s: float) -> tuple[int, int]:
     run = tmp / "run"
-    child = _record(run)
-    _wait_for_handlers(child)
+    child = Recording(run)
     if during_drive:
-        _wait_for_first_row(child, run)
-    time.sleep(delay_s)
+        child.first_scan.wait()  # set at the first scan or the end; the watchdog bounds the wait
+    time.sleep(delay_s)  # the seeded moment itself
     finished = child.poll() is not None
     if not finished:
         os.kill(child.pid, signum)
-    code, stderr = _finish(child)
+    code, stderr = child.finish()
     if finished or code == 0:
         assert code == 0, stderr
     elif signum == signal.SIGKILL:
@@ -207,8 +230,7 @@ def test_stop_signals_set_a_flag_and_restore_the_handlers():
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     with StopSignals("test") as stop:
         assert stop.requested is None
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.01)  # the handler runs at the next bytecode boundary
+        os.kill(os.getpid(), signal.SIGTERM)  # to this process: the handler has run when kill returns
         assert stop.requested == signal.SIGTERM and stop.name == "SIGTERM"
     assert {s: signal.getsignal(s) for s in before} == before
     assert exit_code(signal.SIGTERM) == 143 and exit_code(signal.SIGINT) == 130
@@ -216,7 +238,6 @@ def test_stop_signals_set_a_flag_and_restore_the_handlers():
         with StopSignals("program", restore=False) as program:
             pass
         os.kill(os.getpid(), signal.SIGINT)  # as the interpreter shuts down: still only the flag
-        time.sleep(0.01)
         assert program.requested == signal.SIGINT
     finally:
         for signum, handler in before.items():
@@ -267,7 +288,7 @@ def _repair_with_room(run: Path, disk: Path) -> None:
 
 def test_a_recording_that_fills_its_disk_stops_with_a_whole_bag(small_disk):
     run = small_disk / "run"
-    code, stderr = _finish(_record(run, duration_s=5.0))  # ~75 MB of bag and files for 20 MiB
+    code, stderr = Recording(run, duration_s=5.0).finish()  # ~75 MB of bag and files for 20 MiB
     assert code == 2, stderr
     assert "disk almost full" in stderr and "MiB free" in stderr, stderr
     rows = _rows(run)
@@ -279,10 +300,10 @@ def test_a_recording_that_fills_its_disk_stops_with_a_whole_bag(small_disk):
 
 def test_a_disk_filled_by_another_process_loses_no_completed_scan(small_disk):
     run = small_disk / "run"
-    child = _record(run, duration_s=5.0)
-    _wait_for_first_row(child, run)
+    child = Recording(run, duration_s=5.0)
+    child.first_scan.wait()  # set at the first scan or the end; the watchdog bounds the wait
     _fill(small_disk)
-    code, stderr = _finish(child)
+    code, stderr = child.finish()
     assert code == 2, stderr
     assert "No space left on device" in stderr or "disk almost full" in stderr, stderr
     enospc = "No space left on device" in stderr

@@ -71,6 +71,9 @@ class StopSignals:
         if threading.current_thread() is threading.main_thread():
             for signum in STOP_SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
+            # A process started with these signals blocked (a supervisor, or a test, holding them
+            # until the program can take them) gets any that are pending now, through the handlers.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         return self
 
     def __exit__(
