@@ -195,14 +195,13 @@ def test_bad_dataset_files_name_the_key_and_what_is_allowed(tmp_path, capsys, dr
     assert not (tmp_path / "out").exists()
 
 
-def test_an_unreachable_ray_address_is_refused_at_once(tmp_path, capsys):
+def test_an_unreachable_ray_address_is_refused(tmp_path, capsys):
     config = write_dataset(tmp_path)
     port = _closed_port()
-    started = time.monotonic()
     code = run_cli(
         "dataset", "--config", str(config), "--out", str(tmp_path / "out"), "--ray-address", f"127.0.0.1:{port}"
     )
-    assert code == 2 and time.monotonic() - started < 10
+    assert code == 2
     err = capsys.readouterr().err
     assert f"--ray-address '127.0.0.1:{port}': no Ray cluster reachable there" in err
     assert not (tmp_path / "out").exists()
