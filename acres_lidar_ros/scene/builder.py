@@ -315,14 +315,7 @@ class SceneBuilder:
 
         ``size_m`` (3,) = (length, width, height above the ground).
         """
-        size = np.asarray(size_m, float)
-        if size.shape != (3,) or not np.all(size > 0):
-            raise SceneError(f"mud_clod {name!r}: size_m = {size.tolist()!r}: must be 3 numbers > 0")
-        cid = CLASS_ID["mud_clod"]
-        oid = self._new_object(name, "mud_clod")
-        v, t = shapes.ellipsoid(np.array([size[0] / 2, size[1] / 2, size[2]]), 1)
-        self._add(v, t, cid, self._material(cid, material), oid, False, yaw_rad, self._base(base_xy_m, None))
-        return oid
+        return self._add_dome("mud_clod", False, base_xy_m, size_m, yaw_rad, material, name)
 
     def add_ground_cover(
         self,
@@ -333,13 +326,26 @@ class SceneBuilder:
         name: str | None = None,
     ) -> int:
         """Low ground cover (class ground_cover, foliage): half-buried ellipsoid dome of extent ``size_m``."""
+        return self._add_dome("ground_cover", True, base_xy_m, size_m, yaw_rad, material, name)
+
+    def _add_dome(
+        self,
+        class_name: str,
+        foliage: bool,
+        base_xy_m: ArrayLike,
+        size_m: ArrayLike,
+        yaw_rad: float,
+        material: MaterialArg,
+        name: str | None,
+    ) -> int:
+        """A half-buried ellipsoid of extent ``size_m`` (length, width, height above the ground)."""
         size = np.asarray(size_m, float)
         if size.shape != (3,) or not np.all(size > 0):
-            raise SceneError(f"ground_cover {name!r}: size_m = {size.tolist()!r}: must be 3 numbers > 0")
-        cid = CLASS_ID["ground_cover"]
-        oid = self._new_object(name, "ground_cover")
+            raise SceneError(f"{class_name} {name!r}: size_m = {size.tolist()!r}: must be 3 numbers > 0")
+        cid = CLASS_ID[class_name]
+        oid = self._new_object(name, class_name)
         v, t = shapes.ellipsoid(np.array([size[0] / 2, size[1] / 2, size[2]]), 1)
-        self._add(v, t, cid, self._material(cid, material), oid, True, yaw_rad, self._base(base_xy_m, None))
+        self._add(v, t, cid, self._material(cid, material), oid, foliage, yaw_rad, self._base(base_xy_m, None))
         return oid
 
     def add_crop_field(
