@@ -22,6 +22,9 @@ from acres_lidar_ros.errors import AcresLidarError, ConfigError
 if TYPE_CHECKING:
     from acres_lidar_ros.config.sensors import SensorConfig
 
+#: ``--scene`` names of the built-in farms -> ``build_default_farm`` layout (its tour is the default).
+BUILT_IN_FARMS = {"default": "v2", "farm-v1": "v1"}
+
 #: The spec's -SensorLidar* options: command-line option -> sensors-file key it replaces.
 SENSOR_OPTIONS = {
     "--hz": "hz",
@@ -71,8 +74,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scene",
         default="default",
-        metavar="default|FILE",
-        help="scene file (JSON, docs/scene_format.md) or the built-in farm (default)",
+        metavar="default|farm-v1|FILE",
+        help="scene file (JSON, docs/scene_format.md), the built-in farm (default) or the first farm (farm-v1)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the noise streams and hashes (default 0)")
     parser.add_argument("--rain", type=float, default=0.0, metavar="MM_PER_H", help="rain rate, 0 to 500 mm/h")
@@ -300,12 +303,13 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
             file=sys.stderr,
         )
     started = time.perf_counter()
-    scene = build_default_farm(seed=0) if args.scene == "default" else load_scene(Path(args.scene))
+    layout = BUILT_IN_FARMS.get(args.scene)
+    scene = build_default_farm(seed=0, layout=layout) if layout else load_scene(Path(args.scene))
     built = time.perf_counter()
     tracer = Tracer(scene)
     traced = time.perf_counter()
     print(
-        f"scene: {'built-in farm' if args.scene == 'default' else args.scene}, {scene.triangle_count} triangles, "
+        f"scene: {f'built-in farm {layout}' if layout else args.scene}, {scene.triangle_count} triangles, "
         f"generated in {built - started:.2f} s, Embree structure in {traced - built:.2f} s",
         file=sys.stderr,
     )
@@ -313,11 +317,11 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
     return config, scene, Scanner(config, options=options, tracer=tracer, self_table=self_table)
 
 
-def _tour(scene):
+def _tour(scene, args: argparse.Namespace):
     from acres_lidar_ros.scene import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
 
-    times, positions, quaternions = default_tour(scene)
+    times, positions, quaternions = default_tour(scene, layout=BUILT_IN_FARMS.get(args.scene, "v2"))
     return PoseHistory.from_arrays(times, positions, quaternions, where="built-in tour")
 
 
@@ -350,7 +354,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
             raise ConfigError(f"--pose {args.pose}: expected six finite numbers X Y Z (m) ROLL PITCH YAW (deg)")
         T_world_base = pose_matrix(values[:3], np.deg2rad(values[3:]))
     else:
-        T_world_base = _tour(scene).transforms([_tour(scene).start_s])[0]
+        tour = _tour(scene, args)
+        T_world_base = tour.transforms([tour.start_s])[0]
     out = _run_dir(args.out, "scan")
     scan = single_scan(
         scanner,
@@ -383,7 +388,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
         return code
     if args.trajectory == "default":
-        trajectory = _tour(scene)
+        trajectory = _tour(scene, args)
     else:
         times, positions, quaternions = read_tum(Path(args.trajectory))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
@@ -448,7 +453,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _config, scene, scanner = _load(args, need_lidar="bench")
     build_s = time.perf_counter() - started
-    tour = _tour(scene)
+    tour = _tour(scene, args)
     freeze_startup_objects()  # as the node and record do
     result = bench_scans(scanner, tour, n_scans=args.scans)
     result.update(

@@ -1,6 +1,6 @@
-"""The built-in farm: a deterministic 1,024 m x 1,024 m scene with every static class.
+"""The built-in farms; layout "v1": a deterministic 1,024 m x 1,024 m scene with every static class.
 
-``build_default_farm(seed)`` gives the same bytes for the same seed. The world origin is the
+``build_default_farm(seed, layout)`` builds layout "v2" (``farm_v2``, the default) or "v1". ``build_farm_v1(seed)`` gives the same bytes for the same seed. The world origin is the
 centre of the farmyard; x east, y north.
 
 Layout (m): farmyard of concrete and gravel around the origin with buildings and grain bins;
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from acres_lidar_ros.config.materials import MATERIAL_ID
+from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, points_in_polygon
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_HARVESTED, Scene
@@ -28,6 +29,7 @@ POND_CENTRE_XY_M = np.array([-220.0, 150.0])
 POND_RADIUS_M = 25.0
 POND_MAX_DEPTH_M = 1.2
 ROAD_Y_M = -200.0
+FARM_LAYOUTS = ("v1", "v2")
 
 # Crop fields: corner (x, y), patches (nx, ny), class, h_crop (m), growth.
 CROP_FIELDS = (
@@ -113,7 +115,7 @@ def _water(rng: np.random.Generator) -> tuple[CellGrid, CellGrid]:
     return CellGrid(origin, WATER_CELL_M, depth), CellGrid(origin, WATER_CELL_M, wet)
 
 
-def _sunk_box(b: SceneBuilder, centre_xy, size, yaw, cls, roof=0.0, name=None, material=None) -> int:
+def sunk_box(b: SceneBuilder, centre_xy, size, yaw, cls, roof=0.0, name=None, material=None) -> int:
     """Box standing on the lowest ground under its footprint, sunk 0.3 m into the ground."""
     c, s = np.cos(yaw), np.sin(yaw)
     kx = np.array([-1, 1, 1, -1]) * size[0] / 2
@@ -124,8 +126,24 @@ def _sunk_box(b: SceneBuilder, centre_xy, size, yaw, cls, roof=0.0, name=None, m
     return b.add_box(centre_xy, [size[0], size[1], top - base], cls, yaw, material, roof, base, name)
 
 
-def build_default_farm(seed: int = 0) -> Scene:
-    """The built-in farm (see the module docstring); deterministic in ``seed``."""
+def build_default_farm(seed: int = 0, layout: str = "v2") -> Scene:
+    """The built-in farm; deterministic in ``seed``.
+
+    ``layout`` "v2" (the default): the farm of ``scene.farm_v2``, a 0.5 m terrain with relief at
+    every scale and the structure of a real farm. "v1": the first farm (this module's docstring),
+    kept for the golden scans and for comparison.
+    """
+    if layout == "v2":
+        from acres_lidar_ros.scene.farm_v2 import build_farm_v2
+
+        return build_farm_v2(seed)
+    if layout != "v1":
+        raise SceneError(f"layout = {layout!r}: unknown farm layout; allowed: {', '.join(FARM_LAYOUTS)}")
+    return build_farm_v1(seed)
+
+
+def build_farm_v1(seed: int = 0) -> Scene:
+    """The built-in farm, layout "v1" (see the module docstring); deterministic in ``seed``."""
     rng = np.random.default_rng(seed)
     terrain = _terrain(rng)
     polygons = _polygons()
@@ -133,10 +151,10 @@ def build_default_farm(seed: int = 0) -> Scene:
     b = SceneBuilder(terrain, _cover(polygons), polygons, pond, wetness)
 
     # Farmyard buildings (inside the concrete slab, clear of the driveway at x = 0, y < -30).
-    _sunk_box(b, (-25.0, 15.0), (30.0, 15.0, 7.0), 0.0, "building", roof=4.0, name="barn")
-    _sunk_box(b, (18.0, 16.0), (36.0, 18.0, 6.5), 0.0, "building", roof=3.0, name="machine_shed")
-    _sunk_box(b, (-30.0, -15.0), (12.0, 10.0, 5.5), np.pi / 2, "building", roof=3.0, name="house")
-    _sunk_box(b, (25.0, -15.0), (10.0, 8.0, 4.0), 0.0, "building", name="workshop")
+    sunk_box(b, (-25.0, 15.0), (30.0, 15.0, 7.0), 0.0, "building", roof=4.0, name="barn")
+    sunk_box(b, (18.0, 16.0), (36.0, 18.0, 6.5), 0.0, "building", roof=3.0, name="machine_shed")
+    sunk_box(b, (-30.0, -15.0), (12.0, 10.0, 5.5), np.pi / 2, "building", roof=3.0, name="house")
+    sunk_box(b, (25.0, -15.0), (10.0, 8.0, 4.0), 0.0, "building", name="workshop")
     for k, (x, y) in enumerate([(48.0, 30.0), (48.0, 42.0), (36.0, 40.0), (-52.0, 40.0)]):
         z = float(terrain.height_at(x, y)) - 0.3
         b.add_cylinder((x, y), 4.5, 10.3, "silo", segments=24, cone_height_m=3.0, base_z_m=z, name=f"grain_bin_{k}")

@@ -1,14 +1,18 @@
-"""The built-in vehicle tour of the farm: a base_footprint trajectory sampled at 100 Hz."""
+"""The built-in vehicle tours of the farms: base_footprint trajectories sampled at 100 Hz.
+
+Each farm layout of ``build_default_farm`` has its own tour (``default_tour(scene, layout)``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.model import Scene
 
 TOUR_RATE_HZ = 100.0
-# Loop from the farmyard: driveway, road, grass lane, field lane, grass lanes, yard exit.
+# Layout "v1": loop from the farmyard: driveway, road, grass lane, field lane, grass lanes, yard exit.
 TOUR_WAYPOINTS_XY_M = np.array(
     [
         [0.0, -35.0],
@@ -29,8 +33,26 @@ LATERAL_ACCEL_M_S2 = 1.5
 LONGITUDINAL_ACCEL_M_S2 = 1.0
 _ARC_STEP_M = 0.05
 
+# Layout "v2" (``scene.farm_v2``): through the yard, the farm track along the open field, the
+# headland north along the shelterbelt, west along the tree line, south on the crowned road and
+# back into the yard; stops in the yard and at the field edge.
+TOUR_V2_WAYPOINTS_XY_M = np.array(
+    [
+        [-28.0, 0.0],
+        [90.0, 0.0],
+        [90.0, 70.0],
+        [-55.0, 70.0],
+        [-55.0, 0.0],
+        [-34.0, 0.0],
+    ]
+)
+#: Stops on the way: (x, y) on the path (the nearest path point) and how long the vehicle waits, s.
+TOUR_V2_STOPS: tuple[tuple[float, float, float], ...] = ((5.0, 0.0, 3.0), (60.0, 0.0, 2.0), (20.0, 70.0, 3.0))
+TOUR_V2_SPEED_MAX_M_S = 7.0
+TOUR_LAYOUTS = ("v1", "v2")
 
-def _path(waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+
+def rounded_path(waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Polyline with corners rounded by arcs; returns points (m, 2) every ~5 cm and curvature (m,)."""
     pts: list[np.ndarray] = [waypoints[:1]]
     curv: list[np.ndarray] = [np.zeros(1)]
@@ -61,13 +83,14 @@ def _path(waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(pts), np.concatenate(curv)
 
 
-def default_tour(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The built-in tour of ``build_default_farm``'s farm, sampled at 100 Hz.
+def default_tour(scene: Scene, layout: str = "v2") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The built-in tour of ``build_default_farm(seed, layout)``'s farm, sampled at 100 Hz.
 
-    The vehicle starts at rest on the farmyard's driveway, drives the loop of
+    ``layout`` "v1": the vehicle starts at rest on the farmyard's driveway, drives the loop of
     ``TOUR_WAYPOINTS_XY_M`` at up to 7.5 m/s (3 m/s in turns, accelerating at 1 m/s^2) and
-    stops at the end. z is on the ground; yaw follows the path; pitch and roll follow the
-    ground slope.
+    stops at the end. ``layout`` "v2": the loop of ``TOUR_V2_WAYPOINTS_XY_M`` at up to 7 m/s,
+    with the stops of ``TOUR_V2_STOPS``. z is on the ground; yaw follows the path; pitch and
+    roll follow the ground slope.
 
     Returns
     -------
@@ -75,13 +98,22 @@ def default_tour(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     positions_m : (n, 3) float64, base_footprint in the world
     quaternions_xyzw : (n, 4) float64, base_footprint orientation (x forward, z up)
     """
-    xy, curvature = _path(TOUR_WAYPOINTS_XY_M)
+    stops: tuple[tuple[float, float, float], ...]
+    if layout == "v1":
+        waypoints, stops, speed_max = TOUR_WAYPOINTS_XY_M, (), SPEED_MAX_M_S
+    elif layout == "v2":
+        waypoints, stops, speed_max = TOUR_V2_WAYPOINTS_XY_M, TOUR_V2_STOPS, TOUR_V2_SPEED_MAX_M_S
+    else:
+        raise SceneError(f"layout = {layout!r}: unknown farm layout; allowed: {', '.join(TOUR_LAYOUTS)}")
+    xy, curvature = rounded_path(waypoints)
     step = np.linalg.norm(np.diff(xy, axis=0), axis=1)
     s = np.concatenate([[0.0], np.cumsum(step)])
     with np.errstate(divide="ignore"):
-        v_curve = np.minimum(np.sqrt(LATERAL_ACCEL_M_S2 / curvature), SPEED_MAX_M_S)
+        v_curve = np.minimum(np.sqrt(LATERAL_ACCEL_M_S2 / curvature), speed_max)
     v = np.maximum(v_curve, SPEED_MIN_M_S)
     v[0] = v[-1] = 0.0
+    stop_index = [int(np.argmin(np.hypot(*(xy - [x, y]).T))) for x, y, _ in stops]
+    v[stop_index] = 0.0
     # Acceleration limits forward and backward: v^2 <= v_prev^2 + 2 a ds.
     ds = np.diff(s)
     for order in (1, -1):
@@ -92,8 +124,14 @@ def default_tour(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         v = vv[::order]
     v_mid = np.maximum((v[1:] + v[:-1]) / 2, 1e-3)
     t = np.concatenate([[0.0], np.cumsum(ds / v_mid)])
+    # A stop holds the path point for its dwell: the point twice, the dwell apart.
+    s_at_t = s
+    for k in sorted(range(len(stops)), key=lambda k: -stop_index[k]):
+        i, dwell_s = stop_index[k], stops[k][2]
+        t = np.concatenate([t[: i + 1], t[i:] + dwell_s])
+        s_at_t = np.insert(s_at_t, i, s_at_t[i])
     times_s = np.arange(0.0, t[-1], 1.0 / TOUR_RATE_HZ)
-    sx = np.interp(times_s, t, s)
+    sx = np.interp(times_s, t, s_at_t)
     x = np.interp(sx, s, xy[:, 0])
     y = np.interp(sx, s, xy[:, 1])
     heading = np.arctan2(
