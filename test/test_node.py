@@ -23,7 +23,7 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.errors import PoseError
+from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.ros.demo_drive import TourDrive
@@ -589,8 +589,6 @@ def test_node_main_treats_rclpy_context_error_after_sigint_as_shutdown(
 
 
 def test_node_start_up_error_names_the_key(lidar_node):
-    from acres_lidar_ros.errors import ConfigError
-
     with pytest.raises(ConfigError, match="lidar.columns = 2 is out of range"):
         lidar_node(**{"lidar.columns": 2})
 
@@ -715,3 +713,11 @@ def test_without_tf2_ros_the_mount_comes_from_the_sensors_file_and_odom_markers_
     _poll(node)
     assert len(node.publishers["/lidar/points"].messages) == 1
     assert len([m for level, m in node.log_lines if level == "warning" and "TF" in m]) == 0
+
+
+def test_the_labels_parameter_publishes_the_labelled_profile(lidar_node):
+    assert lidar_node(labels=True).settings["point_type"] == "XYZIRT_labels"
+    assert lidar_node(labels=True, point_type="XYZIRT").settings["point_type"] == "XYZIRT_labels"
+    assert lidar_node().settings["point_type"] == "XYZI"
+    with pytest.raises(ConfigError, match="point_type 'ouster' with labels: .*allowed with labels: XYZI, XYZIRT"):
+        lidar_node(labels=True, point_type="ouster")
