@@ -24,9 +24,10 @@ def add_labels_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_point_type(args: argparse.Namespace) -> str:
-    """The point type of the run's clouds: ``--point-type``, or the labelled profile with
-    ``--labels`` (``ConfigError`` for a layout that has no room for labels)."""
+def run_point_type(point_type: str, labels: bool, what: str = "--point-type") -> str:
+    """The point type of the run's clouds: ``point_type`` (``--point-type`` or the sensors file's,
+    named by ``what``), or the labelled profile with ``--labels`` (``ConfigError`` for an unknown
+    profile or a layout that has no room for labels)."""
     from acres_lidar_ros.outputs.point_types import labelled_point_type
 
-    return labelled_point_type(args.point_type, bool(getattr(args, "labels", False)), "--point-type")
+    return labelled_point_type(point_type, labels, what)
