@@ -20,9 +20,11 @@ from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
+from acres_lidar_ros.radiometry.windows import CellWindows, firing_angle_rad
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import column_time_offset
@@ -140,6 +142,23 @@ class ScanOptions:
         return config.motion_distortion if self.motion_distortion is None else self.motion_distortion
 
 
+def trace_key(config: SensorConfig, options: ScanOptions) -> tuple:
+    """What a scan's traced rays and hits depend on besides the poses (the trace's limits, the
+    range offset, the mechanical noise and its seed, foliage): a sweep traces a block traced
+    under another key again (a runtime change between the block and the finish)."""
+    noise = config.mechanical_noise
+    return (
+        config.range_m,
+        config.max_hits_per_sub_ray,
+        config.continue_step_m,
+        config.pond_threshold_m,
+        config.windows.range_offset_m,
+        options.foliage,
+        noise.key,
+        options.seed if noise.active else None,
+    )
+
+
 class Scanner:
     """Traces scans of one sensor over one scene.
 
@@ -214,8 +233,27 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id()),
             )
         return self._model
+
+    def cell_firing_angle_rad(self) -> np.ndarray:
+        """Seed 004's firing angle of each beam (column azimuth plus ring offset, clockwise from the
+        sweep's start, rad): (cells,) float64, what the valid azimuth window is measured on."""
+        azimuth = self.pattern.column_azimuth_rad[:, None] + self.config.azimuth_offsets_rad[None, :]
+        return firing_angle_rad(azimuth.reshape(-1), self.config.scan_start_azimuth_rad)
+
+    def cell_range_id(self) -> np.ndarray:
+        """The range region of each beam (its emitter's ``range_id``): (cells,) int64; every ring
+        of the rings x columns pattern uses region 0."""
+        return np.zeros(self.config.columns * self.config.rings, np.int64)
+
+    @property
+    def windows(self) -> CellWindows:
+        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+        windows = self.model.windows
+        assert windows is not None  # the model property always builds them
+        return windows
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
@@ -381,9 +419,11 @@ class _Block:
     contributions and echoes, prepared with ``model``."""
 
     columns: np.ndarray
+    cells: np.ndarray
     origins: np.ndarray
     directions: np.ndarray
     hits: Hits
+    trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
 
@@ -464,11 +504,16 @@ class Sweep:
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
-        """Trace what is left and form the scan."""
+        """Trace what is left (and blocks traced under another ``trace_key``: a
+        runtime change since) and form the scan."""
+        scanner = self.scanner
+        key = trace_key(scanner.config, scanner.options)
+        for block in [block for block in self._blocks if block.trace_key != key]:
+            self.traced[block.columns] = False
+            self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        scanner = self.scanner
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
@@ -518,6 +563,18 @@ class Sweep:
         self.T_world_sensor[columns] = T_world_sensor
         everything = columns.size == config.columns
         origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns)
+        rings = config.rings
+        cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
+        origins, directions = block_rays(  # the firings' mechanical errors (none by default)
+            config.mechanical_noise,
+            scanner.options.seed,
+            self.index,
+            cells,
+            T_world_sensor[:, :3, :3],
+            scanner._beam_directions,
+            origins,
+            directions,
+        )
         t1 = time.perf_counter()
         hits = scanner.tracer.trace(
             origins,
@@ -528,12 +585,13 @@ class Sweep:
             pond_threshold_m=config.pond_threshold_m,
             boxes=self.boxes,
             foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
         )
         t2 = time.perf_counter()
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(columns, origins, directions, hits)
+        block = _Block(columns, cells, origins, directions, hits, trace_key(config, scanner.options))
         self._blocks.append(block)
         if scanner.options.radiometry:
             try:
@@ -552,8 +610,6 @@ class Sweep:
     def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
         model = scanner.model
-        rings = scanner.config.rings
-        cells = (block.columns[:, None] * rings + np.arange(rings)).reshape(-1)
         block.model = model
         block.beams = prepare_block(
             block.hits,
@@ -563,7 +619,7 @@ class Sweep:
             model,
             scanner.options.seed,
             self.index,
-            cells,
+            block.cells,
         )
 
     def _returns(self) -> Returns:
@@ -587,8 +643,14 @@ class Sweep:
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
             hits = _concatenate_hits([block.hits for block in self._blocks], rows)
         self._blocks = []
+        windows = scanner.windows
         return nearest_hit_returns(
-            hits, scanner.pattern.sub_ray_weights, config.min_range_m, config.range_m, config.materials.reflectivity
+            hits,
+            scanner.pattern.sub_ray_weights,
+            np.where(windows.azimuth_inside, windows.near_m, np.inf),
+            windows.far_m,
+            config.materials.reflectivity,
+            windows.separation_m,
         )
 
 
