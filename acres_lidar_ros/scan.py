@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
+from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
@@ -27,6 +27,7 @@ from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
 from acres_lidar_ros.radiometry.windows import CellWindows, firing_angle_rad
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 from acres_lidar_ros.sensor.timing import column_time_offset
 from acres_lidar_ros.tracing.hits import Hits
 
@@ -142,23 +143,6 @@ class ScanOptions:
         return config.motion_distortion if self.motion_distortion is None else self.motion_distortion
 
 
-def trace_key(config: SensorConfig, options: ScanOptions) -> tuple:
-    """What a scan's traced rays and hits depend on besides the poses (the trace's limits, the
-    range offset, the mechanical noise and its seed, foliage): a sweep traces a block traced
-    under another key again (a runtime change between the block and the finish)."""
-    noise = config.mechanical_noise
-    return (
-        config.range_m,
-        config.max_hits_per_sub_ray,
-        config.continue_step_m,
-        config.pond_threshold_m,
-        config.windows.range_offset_m,
-        options.foliage,
-        noise.key,
-        options.seed if noise.active else None,
-    )
-
-
 class Scanner:
     """Traces scans of one sensor over one scene.
 
@@ -233,9 +217,12 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
-                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id()),
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id),
             )
         return self._model
+
+    cell_range_id: np.ndarray | None = None
+    """The range region of each beam (its emitter's ``range_id``); None: region 0 for every ring."""
 
     def cell_firing_angle_rad(self) -> np.ndarray:
         """Seed 004's firing angle of each beam (column azimuth plus ring offset, clockwise from the
@@ -243,17 +230,10 @@ class Scanner:
         azimuth = self.pattern.column_azimuth_rad[:, None] + self.config.azimuth_offsets_rad[None, :]
         return firing_angle_rad(azimuth.reshape(-1), self.config.scan_start_azimuth_rad)
 
-    def cell_range_id(self) -> np.ndarray:
-        """The range region of each beam (its emitter's ``range_id``): (cells,) int64; every ring
-        of the rings x columns pattern uses region 0."""
-        return np.zeros(self.config.columns * self.config.rings, np.int64)
-
     @property
     def windows(self) -> CellWindows:
         """Each beam's validity windows (``radiometry.windows``) under the current config."""
-        windows = self.model.windows
-        assert windows is not None  # the model property always builds them
-        return windows
+        return self.model.windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
@@ -336,12 +316,12 @@ class Scanner:
         lens = self.pattern.lens_origins_sensor
         if columns is not None:
             sub, lens = sub[columns], lens[columns]
-        return _rays_world(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
+        return world_rays(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
 
     def points_sensor(self, range_m: np.ndarray) -> np.ndarray:
         """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
         the (cells, R) ranges; NaN where the range is NaN."""
-        return _points_sensor(range_m, self._beam_directions, self._lens_origins)
+        return sensor_points(range_m, self._beam_directions, self._lens_origins)
 
     # -- the scan -----------------------------------------------------------------------------
 
@@ -369,48 +349,6 @@ class Scanner:
         scan = sweep.finish(poses, extrapolate=extrapolate)
         self.timings_ms, self.last_echoes = sweep.timings_ms, sweep.echoes
         return scan
-
-
-@numba.njit(cache=True, nogil=True)
-def _points_sensor(range_m, directions, lens_origins):
-    """``p = R d + o`` for every return slot: (n, R, 3); NaN where the range is NaN."""
-    n, slots = range_m.shape
-    out = np.empty((n, slots, 3))
-    for i in range(n):
-        for j in range(slots):
-            r = range_m[i, j]
-            for k in range(3):
-                out[i, j, k] = r * directions[i, k] + lens_origins[i, k]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _rays_world(T_world_sensor, sub_directions_sensor, lens_origins_sensor):
-    """World origins and directions of every sub-ray: ``R d_j`` and ``R o + t`` per column, in
-    one compiled pass (a batched matmul and ``np.repeat`` cost three times as much).
-
-    T_world_sensor (C, 4, 4), sub_directions_sensor (C, P, 3), lens_origins_sensor (C, 3)
-    -> origins (C * P, 3), directions (C * P, 3).
-    """
-    columns, per_column, _ = sub_directions_sensor.shape
-    origins = np.empty((columns * per_column, 3))
-    directions = np.empty((columns * per_column, 3))
-    for c in range(columns):
-        T = T_world_sensor[c]
-        o = lens_origins_sensor[c]
-        ox = T[0, 0] * o[0] + T[0, 1] * o[1] + T[0, 2] * o[2] + T[0, 3]
-        oy = T[1, 0] * o[0] + T[1, 1] * o[1] + T[1, 2] * o[2] + T[1, 3]
-        oz = T[2, 0] * o[0] + T[2, 1] * o[1] + T[2, 2] * o[2] + T[2, 3]
-        for k in range(per_column):
-            row = c * per_column + k
-            d = sub_directions_sensor[c, k]
-            directions[row, 0] = T[0, 0] * d[0] + T[0, 1] * d[1] + T[0, 2] * d[2]
-            directions[row, 1] = T[1, 0] * d[0] + T[1, 1] * d[1] + T[1, 2] * d[2]
-            directions[row, 2] = T[2, 0] * d[0] + T[2, 1] * d[1] + T[2, 2] * d[2]
-            origins[row, 0] = ox
-            origins[row, 1] = oy
-            origins[row, 2] = oz
-    return origins, directions
 
 
 @dataclass
@@ -507,7 +445,7 @@ class Sweep:
         """Trace what is left (and blocks traced under another ``trace_key``: a
         runtime change since) and form the scan."""
         scanner = self.scanner
-        key = trace_key(scanner.config, scanner.options)
+        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
         for block in [block for block in self._blocks if block.trace_key != key]:
             self.traced[block.columns] = False
             self._blocks.remove(block)
@@ -565,16 +503,9 @@ class Sweep:
         origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns)
         rings = config.rings
         cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
-        origins, directions = block_rays(  # the firings' mechanical errors (none by default)
-            config.mechanical_noise,
-            scanner.options.seed,
-            self.index,
-            cells,
-            T_world_sensor[:, :3, :3],
-            scanner._beam_directions,
-            origins,
-            directions,
-        )
+        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        rays = (T_world_sensor[:, :3, :3], scanner._beam_directions, origins, directions)
+        origins, directions = block_rays(config.mechanical_noise, *key, *rays)
         t1 = time.perf_counter()
         hits = scanner.tracer.trace(
             origins,
@@ -591,7 +522,9 @@ class Sweep:
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(columns, cells, origins, directions, hits, trace_key(config, scanner.options))
+        block = _Block(
+            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+        )
         self._blocks.append(block)
         if scanner.options.radiometry:
             try:

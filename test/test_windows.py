@@ -147,15 +147,6 @@ def test_dropped_echoes_keep_their_reason_and_draw_their_noise(plane_tracer):
 # -- range regions ---------------------------------------------------------------------------
 
 
-class RegionScanner(Scanner):
-    """A scanner whose rings pick the given range regions (emitters' range_id)."""
-
-    ring_range_id: tuple[int, ...] = ()
-
-    def cell_range_id(self):
-        return np.tile(np.asarray(self.ring_range_id, np.int64), self.config.columns)
-
-
 def two_ring_sensor(**lidar):
     # Rings 30 and 10 deg down: the plane at 3.8 m and at 1.9 / sin 10 = 10.94 m.
     return ring_sensor(
@@ -171,8 +162,8 @@ def test_each_emitter_takes_its_range_region_instead_of_the_band(plane_tracer, o
     # min_range_m 5 would drop the 3.8 m ring: the regions replace the band.
     config = two_ring_sensor(min_range_m=5.0, range_count=2, ranges_min_m=[1.0, 8.0], ranges_max_m=[5.0, 20.0])
     for ids, valid_rings in (((0, 1), [True, True]), ((1, 0), [False, False]), ((0, 0), [True, False])):
-        scanner = RegionScanner(config, tracer=plane_tracer, options=options)
-        scanner.ring_range_id = ids
+        scanner = Scanner(config, tracer=plane_tracer, options=options)
+        scanner.cell_range_id = np.tile(np.asarray(ids, np.int64), 36)  # each ring's emitter range_id
         scan = scanner.scan(AT_REST, 10**9)
         valid = scan.returns.valid.any(axis=1).reshape(36, 2)
         assert (valid == valid_rings).all(), ids

@@ -174,3 +174,21 @@ def mechanical_noise_config(v: dict[str, Any]) -> MechanicalNoiseConfig:
         origin_mean_m=np.asarray(v[key + "origin_error_mean_m"], dtype=np.float64),
         origin_std_m=np.asarray(v[key + "origin_error_std_m"], dtype=np.float64),
     )
+
+
+def trace_key(config: Any, foliage: bool, seed: int) -> tuple:
+    """What a scan's traced rays and hits depend on besides the poses (the trace's limits, the
+    range offset, the mechanical noise and its seed, the foliage switch) for a ``SensorConfig``:
+    a sweep traces a block traced under another key again (a runtime change between the block
+    and the finish)."""
+    noise = config.mechanical_noise
+    return (
+        config.range_m,
+        config.max_hits_per_sub_ray,
+        config.continue_step_m,
+        config.pond_threshold_m,
+        config.windows.range_offset_m,
+        bool(foliage),
+        noise.key,
+        int(seed) if noise.active else None,
+    )

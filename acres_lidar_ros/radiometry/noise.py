@@ -336,14 +336,13 @@ def keyed_normal(
     -------
     (n,) float64 (broadcast shape of the inputs).
     """
-    seed_term = _U64(int(seed_term) & MASK64)
-    sub_ray = slot
+    term = _U64(int(seed_term) & MASK64)
     scan = _as_u64_array(np.asarray(scan_index, dtype=np.int64))
     b = _as_u64_array(np.asarray(beam, dtype=np.int64))
-    j = _as_u64_array(np.asarray(sub_ray, dtype=np.int64))
+    j = _as_u64_array(np.asarray(slot, dtype=np.int64))
     scan, b, j = (np.ascontiguousarray(a).reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(scan), b, j))
-    shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(sub_ray))
-    return _hash_normals(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
+    shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(slot))
+    return _hash_normals(_roughness_hashes(scan, b, j, term)).reshape(shape)
 
 
 def normals_from_u32(u32: np.ndarray) -> np.ndarray:

@@ -68,9 +68,9 @@ class CellWindows:
     separation_m: float
 
     @classmethod
-    def build(cls, config: SensorConfig, firing_angle_rad: np.ndarray, range_id: np.ndarray) -> CellWindows:
-        """The windows of the beams whose firing angles (clockwise from forward, before any start
-        offset, rad) and range ids are given: two (cells,) arrays.
+    def build(cls, config: SensorConfig, firing_angle_rad: np.ndarray, range_id: np.ndarray | None) -> CellWindows:
+        """The windows of the beams whose firing angles (``firing_angle_rad``, rad) and range ids
+        are given: two (cells,) arrays; ``range_id`` None is region 0 for every beam.
 
         Raises
         ------
@@ -79,7 +79,7 @@ class CellWindows:
         """
         w = config.windows
         angle = np.asarray(firing_angle_rad, dtype=np.float64)
-        ids = np.asarray(range_id, dtype=np.int64)
+        ids = np.zeros(angle.shape, np.int64) if range_id is None else np.asarray(range_id, dtype=np.int64)
         if ids.shape != angle.shape:
             raise ValueError(f"range_id {ids.shape} and firing_angle_rad {angle.shape} must have one entry per beam")
         bad = np.flatnonzero((ids < 0) | (ids >= w.regions))
