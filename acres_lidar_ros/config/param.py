@@ -12,6 +12,8 @@ from typing import Any
 from acres_lidar_ros.errors import ConfigError
 
 _FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
+#: A ROS topic name (used with fullmatch): optional leading /, tokens of letters, digits and _.
+TOPIC_NAME = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
 #: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -20,8 +22,9 @@ FLOAT32_MAX = 3.4028234663852886e38
 class Param:
     """One key of the sensors file.
 
-    ``kind`` is one of ``bool``, ``int``, ``float``, ``str``, ``float_list`` (one value per ring,
-    or ``length`` values when it is set), ``float_array`` (0 to ``max_items`` values, their count
+    ``kind`` is one of ``bool``, ``int``, ``float``, ``str`` (a frame name, or one of ``choices``),
+    ``topic`` (a ROS topic name), ``float_list`` (one value per ring, or ``length`` values when it
+    is set), ``float_array`` (0 to ``max_items`` values, their count
     checked against another key by the loader), ``path`` (a file name relative to the sensors
     file, or null). ``nullable`` marks the keys whose ``null`` means "none" (the tables and
     ``self_returns``); every other ``null`` is an error. ``low``/``high`` bound numbers and each
@@ -61,6 +64,8 @@ class Param:
             return "a file name relative to the sensors file, or null"
         if self.kind == "str":
             return "a frame name (letters, digits, _ and /, not starting with a digit)"
+        if self.kind == "topic":
+            return "a topic name such as /lidar/points"
         return self._allowed_number() + (", or null (none)" if self.nullable else "")
 
     def _allowed_number(self) -> str:
@@ -88,12 +93,14 @@ class Param:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             return value
-        if self.kind in ("str", "path"):
+        if self.kind in ("str", "path", "topic"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.choices and value not in self.choices:
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
+            if self.kind == "topic" and not TOPIC_NAME.fullmatch(value):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "path" and not _is_file_name(value):
                 raise ConfigError(

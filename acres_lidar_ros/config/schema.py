@@ -14,6 +14,7 @@ from typing import Any
 # Param and its helpers live in config.param; imported here under their own names for the modules that
 # take them from the schema.
 from acres_lidar_ros.config.param import FLOAT32_MAX as FLOAT32_MAX
+from acres_lidar_ros.config.param import TOPIC_NAME as TOPIC_NAME
 from acres_lidar_ros.config.param import Param as Param
 from acres_lidar_ros.config.param import short_repr as short_repr
 from acres_lidar_ros.config.spectral_library import LIBRARY_SAMPLES
@@ -212,6 +213,19 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("delay_s", "float", 0.05, "s", low=0, high=10, description="Delay of the scan row and the published cloud."),
     P("output", "str", "ply", choices=("ply", "pcd", "both"), description="Files each scan writes."),
     P("frame_id", "str", "lidar", description="Frame name of the cloud."),
+    P(
+        "topic",
+        "topic",
+        "/lidar/points",
+        description="Cloud topic the sensor's driver publishes by default (the node's topic when it names none).",
+    ),
+    P(
+        "point_type",
+        "str",
+        "XYZI",
+        description="Point layout the sensor's driver publishes by default: a profile of outputs/point_types.py "
+        "(the CLI's and the node's point type when they name none).",
+    ),
     P("self_returns", "path", None, nullable=True, description="File of the self-return table."),
     P(
         "radiometry.range_at_10pct_m",
