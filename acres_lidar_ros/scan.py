@@ -11,20 +11,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
+from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
+from acres_lidar_ros.radiometry.windows import CellWindows, firing_angle_rad
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 from acres_lidar_ros.sensor.timing import column_time_offset
 from acres_lidar_ros.tracing.hits import Hits
 
@@ -214,8 +217,23 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id),
             )
         return self._model
+
+    cell_range_id: np.ndarray | None = None
+    """The range region of each beam (its emitter's ``range_id``); None: region 0 for every ring."""
+
+    def cell_firing_angle_rad(self) -> np.ndarray:
+        """Seed 004's firing angle of each beam (column azimuth plus ring offset, clockwise from the
+        sweep's start, rad): (cells,) float64, what the valid azimuth window is measured on."""
+        azimuth = self.pattern.column_azimuth_rad[:, None] + self.config.azimuth_offsets_rad[None, :]
+        return firing_angle_rad(azimuth.reshape(-1), self.config.scan_start_azimuth_rad)
+
+    @property
+    def windows(self) -> CellWindows:
+        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+        return self.model.windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
@@ -298,12 +316,12 @@ class Scanner:
         lens = self.pattern.lens_origins_sensor
         if columns is not None:
             sub, lens = sub[columns], lens[columns]
-        return _rays_world(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
+        return world_rays(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
 
     def points_sensor(self, range_m: np.ndarray) -> np.ndarray:
         """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
         the (cells, R) ranges; NaN where the range is NaN."""
-        return _points_sensor(range_m, self._beam_directions, self._lens_origins)
+        return sensor_points(range_m, self._beam_directions, self._lens_origins)
 
     # -- the scan -----------------------------------------------------------------------------
 
@@ -333,57 +351,17 @@ class Scanner:
         return scan
 
 
-@numba.njit(cache=True, nogil=True)
-def _points_sensor(range_m, directions, lens_origins):
-    """``p = R d + o`` for every return slot: (n, R, 3); NaN where the range is NaN."""
-    n, slots = range_m.shape
-    out = np.empty((n, slots, 3))
-    for i in range(n):
-        for j in range(slots):
-            r = range_m[i, j]
-            for k in range(3):
-                out[i, j, k] = r * directions[i, k] + lens_origins[i, k]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _rays_world(T_world_sensor, sub_directions_sensor, lens_origins_sensor):
-    """World origins and directions of every sub-ray: ``R d_j`` and ``R o + t`` per column, in
-    one compiled pass (a batched matmul and ``np.repeat`` cost three times as much).
-
-    T_world_sensor (C, 4, 4), sub_directions_sensor (C, P, 3), lens_origins_sensor (C, 3)
-    -> origins (C * P, 3), directions (C * P, 3).
-    """
-    columns, per_column, _ = sub_directions_sensor.shape
-    origins = np.empty((columns * per_column, 3))
-    directions = np.empty((columns * per_column, 3))
-    for c in range(columns):
-        T = T_world_sensor[c]
-        o = lens_origins_sensor[c]
-        ox = T[0, 0] * o[0] + T[0, 1] * o[1] + T[0, 2] * o[2] + T[0, 3]
-        oy = T[1, 0] * o[0] + T[1, 1] * o[1] + T[1, 2] * o[2] + T[1, 3]
-        oz = T[2, 0] * o[0] + T[2, 1] * o[1] + T[2, 2] * o[2] + T[2, 3]
-        for k in range(per_column):
-            row = c * per_column + k
-            d = sub_directions_sensor[c, k]
-            directions[row, 0] = T[0, 0] * d[0] + T[0, 1] * d[1] + T[0, 2] * d[2]
-            directions[row, 1] = T[1, 0] * d[0] + T[1, 1] * d[1] + T[1, 2] * d[2]
-            directions[row, 2] = T[2, 0] * d[0] + T[2, 1] * d[1] + T[2, 2] * d[2]
-            origins[row, 0] = ox
-            origins[row, 1] = oy
-            origins[row, 2] = oz
-    return origins, directions
-
-
 @dataclass
 class _Block:
     """One traced column block of a sweep: its rays, hits and (with radiometry) its beams'
     contributions and echoes, prepared with ``model``."""
 
     columns: np.ndarray
+    cells: np.ndarray
     origins: np.ndarray
     directions: np.ndarray
     hits: Hits
+    trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
 
@@ -464,11 +442,16 @@ class Sweep:
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
-        """Trace what is left and form the scan."""
+        """Trace what is left (and blocks traced under another ``trace_key``: a
+        runtime change since) and form the scan."""
+        scanner = self.scanner
+        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
+        for block in [block for block in self._blocks if block.trace_key != key]:
+            self.traced[block.columns] = False
+            self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        scanner = self.scanner
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
@@ -518,6 +501,11 @@ class Sweep:
         self.T_world_sensor[columns] = T_world_sensor
         everything = columns.size == config.columns
         origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns)
+        rings = config.rings
+        cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
+        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        rays = (T_world_sensor[:, :3, :3], scanner._beam_directions, origins, directions)
+        origins, directions = block_rays(config.mechanical_noise, *key, *rays)
         t1 = time.perf_counter()
         hits = scanner.tracer.trace(
             origins,
@@ -528,12 +516,15 @@ class Sweep:
             pond_threshold_m=config.pond_threshold_m,
             boxes=self.boxes,
             foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
         )
         t2 = time.perf_counter()
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(columns, origins, directions, hits)
+        block = _Block(
+            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+        )
         self._blocks.append(block)
         if scanner.options.radiometry:
             try:
@@ -552,8 +543,6 @@ class Sweep:
     def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
         model = scanner.model
-        rings = scanner.config.rings
-        cells = (block.columns[:, None] * rings + np.arange(rings)).reshape(-1)
         block.model = model
         block.beams = prepare_block(
             block.hits,
@@ -563,7 +552,7 @@ class Sweep:
             model,
             scanner.options.seed,
             self.index,
-            cells,
+            block.cells,
         )
 
     def _returns(self) -> Returns:
@@ -587,8 +576,14 @@ class Sweep:
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
             hits = _concatenate_hits([block.hits for block in self._blocks], rows)
         self._blocks = []
+        windows = scanner.windows
         return nearest_hit_returns(
-            hits, scanner.pattern.sub_ray_weights, config.min_range_m, config.range_m, config.materials.reflectivity
+            hits,
+            scanner.pattern.sub_ray_weights,
+            np.where(windows.azimuth_inside, windows.near_m, np.inf),
+            windows.far_m,
+            config.materials.reflectivity,
+            windows.separation_m,
         )
 
 

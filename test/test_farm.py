@@ -166,12 +166,16 @@ def test_v2_has_the_structure_of_a_farm(v2):
     assert min(count.values()) > 0, count
     for name in ("tractor", "combine", "grain_cart", "machine_shed", "barn", "bale_shed", "house", "workshop"):
         assert name in names
+    # Every object has a class and a type (the instance table's), and triangles or crop patches.
+    assert len(v2.object_class) == len(v2.object_type) == len(names)
+    assert v2.object_class[names.index("tractor")] == CLASS_ID["other"]
+    assert v2.object_class[names.index("grain_bin_0")] == CLASS_ID["silo"]
     # Every named object has triangles, and the machinery stands on the ground.
     present = np.zeros(len(names), bool)
-    present[v2.triangle_object] = True
-    crop_ids = set(np.unique(v2.crops.object_id).tolist())
+    present[v2.triangle_instance] = True
+    crop_ids = set(np.unique(v2.crops.instance).tolist())
     assert all(present[i] or i in crop_ids for i in range(len(names)))
-    tractor = v2.vertices_m[np.unique(v2.triangles[v2.triangle_object == names.index("tractor")])]
+    tractor = v2.vertices_m[np.unique(v2.triangles[v2.triangle_instance == names.index("tractor")])]
     ground_z = v2.height_at(*tractor[:, :2].mean(axis=0))
     assert abs(tractor[:, 2].min() - ground_z) < 0.2 and 2.5 < tractor[:, 2].max() - ground_z < 3.5
 
@@ -184,7 +188,7 @@ def test_every_static_class_is_present_and_every_triangle_is_labelled(farm, layo
     assert np.all(farm.triangle_material[ground_triangles] == -1)
     other = ~ground_triangles
     assert np.all((farm.triangle_material[other] >= 0) & (farm.triangle_material[other] < len(MATERIAL_ID)))
-    assert farm.triangle_object.min() >= 0 and farm.triangle_object.max() < len(farm.object_names)
+    assert farm.triangle_instance.max() < len(farm.object_names)
     low, high = {"v1": (50_000, 400_000), "v2": (1_000_000, 1_600_000)}[layout]
     assert low < farm.triangle_count < high
     crops = farm.crops

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
+from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
@@ -68,8 +69,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sensor",
         default="polaris",
-        metavar="polaris|default|FILE",
-        help="sensors file or a named sensor (default: polaris)",
+        metavar="NAME|FILE",
+        help="sensors file, or a named sensor: polaris (default), default, or a shipped one (docs/sensors.md)",
     )
     parser.add_argument(
         "--scene",
@@ -97,6 +98,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--solid-foliage", action="store_true", help="foliage stops beams instead of passing them")
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
+    add_labels_argument(parser)
     for option, key in SENSOR_OPTIONS.items():
         param = LIDAR_PARAM[key]
         unit = f" ({param.unit})" if param.unit else ""
@@ -108,17 +110,29 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _point_profile(name: str) -> Any:
+def _point_profile(name: str, where: str = "point_type") -> Any:
     from acres_lidar_ros.outputs.point_types import point_profile
 
-    return point_profile(name)
+    return point_profile(name, where)
+
+
+def _point_type(args: argparse.Namespace, config: SensorConfig) -> str:
+    """``--point-type``, or the sensors file's ``lidar.point_type`` (its driver's layout), checked."""
+    if args.point_type is not None:
+        return str(args.point_type)
+    _point_profile(config.point_type, f"lidar.point_type of {config.source}")
+    return config.point_type
+
+
+def _point_type_key(args: argparse.Namespace, config: SensorConfig) -> str:
+    return "--point-type" if args.point_type is not None else f"lidar.point_type of {config.source}"
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
     from acres_lidar_ros.outputs.point_types import PROFILES  # numpy: after the handlers
 
-    help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
-    parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)
+    help_ = f"point layout of {what} (docs/outputs.md; default: the sensors file's lidar.point_type, its driver's)"
+    parser.add_argument("--point-type", default=None, metavar="|".join(PROFILES), help=help_)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -343,8 +357,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
-    _point_profile(args.point_type)  # ConfigError listing the profiles
+    if args.point_type is not None:
+        run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
     config, scene, scanner = _load(args, need_lidar="scan")
+    point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
         return code
@@ -363,7 +379,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
         out,
         files=args.format or config.output,
         run=vars_for_json(args),
-        point_type=args.point_type,
+        point_type=point_type,
+        labels=args.labels,
     )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     if (code := _stopped(args)) is not None:
@@ -382,8 +399,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
-    _point_profile(args.point_type)  # ConfigError listing the profiles
+    if args.point_type is not None:
+        run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
     config, scene, scanner = _load(args)
+    point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
         return code
@@ -392,11 +411,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     else:
         times, positions, quaternions = read_tum(Path(args.trajectory))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
-    boxes_at = None
+    boxes_at, track_ids = None, []
     if args.boxes is not None:
         from acres_lidar_ros.scene.box_tracks import load_box_tracks
 
-        boxes_at = load_box_tracks(args.boxes).boxes_at
+        tracks = load_box_tracks(args.boxes)
+        boxes_at, track_ids = tracks.boxes_at, [track.object_id for track in tracks.tracks]
     bar = None
     progress = None
     if not args.no_progress:
@@ -416,12 +436,14 @@ def cmd_record(args: argparse.Namespace) -> int:
             trajectory,
             out,
             duration_s=args.duration,
-            point_type=args.point_type,
+            point_type=point_type,
             files=args.files or config.output,
             boxes_at=boxes_at,
             run=vars_for_json(args),
             progress=progress,
             should_stop=lambda: args._stop.requested is not None,
+            labels=args.labels,
+            vehicle_object_ids=track_ids,
         )
     finally:
         if bar is not None:
@@ -451,13 +473,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
         raise ConfigError(f"--odom-hz {args.odom_hz}: expected a rate > 0 and <= 1000 Hz")
     started = time.perf_counter()
-    _config, scene, scanner = _load(args, need_lidar="bench")
+    config, scene, scanner = _load(args, need_lidar="bench")
     build_s = time.perf_counter() - started
     tour = _tour(scene, args)
     freeze_startup_objects()  # as the node and record do
-    result = bench_scans(scanner, tour, n_scans=args.scans)
+    point_type = _point_type(argparse.Namespace(point_type=None), config)  # the sensor's driver layout
+    result = bench_scans(scanner, tour, n_scans=args.scans, point_type=point_type)
     result.update(
         sensor=args.sensor,
+        point_type=point_type,
         sub_rays=scanner.sub_rays,
         scene_triangles=scene.triangle_count,
         scene_build_s=build_s,
