@@ -17,6 +17,7 @@ import numpy as np
 from acres_lidar_ros.config.materials import MATERIAL_ID
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.farm_parts import sunk_box
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, points_in_polygon
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_HARVESTED, Scene
 
@@ -113,17 +114,6 @@ def _water(rng: np.random.Generator) -> tuple[CellGrid, CellGrid]:
     wet = np.clip(wet + 0.5 * np.exp(-((r - 1.0) ** 2) / 0.5), 0.0, 1.0)
     origin = np.array([-FARM_HALF_SIZE_M, -FARM_HALF_SIZE_M])
     return CellGrid(origin, WATER_CELL_M, depth), CellGrid(origin, WATER_CELL_M, wet)
-
-
-def sunk_box(b: SceneBuilder, centre_xy, size, yaw, cls, roof=0.0, name=None, material=None) -> int:
-    """Box standing on the lowest ground under its footprint, sunk 0.3 m into the ground."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    kx = np.array([-1, 1, 1, -1]) * size[0] / 2
-    ky = np.array([-1, -1, 1, 1]) * size[1] / 2
-    z = b.terrain.height_at(centre_xy[0] + c * kx - s * ky, centre_xy[1] + s * kx + c * ky)
-    top = float(z.max()) + size[2]
-    base = float(z.min()) - 0.3
-    return b.add_box(centre_xy, [size[0], size[1], top - base], cls, yaw, material, roof, base, name)
 
 
 def build_default_farm(seed: int = 0, layout: str = "v2") -> Scene:

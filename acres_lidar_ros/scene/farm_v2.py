@@ -22,8 +22,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from acres_lidar_ros.scene import shapes
 from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.farm_parts import (
+    box_part,
+    combine,
+    grain_cart,
+    parts_mesh,
+    place,
+    round_bale,
+    sunk_box,
+    tractor,
+)
 from acres_lidar_ros.scene.farm_v2_ground import (
     FIELDS,
     POND_CENTRE_XY_M,
@@ -35,70 +44,6 @@ from acres_lidar_ros.scene.farm_v2_ground import (
     track_centreline_xy_m,
 )
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_PATCH_SIZE_M, Scene
-
-
-def _parts_mesh(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.cumsum([0] + [len(v) for v, _ in parts])
-    return np.vstack([v for v, _ in parts]), np.vstack([t + o for (_, t), o in zip(parts, offsets)])
-
-
-def _box_part(centre_m, size_m) -> tuple[np.ndarray, np.ndarray]:
-    """Box of ``size_m`` centred at ``centre_m`` (local frame)."""
-    v, t = shapes.box(np.asarray(size_m, float))
-    return v + np.asarray(centre_m, float) - [0.0, 0.0, size_m[2] / 2], t
-
-
-def _wheel_part(centre_m, radius_m: float, width_m: float, segments: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """Cylinder with its axis along local y, centred at ``centre_m``."""
-    v, t = shapes.cylinder(radius_m, width_m, segments)
-    v = v[:, [0, 2, 1]] - [0.0, width_m / 2, 0.0]  # z axis -> y axis
-    return v + np.asarray(centre_m, float), t[:, ::-1]  # swapping two axes mirrors: keep outward
-
-
-def _place(mesh: tuple[np.ndarray, np.ndarray], xy_m, yaw_rad: float, z_m: float) -> tuple[np.ndarray, np.ndarray]:
-    v, t = mesh
-    v = v @ shapes.rotation_z(yaw_rad).T + [xy_m[0], xy_m[1], z_m]
-    return v, t
-
-
-def _tractor() -> tuple[np.ndarray, np.ndarray]:
-    return _parts_mesh(
-        [
-            _box_part([0.2, 0.0, 1.15], [3.2, 1.1, 0.9]),  # chassis
-            _box_part([1.4, 0.0, 1.75], [1.6, 0.95, 0.5]),  # bonnet
-            _box_part([-0.6, 0.0, 2.4], [1.5, 1.5, 1.6]),  # cab
-            _wheel_part([-0.8, 0.95, 0.85], 0.85, 0.6),
-            _wheel_part([-0.8, -0.95, 0.85], 0.85, 0.6),
-            _wheel_part([1.5, 0.85, 0.5], 0.5, 0.4),
-            _wheel_part([1.5, -0.85, 0.5], 0.5, 0.4),
-        ]
-    )
-
-
-def _combine() -> tuple[np.ndarray, np.ndarray]:
-    return _parts_mesh(
-        [
-            _box_part([0.0, 0.0, 2.2], [6.0, 3.0, 2.6]),  # body
-            _box_part([-0.8, 0.0, 3.9], [3.0, 2.8, 0.8]),  # grain tank
-            _box_part([2.2, 0.0, 4.3], [1.6, 1.8, 1.6]),  # cab
-            _box_part([4.0, 0.0, 0.8], [1.6, 6.0, 1.0]),  # header
-            _wheel_part([1.8, 1.6, 0.85], 0.85, 0.7),
-            _wheel_part([1.8, -1.6, 0.85], 0.85, 0.7),
-            _wheel_part([-2.2, 1.4, 0.55], 0.55, 0.45),
-            _wheel_part([-2.2, -1.4, 0.55], 0.55, 0.45),
-        ]
-    )
-
-
-def _grain_cart() -> tuple[np.ndarray, np.ndarray]:
-    return _parts_mesh(
-        [
-            _box_part([0.0, 0.0, 1.85], [5.0, 2.4, 1.7]),  # tub
-            _box_part([3.2, 0.0, 0.7], [1.6, 0.2, 0.15]),  # drawbar
-            _wheel_part([0.0, 1.35, 0.65], 0.65, 0.5),
-            _wheel_part([0.0, -1.35, 0.65], 0.65, 0.5),
-        ]
-    )
 
 
 def _crop_state(field, rng: np.random.Generator) -> tuple[tuple[int, int], np.ndarray]:
@@ -135,8 +80,6 @@ def _row(rng: np.random.Generator, start, end, spacing_m: tuple[float, float], j
 
 def build_farm_v2(seed: int = 0) -> Scene:
     """The built-in farm, layout "v2" (see the module docstring); deterministic in ``seed``."""
-    from acres_lidar_ros.scene.farm import sunk_box
-
     rng = np.random.default_rng(seed)
     ground = build_ground(rng)
     terrain = ground.terrain
@@ -157,18 +100,17 @@ def build_farm_v2(seed: int = 0) -> Scene:
     for k, (x, y) in enumerate([(-6.0, -5.5), (30.0, 5.0)]):
         b.add_cylinder((x, y), 0.1, 7.0, "other", segments=8, material="metal_bin", name=f"yard_light_{k}")
     for name, mesh, (x, y, yaw) in (
-        ("tractor", _tractor(), (10.0, 6.5, 0.0)),
-        ("combine", _combine(), (-8.0, 6.8, 0.0)),
-        ("grain_cart", _grain_cart(), (20.0, -5.8, np.pi)),
+        ("tractor", tractor(), (10.0, 6.5, 0.0)),
+        ("combine", combine(), (-8.0, 6.8, 0.0)),
+        ("grain_cart", grain_cart(), (20.0, -5.8, np.pi)),
     ):
-        v, t = _place(mesh, (x, y), yaw, float(terrain.height_at(x, y)) - 0.05)
+        v, t = place(mesh, (x, y), yaw, float(terrain.height_at(x, y)) - 0.05)
         b.add_mesh(v, t, "other", material="vehicle", name=name)
-    bale = shapes.cylinder(0.75, 1.2, 20)
-    bale_y = (bale[0][:, [0, 2, 1]] - [0.0, 0.6, 0.0] + [0.0, 0.0, 0.72], bale[1][:, ::-1])  # lying, axis along y
+    bale_y = round_bale()
     stack = [(29.0 + 1.3 * i, -21.0 + 1.55 * j, 0.0) for i in range(4) for j in range(3)]
     stack += [(29.0 + 1.3 * i, -20.2 + 1.55 * j, 1.3) for i in range(4) for j in range(2)]
     for k, (x, y, dz) in enumerate(stack):
-        v, t = _place(bale_y, (x, y), np.pi / 2, float(terrain.height_at(x, y)) + dz)
+        v, t = place(bale_y, (x, y), np.pi / 2, float(terrain.height_at(x, y)) + dz)
         b.add_mesh(v, t, "other", material="grass", name=f"round_bale_stack_{k}")
     for k, (x, y, level) in enumerate([(-14.0 + 1.25 * i, -6.5, lv) for i in range(4) for lv in range(3)]):
         z = float(terrain.height_at(x, y)) + 0.9 * level
@@ -176,8 +118,8 @@ def build_farm_v2(seed: int = 0) -> Scene:
     # Yard clutter: drums by the workshop, a pickup, a pallet stack, the house's hedge and garden fence.
     for k, x in enumerate(np.arange(2.5, 6.0, 0.7)):
         b.add_cylinder((x, -10.0 - 0.4 * (k % 2)), 0.3, 0.9, "other", "metal_bin", segments=12, name=f"drum_{k}")
-    pickup = _parts_mesh([_box_part([0.0, 0.0, 0.95], [5.3, 1.9, 0.9]), _box_part([0.6, 0.0, 1.75], [1.9, 1.8, 0.7])])
-    v, t = _place(pickup, (-17.0, -4.6), 0.1, float(terrain.height_at(-17.0, -4.6)))
+    pickup = parts_mesh([box_part([0.0, 0.0, 0.95], [5.3, 1.9, 0.9]), box_part([0.6, 0.0, 1.75], [1.9, 1.8, 0.7])])
+    v, t = place(pickup, (-17.0, -4.6), 0.1, float(terrain.height_at(-17.0, -4.6)))
     b.add_mesh(v, t, "other", material="vehicle", name="pickup")
     b.add_box((3.0, 6.0), (1.2, 1.0, 1.6), "other", material="bark", name="pallet_stack")
     for k, p in enumerate(_row(rng, (-35.0, -7.5), (-19.0, -7.5), (1.6, 2.2), 0.2)):
@@ -264,7 +206,7 @@ def build_farm_v2(seed: int = 0) -> Scene:
     # --- bales on the open field, crops --------------------------------------------------
     bale_xy = np.column_stack([rng.uniform(45.0, 145.0, 40), rng.uniform(-140.0, -9.0, 40)])
     for k, (x, y) in enumerate(bale_xy):
-        v, t = _place(bale_y, (x, y), float(rng.uniform(0, np.pi)), float(terrain.height_at(x, y)))
+        v, t = place(bale_y, (x, y), float(rng.uniform(0, np.pi)), float(terrain.height_at(x, y)))
         b.add_mesh(v, t, "other", material="grass", name=f"field_bale_{k}")
     for field in FIELDS:
         if field.crop is None:
