@@ -19,7 +19,7 @@ block as it is traced, before the scan's stamp. The spec's equations come from `
 4. **Echoes** (``form_echoes``). All contributions of a beam with ``P > 0`` in range order; an
    echo starts at the nearest contribution not yet in an echo and takes every contribution
    within ``min_return_separation_m`` of it (``R_i - R_first <= separation``). ``rho_e = sum P``,
-   ``R_e`` and ``g_e`` are ``P``-weighted means; class, material and object are those of the
+   ``R_e`` and ``g_e`` are ``P``-weighted means; class, material and instance are those of the
    largest contribution (the nearest one on a tie).
 
 With rain or fog clutter the slabs are contributions too, and they need the rain stream in the
@@ -43,7 +43,6 @@ from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.hit_passes import ground_keys, lit_contributions, reached_hits
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import hash_normal, place_seed_term, roughness_seed_term
-from acres_lidar_ros.radiometry.returns import segment_first_argmax
 from acres_lidar_ros.tracing.hits import Hits
 
 _ByCell = TypeVar("_ByCell", bound=Any)
@@ -65,7 +64,8 @@ class Contributions:
     range_m, power, peak : (m,) float64
         ``R`` (after the roughness move), ``P`` (> 0) and ``g``.
     class_id, material_id : (m,) uint8
-    object_id : (m,) int32
+    instance : (m,) uint32
+        Instance label (``scene.instances``).
     """
 
     cell: np.ndarray
@@ -74,7 +74,7 @@ class Contributions:
     peak: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
 
     @staticmethod
     def of_beams(parts: list[Contributions]) -> Contributions:
@@ -102,7 +102,8 @@ class Echoes:
     range_m, reflectance, peak : (e,) float64
         ``R_e``, ``rho_e`` and ``g_e``.
     class_id, material_id : (e,) uint8
-    object_id : (e,) int32
+    instance : (e,) uint32
+        Instance label of the echo's largest contribution.
     """
 
     cell: np.ndarray
@@ -111,7 +112,7 @@ class Echoes:
     peak: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
 
     @staticmethod
     def concatenate(parts: list[Echoes]) -> Echoes:
@@ -290,7 +291,7 @@ def contributions_of_hits(
         cos_incidence,
         class_id,
         material_id,
-        hits.object_id.ravel(),
+        hits.instance.ravel(),
         hits.wetness.ravel(),
         mats.reflectivity,
         mats.incidence_exponent,
@@ -313,18 +314,43 @@ def contributions_of_hits(
 def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
     """Step 4 of the module notes: the echoes of contributions in beam and range order."""
     c = contributions
-    if c.cell.size == 0:
-        empty = np.zeros(0)
-        return Echoes(
-            np.zeros(0, np.int64), empty, empty, empty, *(np.zeros(0, t) for t in (np.uint8, np.uint8, np.int32))
-        )
     start = np.flatnonzero(_echo_opens(c.cell, c.range_m, float(separation_m)))
-    rho_e = np.add.reduceat(c.power, start)
-    range_e = np.add.reduceat(c.power * c.range_m, start) / rho_e
-    peak_e = np.add.reduceat(c.power * c.peak, start) / rho_e
-    largest = segment_first_argmax(c.power, start)
-    return Echoes(
-        c.cell[start], range_e, rho_e, peak_e, c.class_id[largest], c.material_id[largest], c.object_id[largest]
+    return Echoes(*_echoes_of(start, c.cell, c.range_m, c.power, c.peak, c.class_id, c.material_id, c.instance))
+
+
+@numba.njit(cache=True, nogil=True)
+def _echoes_of(start, cell, range_m, power, peak, class_id, material_id, instance):
+    """The echo of each run ``[start[e], start[e + 1])`` of contributions: ``rho_e = sum P``,
+    ``R_e`` and ``g_e`` the ``P``-weighted means (sums in order), and the fields of the first
+    largest ``P``."""
+    n_echo = start.shape[0]
+    out_range = np.empty(n_echo)
+    out_rho = np.empty(n_echo)
+    out_peak = np.empty(n_echo)
+    largest = np.empty(n_echo, np.int64)
+    for e in range(n_echo):
+        lo = start[e]
+        hi = start[e + 1] if e + 1 < n_echo else cell.shape[0]
+        sum_p = sum_pr = sum_pg = 0.0
+        best = lo
+        for i in range(lo, hi):
+            sum_p += power[i]
+            sum_pr += power[i] * range_m[i]
+            sum_pg += power[i] * peak[i]
+            if power[i] > power[best]:
+                best = i
+        out_rho[e] = sum_p
+        out_range[e] = sum_pr / sum_p
+        out_peak[e] = sum_pg / sum_p
+        largest[e] = best
+    return (
+        cell[start],
+        out_range,
+        out_rho,
+        out_peak,
+        class_id[largest],
+        material_id[largest],
+        instance[largest],
     )
 
 

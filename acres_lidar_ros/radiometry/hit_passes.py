@@ -186,7 +186,7 @@ def lit_contributions(
     cos_incidence: np.ndarray,
     class_id: np.ndarray,
     material_id: np.ndarray,
-    object_id: np.ndarray,
+    instance: np.ndarray,
     wetness: np.ndarray,
     reflectivity: np.ndarray,
     incidence_exponent: np.ndarray,
@@ -212,7 +212,7 @@ def lit_contributions(
     out_peak = np.empty(n)
     out_class = np.empty(n, np.uint8)
     out_material = np.empty(n, np.uint8)
-    out_object = np.empty(n, np.int32)
+    out_object = np.empty(n, np.uint32)
     m = 0
     start = 0  # first contribution of the current beam
     current = -1
@@ -265,7 +265,7 @@ def lit_contributions(
         out_peak[m] = peak
         out_class[m] = class_id[f]
         out_material[m] = mat
-        out_object[m] = object_id[f]
+        out_object[m] = instance[f]
         m += 1
     _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
     return (
@@ -282,13 +282,13 @@ def lit_contributions(
 
 
 @_jit
-def _sort_by_range(range_m, power, peak, class_id, material_id, object_id, start, end):
+def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start, end):
     """Stable insertion sort of the records ``[start, end)`` by range (a beam's few contributions)."""
     for i in range(start + 1, end):
         r = range_m[i]
         if r >= range_m[i - 1]:
             continue
-        p, g, c, mt, o = power[i], peak[i], class_id[i], material_id[i], object_id[i]
+        p, g, c, mt, o = power[i], peak[i], class_id[i], material_id[i], instance[i]
         j = i - 1
         while j >= start and range_m[j] > r:
             range_m[j + 1] = range_m[j]
@@ -296,11 +296,11 @@ def _sort_by_range(range_m, power, peak, class_id, material_id, object_id, start
             peak[j + 1] = peak[j]
             class_id[j + 1] = class_id[j]
             material_id[j + 1] = material_id[j]
-            object_id[j + 1] = object_id[j]
+            instance[j + 1] = instance[j]
             j -= 1
         range_m[j + 1] = r
         power[j + 1] = p
         peak[j + 1] = g
         class_id[j + 1] = c
         material_id[j + 1] = mt
-        object_id[j + 1] = o
+        instance[j + 1] = o
