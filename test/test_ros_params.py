@@ -53,6 +53,25 @@ def test_only_the_runtime_keys_are_writable(decls):
             "lidar.motion_distortion",
             "lidar.radiometry.range_std_low_snr_m",
             "lidar.weather.enabled",
+            # issue 10: windows, limits and mechanical noise change at the next scan
+            "lidar.range_count",
+            "lidar.ranges_min_m",
+            "lidar.ranges_max_m",
+            "lidar.valid_start_azimuth_deg",
+            "lidar.valid_end_azimuth_deg",
+            "lidar.range_offset_m",
+            "lidar.separation_near_limit",
+            *(
+                f"lidar.mechanical_noise.{name}"
+                for name in (
+                    "azimuth_error_mean_deg",
+                    "azimuth_error_std_deg",
+                    "elevation_error_mean_deg",
+                    "elevation_error_std_deg",
+                    "origin_error_mean_m",
+                    "origin_error_std_m",
+                )
+            ),
             "rain_mm_per_h",
             "visibility_m",
             "noise",
@@ -69,7 +88,9 @@ def test_defaults_come_from_the_loaded_sensors_file(decls, polaris):
     assert decls["lidar.rpy_deg"].default == [-1.518, 5.317, 0.0]
     assert len(decls["lidar.elevations_deg"].default) == 32
     assert decls["lidar.hz"].type == "double" and decls["lidar.columns"].type == "integer"
-    assert decls["topic"].default == "/lidar/points" and decls["point_type"].default == "XYZI"
+    # the node's topic and point type are empty: the sensors file's, its driver's defaults
+    assert decls["topic"].default == "" and decls["point_type"].default == ""
+    assert decls["lidar.topic"].default == "/lidar/points" and decls["lidar.point_type"].default == "XYZI"
     assert decls["qos_depth"].default == 100
     default = by_name(declarations(load_sensor_config("default")))
     assert default["lidar.elevations_deg"].default is None  # declared without a value

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option, short_repr
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, TOPIC_NAME, Param, check_option, short_repr
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.point_types import PROFILES
@@ -41,12 +41,14 @@ _TYPE_OF_KIND = {
     "int": "integer",
     "float": "double",
     "str": "string",
+    "topic": "string",
     "path": "string",
     "float_list": "double_array",
+    "float_array": "double_array",
 }
 
 # Used with fullmatch: "$" would let a trailing newline through.
-_TOPIC = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+_TOPIC = TOPIC_NAME
 _FRAME = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")
 
 
@@ -118,17 +120,21 @@ class NodeParam:
     low: float | None = None
     high: float | None = None
     pattern: str = ""  # "topic", "frame", "topic_or_empty" or ""
+    empty_means: str = ""  # what an empty value stands for, where it may be empty
+
+    def _or_empty(self) -> str:
+        return f", or empty for {self.empty_means}" if self.empty_means else ""
 
     def allowed(self) -> str:
         if self.type == "bool":
             return "true or false"
         if self.choices:
-            return "one of " + ", ".join(self.choices)
+            return "one of " + ", ".join(self.choices) + self._or_empty()
         if self.low is not None:
             return f"{self.low:g} to {self.high:g}"
         return {
             "topic": "a topic name",
-            "topic_or_empty": "a topic name, or empty for none",
+            "topic_or_empty": "a topic name, or empty for " + (self.empty_means or "none"),
             "frame": "a frame name",
         }.get(self.pattern, "a string")
 
@@ -141,6 +147,8 @@ class NodeParam:
         if self.type == "string":
             if not isinstance(value, str):
                 raise ConfigError(f"{where} = {value!r}: expected a string")
+            if value == "" and self.empty_means:
+                return value
             if self.choices and value not in self.choices:
                 raise ConfigError(f"{where} = {value!r}: expected one of {', '.join(self.choices)}")
             if self.pattern == "topic_or_empty" and value == "":
@@ -170,18 +178,21 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
     NodeParam(
         "topic",
         "string",
-        "/lidar/points",
-        "Cloud topic (rslidar_sdk: ros_send_point_cloud_topic, /rslidar_points).",
-        pattern="topic",
+        "",
+        "Cloud topic; empty: the sensors file's lidar.topic, its driver's default (/lidar/points for the "
+        "Polaris; rslidar_sdk: /rslidar_points).",
+        pattern="topic_or_empty",
+        empty_means="the sensors file's lidar.topic",
     ),
     NodeParam(
         "point_type",
         "string",
-        "XYZI",
+        "",
         "Point layout of the cloud (docs/outputs.md): XYZI (the vehicle's rslidar_sdk build), XYZIRT "
         "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros) or nebula "
-        "(Autoware's PointXYZIRCAEDT).",
+        "(Autoware's PointXYZIRCAEDT); empty: the sensors file's lidar.point_type, its driver's layout.",
         choices=tuple(PROFILES),
+        empty_means="the sensors file's lidar.point_type",
     ),
     NodeParam(
         "qos_depth",
@@ -257,8 +268,8 @@ def _ros_default(param: Param, value: Any) -> Any:
         return None
     if param.kind == "float":
         return float(value)
-    if param.kind == "float_list":
-        return [float(v) for v in value]
+    if param.kind in ("float_list", "float_array"):
+        return [float(v) for v in value] or None  # an empty array is declared without a value
     return value
 
 
@@ -344,9 +355,10 @@ def check_value(decl: ParamDecl, value: Any) -> Any:
     param = _lidar_param(decl.name)
     if param.kind == "path" and value in ("", None):
         return None
-    if param.kind == "float_list" and isinstance(value, tuple):
+    listed = param.kind in ("float_list", "float_array")
+    if listed and isinstance(value, tuple):
         value = list(value)
-    if param.kind == "float_list" and value is not None and not isinstance(value, (list, str, bytes, dict)):
+    if listed and value is not None and not isinstance(value, (list, str, bytes, dict)):
         with contextlib.suppress(TypeError, ValueError):  # rclpy hands a double_array as array.array
             value = [v if isinstance(v, (int, float)) else float(v) for v in value]
     return param.validate(value, decl.name)
