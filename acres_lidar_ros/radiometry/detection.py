@@ -46,8 +46,7 @@ from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import reflectance_limit
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
-from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts
-from acres_lidar_ros.radiometry.scalar_physics import range_sigma_m as range_sigma_of
+from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, range_sigma_of_snr, snr
 from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
 from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
@@ -216,6 +215,7 @@ def _echo_signals(
 ):
     """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
     and ``R_meas``, written into the four output arrays."""
+    snr_spec = snr(signal_at_10pct_counts, ambient_counts)
     for i in range(lo, hi):
         r = range_m[i]
         s_clear = signal_counts_of(
@@ -232,7 +232,7 @@ def _echo_signals(
         signal[i] = s
         if noise:
             measured[i] = measured_signal_counts(s, ambient_counts, n1[draw[i]])
-            sigma = range_sigma_of(s, ambient_counts, signal_at_10pct_counts, std_m, range_std_low_snr_m)
+            sigma = range_sigma_of_snr(snr(s, ambient_counts), snr_spec, std_m, range_std_low_snr_m)
             moved = r + sigma * n2[draw[i]]
         else:
             measured[i] = s

@@ -163,11 +163,25 @@ def range_sigma_m(
     range_std_low_snr_m: float,
 ) -> float:
     """Range noise ``sigma_R = sqrt(sigma_0^2 + (sigma_low SNR_spec / max(SNR, 1e-3))^2)``,
-    ``SNR = S / sqrt(S + B)`` (0 where ``S + B <= 0``), ``SNR_spec = S10 / sqrt(S10 + B)`` (the same)."""
-    total = mean_signal_counts + ambient_counts
-    snr_echo = mean_signal_counts / math.sqrt(total) if total > 0.0 else 0.0
-    total_spec = signal_at_10pct_counts + ambient_counts
-    snr_spec = signal_at_10pct_counts / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
+    ``SNR = S / sqrt(S + B)``, ``SNR_spec = S10 / sqrt(S10 + B)`` (``snr``)."""
+    return range_sigma_of_snr(
+        snr(mean_signal_counts, ambient_counts),
+        snr(signal_at_10pct_counts, ambient_counts),
+        std_m,
+        range_std_low_snr_m,
+    )
+
+
+@_jit
+def snr(signal_counts: float, ambient_counts: float) -> float:
+    """``SNR = S / sqrt(S + B)``; 0 where ``S + B <= 0``."""
+    total = signal_counts + ambient_counts
+    return signal_counts / math.sqrt(total) if total > 0.0 else 0.0
+
+
+@_jit
+def range_sigma_of_snr(snr_echo: float, snr_spec: float, std_m: float, range_std_low_snr_m: float) -> float:
+    """``range_sigma_m`` from the two SNRs (a pass over a scan's echoes forms ``SNR_spec`` once)."""
     floored = snr_echo if (snr_echo >= SNR_FLOOR or snr_echo != snr_echo) else SNR_FLOOR
     return _norm2(std_m, range_std_low_snr_m * snr_spec / floored)
 
