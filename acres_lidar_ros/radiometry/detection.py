@@ -170,7 +170,7 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
         echoes.reflectance,
         echoes.range_m,
         echoes.peak,
-        rad.signal_at_10pct_counts,
+        model.signal_at_10pct_counts(echoes.cell),
         rad.ring_range_at_10pct_m[ring],
         rad.overlap_range_m,
     )

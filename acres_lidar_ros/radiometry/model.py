@@ -38,6 +38,9 @@ class BeamModel:
         Rain and fog of the scans (clear air unless the run's and the sensor's weather are on).
     detection_threshold_counts : float
         ``S_T`` of ``config.radiometry``.
+    power_ratio : (N_c N_r,) float64 or None
+        Each cell's emitter peak power over the sensor's (``lidar.peak_power_w``): the factor of
+        its signal in the range equation (seed 004 ``emitterPeakPowerW``); None where all are 1.
     """
 
     config: SensorConfig
@@ -45,6 +48,7 @@ class BeamModel:
     foliage_solid: bool
     atmosphere: Atmosphere
     detection_threshold_counts: float
+    power_ratio: np.ndarray | None = None
 
     @classmethod
     def build(
@@ -56,6 +60,7 @@ class BeamModel:
         rain_mm_per_h: float = 0.0,
         visibility_m: float = math.inf,
         foliage_solid: bool = False,
+        power_ratio: np.ndarray | None = None,
     ) -> BeamModel:
         """The model of ``config`` under a run's switches.
 
@@ -82,6 +87,7 @@ class BeamModel:
             detection_threshold_counts=detection_threshold(
                 rad.signal_at_10pct_counts, rad.ambient_counts, rad.detection_probability_at_spec
             ),
+            power_ratio=power_ratio,
         )
 
     @property
@@ -93,6 +99,11 @@ class BeamModel:
     def beams(self) -> int:
         """``N_c N_r``: the beams (cells) of a scan."""
         return self.config.columns * self.config.rings
+
+    def signal_at_10pct_counts(self, cell: np.ndarray) -> np.ndarray | float:
+        """``S_10`` of the given cells' emitters: the sensor's, scaled by ``power_ratio``."""
+        s10 = self.config.radiometry.signal_at_10pct_counts
+        return s10 if self.power_ratio is None else s10 * self.power_ratio[cell]
 
     @property
     def has_clutter(self) -> bool:
