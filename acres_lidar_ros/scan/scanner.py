@@ -15,12 +15,12 @@ from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.scan import rays
 from acres_lidar_ros.scan.model import Scan, ScanOptions
 from acres_lidar_ros.scan.sweep import Sweep
 from acres_lidar_ros.sensor.emitters import FiringPattern
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 
 if TYPE_CHECKING:
     from acres_lidar_ros.scene.model import Scene
@@ -212,7 +212,7 @@ class Scanner:
         sub, origins = pattern.sub_directions_sensor, pattern.lens_origins_sensor
         if columns is not None:
             sub, origins = sub[columns], origins[columns]
-        return rays.rays_world(T_world_sensor, sub, origins)
+        return world_rays(T_world_sensor, sub, origins)
 
     def rays_world_of_cells(
         self, T_world_sensor: np.ndarray, cells: np.ndarray, pattern: BeamPattern | None = None
@@ -221,7 +221,7 @@ class Scanner:
         pattern = self.pattern if pattern is None else pattern
         sub = pattern.sub_directions_sensor.reshape(-1, 1, self.sub_rays, 3)[cells]
         origins = pattern.lens_origins_sensor.reshape(-1, 1, 3)[cells]
-        return rays.rays_world(T_world_sensor, sub, origins)
+        return world_rays(T_world_sensor, sub, origins)
 
     def points_sensor(self, range_m: np.ndarray, pattern: BeamPattern | None = None) -> np.ndarray:
         """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
@@ -229,7 +229,7 @@ class Scanner:
         pattern = self.pattern if pattern is None else pattern
         directions = np.ascontiguousarray(pattern.directions_sensor).reshape(-1, 3)
         origins = np.ascontiguousarray(pattern.lens_origins_sensor).reshape(-1, 3)
-        return rays.points_sensor(range_m, directions, origins)
+        return sensor_points(range_m, directions, origins)
 
     # -- the scan -----------------------------------------------------------------------------
 

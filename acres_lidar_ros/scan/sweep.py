@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,11 +13,11 @@ from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.model import BeamModel
-from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
+from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
 from acres_lidar_ros.scan.model import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.tracing.hits import Hits
 
 
 @dataclass
@@ -287,8 +287,9 @@ def emitter_corrections(returns: Returns, cells: FiringCells) -> Returns:
     if valid.all() and not correction.any():
         return returns
     dropped = returns.valid & ~valid
-    out = replace(returns, range_m=np.where(valid, range_m, np.nan), valid=valid)
-    for name in ("reflectivity", "signal", "intensity", "class_id", "material_id", "return_flags"):
-        getattr(out, name)[dropped] = 0
-    out.object_id[dropped] = NO_OBJECT
-    return out
+    none = empty_returns(*valid.shape)  # what a slot without a return holds, field by field
+    fields = {
+        name: np.where(dropped, getattr(none, name), getattr(returns, name)) for name in Returns.__dataclass_fields__
+    }
+    fields.update(range_m=np.where(valid, range_m, np.nan), valid=valid)
+    return Returns(**fields)

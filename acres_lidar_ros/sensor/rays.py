@@ -1,4 +1,5 @@
-"""The compiled passes of a scan between the pattern and the tracer: world rays and sensor points."""
+"""The two compiled geometry passes of a scan: the world rays of the firing ticks (or cells), and
+the points of the returns in the sensor frame (``Scanner.rays_world`` and ``Scanner.points_sensor``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numba
 import numpy as np
 
 
-def rays_world(
+def world_rays(
     T_world_sensor: np.ndarray, sub_directions_sensor: np.ndarray, origins_sensor: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """World origins and unit directions of every sub-ray: two (C * E * S, 3) float64 arrays.
@@ -23,22 +24,17 @@ def rays_world(
     Row ``(c E + e) S + j`` is sub-ray ``j`` of beam ``e`` of group ``c``.
     """
     c, e, s, _ = sub_directions_sensor.shape
-    return _rays_world(
+    return _world_rays(
         np.ascontiguousarray(T_world_sensor),
         np.ascontiguousarray(sub_directions_sensor).reshape(c, e * s, 3),
         np.ascontiguousarray(origins_sensor),
     )
 
 
-def points_sensor(range_m: np.ndarray, directions: np.ndarray, origins: np.ndarray) -> np.ndarray:
+@numba.njit(cache=True, nogil=True)
+def sensor_points(range_m: np.ndarray, directions: np.ndarray, origins: np.ndarray) -> np.ndarray:
     """``p = R d + o`` for every return slot: (n, R, 3) float64 from the (n, R) ranges and the
     (n, 3) directions and origins; NaN where the range is NaN."""
-    return _points_sensor(range_m, directions, origins)
-
-
-@numba.njit(cache=True, nogil=True)
-def _points_sensor(range_m, directions, origins):
-    """The compiled pass of ``points_sensor``."""
     n, slots = range_m.shape
     out = np.empty((n, slots, 3))
     for i in range(n):
@@ -50,7 +46,7 @@ def _points_sensor(range_m, directions, origins):
 
 
 @numba.njit(cache=True, nogil=True)
-def _rays_world(T_world_sensor, sub_directions_sensor, origins_sensor):
+def _world_rays(T_world_sensor, sub_directions_sensor, origins_sensor):
     """World origins and directions of every sub-ray: ``R d_j`` and ``R o + t``, in one compiled
     pass (a batched matmul and ``np.repeat`` cost three times as much).
 
