@@ -15,6 +15,7 @@ from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
+from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scan.model import Scan, ScanOptions
 from acres_lidar_ros.scan.sweep import Sweep
 from acres_lidar_ros.sensor.emitters import FiringPattern
@@ -110,7 +111,11 @@ class Scanner:
         phase = self.firing.phase_of_scan(index)
         if phase not in self._models:
             options = self.options
-            ratio = self.pattern_for(index).cells.power_ratio.reshape(-1)
+            cells = self.pattern_for(index).cells
+            ratio = cells.power_ratio.reshape(-1)
+            range_id = self.cell_range_id
+            if range_id is None and cells.range_id.any():
+                range_id = cells.range_id.reshape(-1)
             self._models[phase] = BeamModel.build(
                 self.config,
                 noise=options.noise,
@@ -119,8 +124,27 @@ class Scanner:
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
                 power_ratio=None if bool((ratio == 1.0).all()) else ratio,
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(index), range_id),
             )
         return self._models[phase]
+
+    cell_range_id: np.ndarray | None = None
+    """Each beam's range region, replacing its emitter's ``range_id``; None: the emitters' ids."""
+
+    def cell_firing_angle_rad(self, index: int = 0) -> np.ndarray:
+        """Seed 004's firing angle of each beam of scan ``index`` (clockwise from the sweep's start,
+        rad; ``FiringCells.firing_angle_rad``): (cells,) float64, what the valid azimuth window is
+        measured on."""
+        return self.pattern_for(index).cells.firing_angle_rad.reshape(-1)
+
+    @property
+    def windows(self) -> CellWindows:
+        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+        return self.windows_for(0)
+
+    def windows_for(self, index: int) -> CellWindows:
+        """The windows of scan ``index``'s beams."""
+        return self.model_for(index).windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""

@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
+from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
 from acres_lidar_ros.scan.model import Scan
@@ -26,9 +28,11 @@ class _Block:
     contributions and echoes, prepared with ``model``."""
 
     columns: np.ndarray
+    cells: np.ndarray
     origins: np.ndarray
     directions: np.ndarray
     hits: Hits
+    trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
 
@@ -124,11 +128,16 @@ class Sweep:
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
-        """Trace what is left and form the scan."""
+        """Trace what is left (and blocks traced under another ``trace_key``: a
+        runtime change since) and form the scan."""
+        scanner = self.scanner
+        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
+        for block in [block for block in self._blocks if block.trace_key != key]:
+            self.traced[block.columns] = False
+            self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        scanner = self.scanner
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
@@ -180,16 +189,21 @@ class Sweep:
         T_base_sensor = self.pattern.T_base_sensor
         T_world_sensor = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate) @ T_base_sensor
         self.T_world_sensor[columns] = T_world_sensor
+        cells = (columns[:, None] * config.rings + np.arange(config.rings)).reshape(-1)
         if self.fire_time_s is None:
             everything = columns.size == config.columns
             origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns, self.pattern)
+            R_firings = T_world_sensor[:, :3, :3]  # one per column
         else:  # each emitter from the pose at its own firing time
             assert self.emitter_T_world_sensor is not None
-            cells = (columns[:, None] * config.rings + np.arange(config.rings)).reshape(-1)
             times_s = np.repeat(self.firing_time_s[columns], config.rings) + self.fire_time_s[cells]
             T_cells = poses.transforms(times_s, extrapolate=extrapolate) @ T_base_sensor
             self.emitter_T_world_sensor[cells] = T_cells
             origins, directions = scanner.rays_world_of_cells(T_cells, cells, self.pattern)
+            R_firings = T_cells[:, :3, :3]  # one per beam
+        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
+        origins, directions = block_rays(config.mechanical_noise, *key, R_firings, beam_directions, origins, directions)
         t1 = time.perf_counter()
         hits = scanner.tracer.trace(
             origins,
@@ -200,12 +214,15 @@ class Sweep:
             pond_threshold_m=config.pond_threshold_m,
             boxes=self.boxes,
             foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
         )
         t2 = time.perf_counter()
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(columns, origins, directions, hits)
+        block = _Block(
+            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+        )
         self._blocks.append(block)
         if scanner.options.radiometry:
             try:
@@ -224,8 +241,6 @@ class Sweep:
     def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
         model = scanner.model_for(self.index)
-        rings = scanner.config.rings
-        cells = (block.columns[:, None] * rings + np.arange(rings)).reshape(-1)
         block.model = model
         block.beams = prepare_block(
             block.hits,
@@ -235,7 +250,7 @@ class Sweep:
             model,
             scanner.options.seed,
             self.index,
-            cells,
+            block.cells,
         )
 
     def _returns(self) -> Returns:
@@ -259,8 +274,14 @@ class Sweep:
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
             hits = _concatenate_hits([block.hits for block in self._blocks], rows)
         self._blocks = []
+        windows = scanner.windows_for(self.index)
         return nearest_hit_returns(
-            hits, self.pattern.sub_ray_weights, config.min_range_m, config.range_m, config.materials.reflectivity
+            hits,
+            self.pattern.sub_ray_weights,
+            np.where(windows.azimuth_inside, windows.near_m, np.inf),
+            windows.far_m,
+            config.materials.reflectivity,
+            windows.separation_m,
         )
 
 
