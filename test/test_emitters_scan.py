@@ -161,3 +161,18 @@ def test_peak_power_scales_the_signal_of_the_range_equation(tmp_path, ground):
     per_cell[echoes.cell] = echoes.signal_counts
     np.testing.assert_allclose(per_cell[0::2], 2.0 * per_cell[1::2], rtol=1e-12)
     assert math.isfinite(per_cell[1]) and per_cell[1] > 0
+
+
+def test_a_runtime_change_of_the_pattern_is_refused_and_changes_nothing(tmp_path, ground):
+    from acres_lidar_ros.errors import ConfigError
+
+    config = sensor(tmp_path, ROTARY)
+    scanner = Scanner(config, tracer=ground, options=BARE)
+    before = scanner.pattern
+    with pytest.raises(ConfigError, match=r"lidar\.scan_type cannot change while running"):
+        scanner.set_runtime_config({"scan_type": "solid_state"})
+    with pytest.raises(ConfigError, match=r"lidar\.emitters cannot change while running"):
+        scanner.set_runtime_config({"emitters": SOLID})
+    assert scanner.config is config and scanner.pattern is before
+    scanner.set_runtime_config({"std_m": 0.01})  # a runtime key still changes
+    assert scanner.config.std_m == 0.01 and scanner.config.emitters is not None

@@ -172,7 +172,8 @@ class Scanner:
         """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
         from acres_lidar_ros.config.schema import LIDAR_PARAM
 
-        fixed = [key for key in overrides if key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime]
+        # The emitters block sets the cells of a scan (tick and channel identity): fixed, as scan_type.
+        fixed = [key for key in overrides if key == "emitters" or (key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime)]
         if fixed:
             raise ConfigError(
                 f"lidar.{fixed[0]} cannot change while running; runtime keys: "
