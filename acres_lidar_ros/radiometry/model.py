@@ -107,11 +107,6 @@ class BeamModel:
         """``N_c N_r``: the beams (cells) of a scan."""
         return self.config.columns * self.config.rings
 
-    def signal_at_10pct_counts(self, cell: np.ndarray) -> np.ndarray | float:
-        """``S_10`` of the given cells' emitters: the sensor's, scaled by ``power_ratio``."""
-        s10 = self.config.radiometry.signal_at_10pct_counts
-        return s10 if self.power_ratio is None else s10 * self.power_ratio[cell]
-
     @property
     def has_clutter(self) -> bool:
         """Whether the scans have clutter slabs (backscatter from rain or fog, and slabs of
