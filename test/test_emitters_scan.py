@@ -176,3 +176,15 @@ def test_a_runtime_change_of_the_pattern_is_refused_and_changes_nothing(tmp_path
     assert scanner.config is config and scanner.pattern is before
     scanner.set_runtime_config({"std_m": 0.01})  # a runtime key still changes
     assert scanner.config.std_m == 0.01 and scanner.config.emitters is not None
+
+
+def test_solid_state_scans_take_their_states_in_turn(tmp_path, ground):
+    """Two states of one emitter, 30 and 60 deg down, one scan each: the ranges alternate."""
+    first = {"azimuth_deg": [0.0], "elevation_deg": [-30.0], "fire_time_ns": [0], "channel_id": [1]}
+    second = {**first, "elevation_deg": [-60.0], "channel_id": [2]}
+    config = sensor(tmp_path, {"number_of_channels": 2, "states": [first, second]}, scan_type="solid_state")
+    scanner = Scanner(config, tracer=ground, options=BARE)
+    still = PoseHistory.from_arrays(np.zeros(1), np.array([[0.0, 0.0, 2.0]]), [[0, 0, 0, 1]])
+    ranges = [scanner.scan(still, STAMP_NS + i * 100_000_000).returns.range_m[0, 0] for i in range(4)]
+    expected = [2.0 / math.sin(math.radians(a)) for a in (30.0, 60.0, 30.0, 60.0)]
+    np.testing.assert_allclose(ranges, expected, rtol=1e-9)
