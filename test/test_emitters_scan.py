@@ -187,4 +187,4 @@ def test_solid_state_scans_take_their_states_in_turn(tmp_path, ground):
     still = PoseHistory.from_arrays(np.zeros(1), np.array([[0.0, 0.0, 2.0]]), [[0, 0, 0, 1]])
     ranges = [scanner.scan(still, STAMP_NS + i * 100_000_000).returns.range_m[0, 0] for i in range(4)]
     expected = [2.0 / math.sin(math.radians(a)) for a in (30.0, 60.0, 30.0, 60.0)]
-    np.testing.assert_allclose(ranges, expected, rtol=1e-9)
+    np.testing.assert_allclose(ranges, expected, rtol=1e-6)  # the tracer works in float32
