@@ -26,8 +26,11 @@ from scipy.spatial.transform import Rotation
 from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
+from acres_lidar_ros.radiometry.returns import empty_returns
 from acres_lidar_ros.ros.demo_drive import TourDrive
 from acres_lidar_ros.runtime.loop import InlineExecutor
+from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.sensor.pattern import BeamPattern
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 MS = 1_000_000
@@ -310,12 +313,26 @@ class StandInScanner:
     def __init__(self, config, scene=None, options=None, tracer=None, self_table=None):
         self.config, self.options, self.tracer = config, options, tracer or "tracer"
         self.self_table = self_table
+        self.pattern = BeamPattern.from_config(config)  # the mount, which the loop's output shaping reads
         self.calls, self.option_changes, self.pretraced = [], [], []
         StandInScanner.instances.append(self)
 
     def scan(self, poses, stamp_ns, boxes=(), index=None):
+        """A scan without returns (the node's ``point_cloud`` is replaced by a small cloud)."""
         self.calls.append((poses.end_s, stamp_ns, index))
-        return SimpleNamespace(stamp_ns=stamp_ns, frame_id=self.config.frame_id)
+        columns, rings = self.config.columns, self.config.rings
+        return Scan(
+            index=index or 0,
+            stamp_ns=stamp_ns,
+            columns=columns,
+            rings=rings,
+            returns=empty_returns(columns * rings, 1),
+            points_sensor=np.full((columns * rings, 1, 3), np.nan),
+            time_offset_s=np.zeros(columns),
+            ring_rank=np.arange(rings, dtype=np.uint16),
+            T_world_sensor=np.broadcast_to(np.eye(4), (columns, 4, 4)),
+            frame_id=self.config.frame_id,
+        )
 
     def start_sweep(self, stamp_ns, boxes=(), index=None):
         scanner = self

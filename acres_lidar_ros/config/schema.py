@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from acres_lidar_ros.config.output_options import output_params
 from acres_lidar_ros.config.spectral_library import LIBRARY_SAMPLES
 from acres_lidar_ros.errors import ConfigError
 
@@ -364,6 +365,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("weather.rain_drops_exponent", "float", 0.21, low=0, high=5, description="Exponent of n_d."),
     P("weather.exit_diameter_m", "float", 0.01, "m", low=0, high=1, description="d_exit."),
     P("weather.clutter_max_range_m", "float", 10.0, "m", low=0, high=1000, description="Range limit of the clutter."),
+    *output_params(P),  # seed 004 "Output shaping and cadence" (config/output_options.py)
 )
 LIDAR_PARAM: dict[str, Param] = {p.name: p for p in LIDAR_PARAMS}
 

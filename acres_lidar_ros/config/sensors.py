@@ -29,6 +29,7 @@ import numpy as np
 
 from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
+from acres_lidar_ros.config.output_options import OutputConfig
 from acres_lidar_ros.config.schema import (
     DEFAULT_SPECTRA,
     LIDAR_PARAM,
@@ -169,6 +170,7 @@ class SensorConfig:
     materials: MaterialTable
     effective: dict = field(repr=False, compare=False, default_factory=dict)
     source: str = ""
+    outputs: OutputConfig = field(default_factory=OutputConfig)  # the output keys (config/output_options.py)
 
     @property
     def period_s(self) -> float:
@@ -438,6 +440,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         materials=materials,
         effective=effective,
         source=source,
+        outputs=OutputConfig.from_values(v),
     )
 
 
