@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
@@ -25,6 +24,7 @@ from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 from acres_lidar_ros.sensor.timing import column_time_offset
 from acres_lidar_ros.tracing.hits import Hits
 
@@ -298,12 +298,12 @@ class Scanner:
         lens = self.pattern.lens_origins_sensor
         if columns is not None:
             sub, lens = sub[columns], lens[columns]
-        return _rays_world(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
+        return world_rays(np.ascontiguousarray(T_world_sensor), np.ascontiguousarray(sub), np.ascontiguousarray(lens))
 
     def points_sensor(self, range_m: np.ndarray) -> np.ndarray:
         """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
         the (cells, R) ranges; NaN where the range is NaN."""
-        return _points_sensor(range_m, self._beam_directions, self._lens_origins)
+        return sensor_points(range_m, self._beam_directions, self._lens_origins)
 
     # -- the scan -----------------------------------------------------------------------------
 
@@ -331,48 +331,6 @@ class Scanner:
         scan = sweep.finish(poses, extrapolate=extrapolate)
         self.timings_ms, self.last_echoes = sweep.timings_ms, sweep.echoes
         return scan
-
-
-@numba.njit(cache=True, nogil=True)
-def _points_sensor(range_m, directions, lens_origins):
-    """``p = R d + o`` for every return slot: (n, R, 3); NaN where the range is NaN."""
-    n, slots = range_m.shape
-    out = np.empty((n, slots, 3))
-    for i in range(n):
-        for j in range(slots):
-            r = range_m[i, j]
-            for k in range(3):
-                out[i, j, k] = r * directions[i, k] + lens_origins[i, k]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _rays_world(T_world_sensor, sub_directions_sensor, lens_origins_sensor):
-    """World origins and directions of every sub-ray: ``R d_j`` and ``R o + t`` per column, in
-    one compiled pass (a batched matmul and ``np.repeat`` cost three times as much).
-
-    T_world_sensor (C, 4, 4), sub_directions_sensor (C, P, 3), lens_origins_sensor (C, 3)
-    -> origins (C * P, 3), directions (C * P, 3).
-    """
-    columns, per_column, _ = sub_directions_sensor.shape
-    origins = np.empty((columns * per_column, 3))
-    directions = np.empty((columns * per_column, 3))
-    for c in range(columns):
-        T = T_world_sensor[c]
-        o = lens_origins_sensor[c]
-        ox = T[0, 0] * o[0] + T[0, 1] * o[1] + T[0, 2] * o[2] + T[0, 3]
-        oy = T[1, 0] * o[0] + T[1, 1] * o[1] + T[1, 2] * o[2] + T[1, 3]
-        oz = T[2, 0] * o[0] + T[2, 1] * o[1] + T[2, 2] * o[2] + T[2, 3]
-        for k in range(per_column):
-            row = c * per_column + k
-            d = sub_directions_sensor[c, k]
-            directions[row, 0] = T[0, 0] * d[0] + T[0, 1] * d[1] + T[0, 2] * d[2]
-            directions[row, 1] = T[1, 0] * d[0] + T[1, 1] * d[1] + T[1, 2] * d[2]
-            directions[row, 2] = T[2, 0] * d[0] + T[2, 1] * d[1] + T[2, 2] * d[2]
-            origins[row, 0] = ox
-            origins[row, 1] = oy
-            origins[row, 2] = oz
-    return origins, directions
 
 
 @dataclass

@@ -55,7 +55,7 @@ from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
-from acres_lidar_ros.tracing.hits import NO_OBJECT
+from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")
 TABLE_DTYPE = np.dtype("<f4")
@@ -63,8 +63,6 @@ SELF_MIN_RANGE_M = 0.2
 """The spec: "The minimum range is 0.2 m" of a body return."""
 SELF_HASH_DOMAIN = 0x5E1F5E1F5E1F5E1F
 """Xored into the seed so the self-return hashes differ from every other hash of the same seed."""
-SELF_OBJECT_ID = -2
-"""Instance label of body returns: the vehicle that carries the sensor (``NO_OBJECT`` is -1)."""
 PROBABILITY_TOLERANCE = 1e-6
 """float32 rounding allowed in ``0 <= p <= 1`` and ``p_self + p_block <= 1``."""
 SELF_CLASS_ID = CLASS_ID["vehicle"]
@@ -287,7 +285,7 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
         out.intensity,
         out.class_id,
         out.material_id,
-        out.object_id,
+        out.instance,
         out.return_flags,
         decision.replaced_cells,
         decision.body_cells,
@@ -365,7 +363,7 @@ def apply_self_returns(
     -------
     SelfReturnResult(returns, points_sensor, body, blocked); the inputs are not changed. Body
     returns have reflectivity ``I / 100`` (the inverse of the intensity byte), signal 0 (the
-    table has no signal plane), object id ``SELF_OBJECT_ID``.
+    table has no signal plane), instance ``BODY_INSTANCE``.
     """
     n = returns.range_m.shape[0]
     decision = decide_self_returns(table, scan_index, seed, std_m, noise_on)
@@ -396,7 +394,7 @@ def _merge_body(
     intensity,
     class_id,
     material_id,
-    object_id,
+    instance,
     return_flags,
     replaced_cells,
     body_cells,
@@ -406,7 +404,7 @@ def _merge_body(
 ):
     """Empty the replaced cells of the nine ``Returns`` fields and put one body return in slot
     0 of the body cells, in place, in one compiled pass (nine numpy scatters cost ~1 ms)."""
-    out = (range_m, valid, reflectivity, signal, intensity, class_id, material_id, object_id, return_flags)
+    out = (range_m, valid, reflectivity, signal, intensity, class_id, material_id, instance, return_flags)
     slots = range_m.shape[1]
     for i in replaced_cells:
         for s in range(slots):
@@ -417,7 +415,7 @@ def _merge_body(
             out[4][i, s] = 0
             out[5][i, s] = 0
             out[6][i, s] = 0
-            out[7][i, s] = NO_OBJECT
+            out[7][i, s] = NO_INSTANCE
             out[8][i, s] = 0
     for i in body_cells:
         out[0][i, 0] = body_range_m[i]
@@ -426,7 +424,7 @@ def _merge_body(
         out[4][i, 0] = body_intensity[i]
         out[5][i, 0] = SELF_CLASS_ID
         out[6][i, 0] = SELF_MATERIAL_ID
-        out[7][i, 0] = SELF_OBJECT_ID
+        out[7][i, 0] = BODY_INSTANCE
         out[8][i, 0] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
 
 
