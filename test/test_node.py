@@ -328,7 +328,7 @@ class StandInScanner:
             rings=rings,
             returns=empty_returns(columns * rings, 1),
             points_sensor=np.full((columns * rings, 1, 3), np.nan),
-            time_offset_s=np.zeros(columns),
+            time_offset_s=-self.config.period_s + self.config.period_s * np.arange(columns) / columns,  # a sweep
             ring_rank=np.arange(rings, dtype=np.uint16),
             T_world_sensor=np.broadcast_to(np.eye(4), (columns, 4, 4)),
             frame_id=self.config.frame_id,
@@ -448,6 +448,23 @@ def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(li
     # No TF mount: the sensors file's mount, with one warning.
     mount_warnings = [m for level, m in node.log_lines if level == "warning" and "no TF base_footprint" in m]
     assert len(mount_warnings) == 1
+
+
+def test_node_publishes_the_slices_of_a_scan_in_order_in_the_output_frame(lidar_node):
+    """partial_output with 4 slices in the world frame: four messages on /lidar/points, stamped at
+    the ends of their 25 ms of the sweep (XYZI), in the odometry frame."""
+    node = lidar_node(**{"lidar.partial_output": True, "lidar.partial_slices": 4, "lidar.output_frame": "world"})
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    for k in range(6):
+        on_odom(odometry((900 + 20 * k) * MS, float(k)))
+    on_odom(odometry(1_000 * MS, 6.0))
+    node.clock.ns = 1_012 * MS
+    _poll(node)
+    points = node.publishers["/lidar/points"].messages
+    stamps = [cloud.header.stamp.sec * 10**9 + cloud.header.stamp.nanosec for cloud in points]
+    assert stamps == [925 * MS, 950 * MS, 975 * MS, 1_000 * MS]
+    assert {cloud.header.frame_id for cloud in points} == {"odom"}
 
 
 def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_node, caplog):
