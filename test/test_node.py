@@ -537,6 +537,19 @@ def test_node_parameters_at_start_up_and_at_runtime(lidar_node):
     assert StandInScanner.instances[-1].option_changes[-1] == {"return_mode": "last"}
 
 
+def test_node_output_parameters_change_live_and_spherical_needs_a_layout_with_it(lidar_node):
+    node = lidar_node(point_type="ouster")
+    on_set = node.set_callbacks[0]
+    P = lambda name, value: SimpleNamespace(name=name, value=value)  # noqa: E731
+    refused = on_set([P("lidar.coordinates", "spherical")])
+    assert not refused.successful and "with point_type 'ouster'" in refused.reason
+    assert node.config.outputs.coordinates == "cartesian"  # nothing changed
+    assert on_set([P("lidar.output_frame", "world"), P("lidar.include_invalid_points", False)]).successful
+    assert node.config.outputs.output_frame == "world" and not node.config.outputs.include_invalid_points
+    refused = on_set([P("lidar.custom_frame_xyz_rpy", [0.0, 0.0, 0.0])])
+    assert not refused.successful and "lidar.custom_frame_xyz_rpy has 3 values" in refused.reason
+
+
 def test_node_clears_the_poses_when_ros_time_jumps_back(lidar_node):
     node = lidar_node()
     on_odom = node.subscriptions["/odom"][1]

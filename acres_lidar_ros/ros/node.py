@@ -40,7 +40,7 @@ from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
-from acres_lidar_ros.outputs.point_types import point_profile
+from acres_lidar_ros.outputs.point_types import point_dtype, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.params import (
@@ -157,6 +157,7 @@ class LidarNode(Node):
         if not self.settings["point_type"]:
             point_profile(config.point_type, f"lidar.point_type of {config.source}")
             self.settings["point_type"] = config.point_type
+        point_dtype(self.settings["point_type"], config.outputs.coordinates)  # spherical: a layout that has it
         scanner = Scanner(
             config,
             self._load_scene(option_values(values).get("seed", 0)),
@@ -384,6 +385,11 @@ class LidarNode(Node):
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes = {p.name: p.value for p in params if p.name in self._decls}  # use_sim_time etc.: rclpy's
         ok, reason = check_changes(changes, self._decls, self.config)
+        if ok and changes.get("lidar.coordinates") == "spherical":
+            try:
+                point_dtype(self.settings["point_type"], "spherical")
+            except ConfigError as exc:
+                ok, reason = False, str(exc)
         if not ok:
             self.get_logger().warning(f"parameter change refused: {reason}")
             return SetParametersResult(successful=False, reason=reason)
