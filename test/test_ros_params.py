@@ -63,6 +63,25 @@ def test_only_the_runtime_keys_are_writable(decls):
             "lidar.partial_output",
             "lidar.partial_slices",
             "lidar.instant",
+            # issue 10: windows, limits and mechanical noise change at the next scan
+            "lidar.range_count",
+            "lidar.ranges_min_m",
+            "lidar.ranges_max_m",
+            "lidar.valid_start_azimuth_deg",
+            "lidar.valid_end_azimuth_deg",
+            "lidar.range_offset_m",
+            "lidar.separation_near_limit",
+            *(
+                f"lidar.mechanical_noise.{name}"
+                for name in (
+                    "azimuth_error_mean_deg",
+                    "azimuth_error_std_deg",
+                    "elevation_error_mean_deg",
+                    "elevation_error_std_deg",
+                    "origin_error_mean_m",
+                    "origin_error_std_m",
+                )
+            ),
             "rain_mm_per_h",
             "visibility_m",
             "noise",
@@ -182,7 +201,9 @@ def test_startup_values_become_overrides_and_bad_ones_name_the_parameter(polaris
     assert polaris.with_overrides(overrides).frame_id == "rslidar"
     with pytest.raises(ConfigError, match=r"lidar\.columns = 2 is out of range: expected an integer >= 4"):
         startup_overrides({"lidar.columns": 2}, polaris)
-    with pytest.raises(ConfigError, match="point_type = 'XYZ': expected one of XYZI, XYZIRT, velodyne, ouster, nebula"):
+    with pytest.raises(
+        ConfigError, match="point_type = 'XYZ': expected one of XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula"
+    ):
         node_values({"point_type": "XYZ"})
     with pytest.raises(ConfigError, match="topic = 'lidar points'"):
         node_values({"topic": "lidar points"})

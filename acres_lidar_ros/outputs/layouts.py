@@ -2,8 +2,9 @@
 publishes them, and the spec's all-returns point records.
 
 ``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
-rslidar_sdk layouts (``organised_cloud``), ouster_ros's rings-by-columns grid, or the dense
-velodyne and nebula lists. ``all_returns`` gives the PLY records.
+rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
+grid, or the dense velodyne and nebula lists. ``all_returns`` gives the PLY records (with
+``labels``, their instance too).
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from acres_lidar_ros.outputs.point_types import (
     NEBULA,
     OUSTER,
     PLY_POINT,
+    PLY_POINT_LABELS,
     POINT_TYPES,
     PROFILES,
     SPHERICAL_FIELDS,
     VELODYNE,
     XYZI,
     XYZIRT,
+    XYZIRT_LABELS,
     PointProfile,
     header_stamp_ns,
     point_dtype,
@@ -35,16 +38,19 @@ from acres_lidar_ros.outputs.point_types import (
 from acres_lidar_ros.outputs.shaping import ShapedScan, as_shaped, spherical
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
     "NEBULA",
     "OUSTER",
     "PLY_POINT",
+    "PLY_POINT_LABELS",
     "POINT_TYPES",
     "PROFILES",
     "VELODYNE",
     "XYZI",
     "XYZIRT",
+    "XYZIRT_LABELS",
     "PointProfile",
     "all_returns",
     "default_stamp_ns",
@@ -165,20 +171,25 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
     Parameters
     ----------
     scan : Scan
-    point_type : {"XYZI", "XYZIRT"}
+    point_type : {"XYZI", "XYZIRT", "XYZIRT_labels"}
 
     Returns
     -------
-    (columns, rings) structured array of ``XYZI`` or ``XYZIRT`` (or their ``spherical_dtype``)
+    (columns, rings) structured array of ``XYZI``, ``XYZIRT`` or ``XYZIRT_LABELS`` (or their
+    ``spherical_dtype``)
         x, y, z: the point in the sensor frame (a ``ShapedScan``: in its frame), m; azimuth,
         elevation (rad) and range (m) instead in spherical coordinates. intensity: the
         intensity byte as float. ring (XYZIRT): ``scan.ring_rank[r]``, rank of the ring's
         elevation (0 = lowest). timestamp (XYZIRT): absolute firing time of the cell,
-        ``stamp_s + time_offset_s``, s, also in cells without a return. Always organised: the
-        dense form is ``point_cloud``'s.
+        ``stamp_s + time_offset_s``, s, also in cells without a return. class, instance
+        (XYZIRT_labels): of the primary return (``Returns.class_id``, ``Returns.instance``); 0 and
+        ``NO_INSTANCE`` in cells without a return. Always organised: the dense form is
+        ``point_cloud``'s.
     """
-    if point_type not in ("XYZI", "XYZIRT"):
-        raise ConfigError(f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT")
+    if point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+        raise ConfigError(
+            f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
+        )
     shaped = as_shaped(scan)
     dtype = point_dtype(point_type, shaped.coordinates)
     # The three coordinates and intensity as one contiguous float32 block: XYZI is exactly its view.
@@ -188,6 +199,13 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
     cloud = np.empty(shaped.columns * shaped.rings, dtype=dtype)
     for axis, name in enumerate((*_coordinate_fields(shaped), "intensity")):
         cloud[name] = xyzi[:, axis]
+    if point_type == "XYZIRT_labels":
+        returns = shaped.returns
+        beams = np.arange(shaped.columns * shaped.rings)
+        slot = _primary(shaped)
+        valid = returns.valid[beams, slot]
+        cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
+        cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
     cloud = cloud.reshape(shaped.columns, shaped.rings)
     cloud["ring"] = np.asarray(shaped.ring_rank, dtype=np.uint16)[None, :]
     cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
@@ -290,23 +308,24 @@ def _nebula(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
 _BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
+    "XYZIRT_labels": _rslidar("XYZIRT_labels"),
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,
 }
 
 
-def all_returns(scan: Scan | ShapedScan) -> np.ndarray:
+def all_returns(scan: Scan | ShapedScan, labels: bool = False) -> np.ndarray:
     """Every return of a scan as point-file records.
 
     Returns
     -------
-    (n_points,) structured array of ``PLY_POINT`` (its ``spherical_dtype`` for a ``ShapedScan``
-    in spherical coordinates)
+    (n_points,) structured array of ``PLY_POINT``, with ``labels`` of ``PLY_POINT_LABELS`` (their
+    ``spherical_dtype`` for a ``ShapedScan`` in spherical coordinates)
         Beams in cell order (column x rings + ring), the returns of a beam in range order; a
         ``ShapedScan``'s points in its frame. ``return_index`` counts from 1 within the beam,
         ``num_returns`` is the beam's count, ``time_offset_s`` is the cell's firing time minus
-        the stamp.
+        the stamp; ``instance`` is the return's instance label.
     """
     shaped = as_shaped(scan)
     returns = shaped.returns
@@ -315,8 +334,8 @@ def all_returns(scan: Scan | ShapedScan) -> np.ndarray:
     return_index = np.cumsum(valid, axis=1)[beam, slot]
     num_returns = valid.sum(axis=1)[beam]
     column = shaped.column_ids[beam // shaped.rings].astype(np.uint16)
-    spherical_points = shaped.coordinates == "spherical"
-    points = np.empty(beam.size, dtype=spherical_dtype(PLY_POINT) if spherical_points else PLY_POINT)
+    layout = PLY_POINT_LABELS if labels else PLY_POINT
+    points = np.empty(beam.size, dtype=spherical_dtype(layout) if shaped.coordinates == "spherical" else layout)
     coordinates = _coordinates(shaped)
     for axis, name in enumerate(_coordinate_fields(shaped)):
         points[name] = coordinates[beam, slot, axis]
@@ -331,6 +350,8 @@ def all_returns(scan: Scan | ShapedScan) -> np.ndarray:
     points["num_returns"] = num_returns
     points["return_flags"] = returns.return_flags[beam, slot]
     points["time_offset_s"] = np.asarray(shaped.time_offset_s)[beam]
+    if labels:
+        points["instance"] = returns.instance[beam, slot]
     return points
 
 

@@ -41,6 +41,7 @@ def write_scan_files(
     cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
     shaped: ShapedScan | None = None,
+    labels: bool = False,
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
 
@@ -66,6 +67,8 @@ def write_scan_files(
     shaped : ShapedScan, optional
         The scan in its output frame and coordinates (``shaping.shape_scan``) for the PLY;
         default the scan as traced (sensor frame, Cartesian).
+    labels : bool
+        The PLY file carries each point's instance label (``ply.write_ply``).
 
     Returns
     -------
@@ -91,7 +94,7 @@ def write_scan_files(
     stem = scan_file_stem(scan.stamp_ns)
     files = []
     if output in ("ply", "both"):
-        files.append(write_ply(scan_dir / f"{stem}.ply", scan if shaped is None else shaped))
+        files.append(write_ply(scan_dir / f"{stem}.ply", scan if shaped is None else shaped, labels))
     if output in ("pcd", "both"):
         files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud))
     if preview:
