@@ -135,16 +135,16 @@ def test_compensated_points_lie_on_the_plane_under_rotation_too(polaris, plane_t
 
 
 def test_compensation_uses_each_cells_own_time_offset(polaris, plane_tracer):
-    """A scan whose cells carry their own time offsets (an emitter pattern): a cell moved 10 ms
-    later rises 10 ms less of 10 m/s, whatever its column does."""
+    """A scan whose emitters fire at their own times (``Scan.fire_time_s``): a cell that fires
+    10 ms after its tick rises 10 ms less of 10 m/s than one of the same hit at the tick."""
     poses = rising(10.0)
     scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(self_returns=False, noise=False))
     scan = scanner.scan(poses, S)
     from dataclasses import replace
 
-    per_cell = np.repeat(scan.time_offset_s, scan.rings)
-    per_cell[::2] += 0.01
-    moved = replace(scan, time_offset_s=per_cell)
+    fire_time_s = np.zeros(scan.columns * scan.rings)
+    fire_time_s[::2] = 0.01  # every other emitter fires 10 ms after its tick
+    moved = replace(scan, fire_time_s=fire_time_s)
     a, ok = first_points(shaped(scanner, scan, poses, output_frame="world", motion_compensation=True))
     b, _ = first_points(shaped(scanner, moved, poses, output_frame="world", motion_compensation=True))
     diff = b[:, 2] - a[:, 2]

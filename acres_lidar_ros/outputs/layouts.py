@@ -224,18 +224,19 @@ def _primary(shaped: ShapedScan) -> np.ndarray:
 
 
 def _cell_time_ns(shaped: ShapedScan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
-    """(cells,) int64: each cell's firing time minus the header stamp, ns."""
+    """(cells,) int64: each cell's own firing time minus the header stamp, ns."""
     offset_ns = np.rint(np.asarray(shaped.time_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
     relative_ns = (shaped.stamp_ns - stamp_ns) + offset_ns
     if unsigned and relative_ns.size:
         early, late = int(np.argmin(relative_ns)), int(np.argmax(relative_ns))
         if relative_ns[early] < 0 or relative_ns[late] > _UINT32_MAX:
             i = early if relative_ns[early] < 0 else late
-            c = int(shaped.column_ids[i // shaped.rings])
+            column, ring = int(shaped.column_ids[i // shaped.rings]), i % shaped.rings
             when = f"{-relative_ns[i]} ns before" if i == early else f"{relative_ns[i]} ns after"
             raise OutputError(
-                f"point_type {point_type}: column {c} fires {when} the header stamp {stamp_ns}; its time "
-                f"field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the sweep start"
+                f"point_type {point_type}: column {column} fires {when} the header stamp {stamp_ns} (ring {ring}); "
+                f"its time field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the "
+                "sweep start"
             )
     return relative_ns
 

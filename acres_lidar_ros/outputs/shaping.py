@@ -100,17 +100,16 @@ class ShapedScan:
 
 
 def cell_time_offset_s(scan: Scan) -> np.ndarray:
-    """(columns * rings,) float64: each cell's firing time minus the stamp, s, from the scan's
-    time offsets (one per column, or one per cell where each emitter has its own time)."""
-    offsets = np.asarray(scan.time_offset_s, dtype=np.float64)
-    if offsets.ndim == 1 and offsets.size == scan.columns:
-        return np.repeat(offsets, scan.rings)
-    if offsets.size == scan.columns * scan.rings:
-        return offsets.reshape(-1)
-    raise OutputError(
-        f"scan {scan.index}: {offsets.size} time offsets for {scan.columns} columns x {scan.rings} rings: "
-        "expected one per column or one per cell"
-    )
+    """(columns * rings,) float64: each cell's own firing time minus the stamp, s
+    (``Scan.cell_time_offset_s``: its column's offset, plus its emitter's fire time where the
+    emitters of a tick fire at their own times)."""
+    offsets = np.asarray(scan.cell_time_offset_s, dtype=np.float64).reshape(-1)
+    if offsets.size != scan.columns * scan.rings:
+        raise OutputError(
+            f"scan {scan.index}: {offsets.size} time offsets for {scan.columns} columns x {scan.rings} rings: "
+            "expected one per cell"
+        )
+    return offsets
 
 
 def T_world_frame(outputs: OutputConfig) -> np.ndarray:
