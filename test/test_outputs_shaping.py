@@ -331,3 +331,41 @@ def test_organised_cloud_of_a_shaped_scan_keeps_its_timestamps(polaris, plane_tr
     cloud = organised_cloud(shaped(scanner, scan, poses, output_frame="world"), "XYZIRT")
     expected = S * 1e-9 + scan.time_offset_s
     np.testing.assert_array_equal(cloud["timestamp"], np.broadcast_to(expected[:, None], cloud.shape))
+
+
+def test_compensation_of_an_emitter_pattern_with_its_own_fire_times(tmp_path, plane_tracer):
+    """Two emitters per 90 deg tick, the second firing 20 ms after the first (seed 004 fire
+    times), rising at 10 m/s over the plane: compensated, every point is on z = 0; without, each
+    is up by 10 m/s times its own |dt|, which differs between the two emitters of one tick."""
+    import json
+
+    emitters = {
+        "rot_pattern_firing_res_deg": 90.0,
+        "states": [
+            {
+                "azimuth_deg": [0.0, 5.0],
+                "elevation_deg": [-30.0, -60.0],
+                "fire_time_ns": [0, 20_000_000],
+                "channel_id": [3, 9],
+            }
+        ],
+    }
+    lidar = {"position_flu_m": [0.0, 0.0, 0.0], "rpy_deg": [0.0, 0.0, 0.0], "sub_rays": 1, "hz": 10.0}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"lidar": {**lidar, "emitters": emitters}}))
+    config = load_sensor_config(path)
+    scanner = Scanner(config, tracer=plane_tracer, options=ScanOptions(radiometry=False, self_returns=False))
+    t = np.arange(0.0, 2.0 + 1e-9, 0.01)
+    poses = PoseHistory.from_arrays(
+        t, np.stack([np.zeros_like(t), np.zeros_like(t), 2.0 + 10.0 * t], 1), np.tile([0.0, 0, 0, 1], (t.size, 1))
+    )
+    scan = scanner.scan(poses, S)
+    comp = shaped(scanner, scan, poses, output_frame="world", motion_compensation=True)
+    raw = shaped(scanner, scan, poses, output_frame="world")
+    p, ok = first_points(comp)
+    q, _ = first_points(raw)
+    assert ok.all() and ok.size == 8  # 4 ticks x 2 emitters, all on the plane
+    np.testing.assert_allclose(p[:, 2], 0.0, atol=2e-5)
+    dt = comp.time_offset_s
+    assert np.ptp(dt.reshape(4, 2), axis=1).min() == pytest.approx(0.02)  # the emitters' own times
+    np.testing.assert_allclose(q[:, 2], 10.0 * -dt, atol=2e-5)
