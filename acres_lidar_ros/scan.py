@@ -22,6 +22,7 @@ from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
+from acres_lidar_ros.radiometry.truth import CellTruth, cell_truth
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.rays import sensor_points, world_rays
@@ -60,6 +61,8 @@ class Scan:
         Frame name of the cloud.
     weather : dict
         ``rain_mm_per_h`` and ``visibility_m`` the scan was traced with.
+    truth : CellTruth or None
+        Why each beam gave a return or none (``radiometry.truth``), with ``ScanOptions.truth``.
     """
 
     index: int
@@ -73,6 +76,7 @@ class Scan:
     T_world_sensor: np.ndarray
     frame_id: str = "lidar"
     weather: dict = field(default_factory=dict)
+    truth: CellTruth | None = None
 
     @property
     def stamp_s(self) -> float:
@@ -109,6 +113,7 @@ class ScanOptions:
     rain_mm_per_h, visibility_m : weather at the scan stamp (0 and inf: clear air)
     seed : seed of the noise streams and the hashes
     ideal : no motion distortion and no weather; the noise stays (``-SensorLidarIdeal``)
+    truth : each scan carries its cell truth (``Scan.truth``); needs radiometry
     """
 
     noise: bool = True
@@ -121,13 +126,18 @@ class ScanOptions:
     visibility_m: float = math.inf
     seed: int = 0
     ideal: bool = False
+    truth: bool = False
 
     def __post_init__(self) -> None:
         for name in ("rain_mm_per_h", "visibility_m", "noise", "seed"):
             object.__setattr__(self, name, check_option(name, getattr(self, name)))
-        for name in ("foliage", "radiometry", "self_returns", "weather", "ideal"):
+        for name in ("foliage", "radiometry", "self_returns", "weather", "ideal", "truth"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} = {getattr(self, name)!r}: expected true or false")
+        if self.truth and not self.radiometry:
+            raise ConfigError(
+                "truth = true needs radiometry = true: without it no echo is detected, so none is dropped"
+            )
         if self.motion_distortion is not None and not isinstance(self.motion_distortion, bool):
             raise ConfigError(f"motion_distortion = {self.motion_distortion!r}: expected true, false or null")
 
@@ -214,6 +224,7 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
+                truth=options.truth,
             )
         return self._model
 
@@ -430,12 +441,17 @@ class Sweep:
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
+        truth = cell_truth(self.echoes, returns, scanner.model) if options.truth and self.echoes else None
         table = scanner.applied_self_table
         if table is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_returns
+            from acres_lidar_ros.body.self_returns import merge_self_returns, merge_self_truth
 
+            if truth is not None:
+                truth = merge_self_truth(table, truth, self.self_decision(table))
             # The returns were just made for this scan and nothing else holds them: merge in place.
             returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
+        if truth is not None:
+            truth = replace(truth, points_sensor=scanner.points_sensor(truth.range_m[:, None])[:, 0])
         t3 = time.perf_counter()
         points = scanner.points_sensor(returns.range_m)
         t4 = time.perf_counter()
@@ -461,6 +477,7 @@ class Sweep:
                 "rain_mm_per_h": options.rain_mm_per_h if weather_on else 0.0,
                 "visibility_m": options.visibility_m if weather_on else math.inf,
             },
+            truth=truth,
         )
 
     def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:

@@ -30,7 +30,7 @@ reported reflectivity is ``R_lambda``. docs/detection.md says when each model fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
+from acres_lidar_ros.radiometry.weather import CLEAR_AIR
 from acres_lidar_ros.tracing.hits import NO_OBJECT
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
@@ -65,6 +66,8 @@ class ScanEchoes:
     measured_counts : (e,) float64
         ``S'`` (``S`` with noise off).
     detected : (e,) bool
+    truth : EchoTruth or None
+        What the per-cell truth output needs (``model.truth`` only).
     """
 
     index: int
@@ -73,6 +76,57 @@ class ScanEchoes:
     signal_counts: np.ndarray
     measured_counts: np.ndarray
     detected: np.ndarray
+    truth: EchoTruth | None = None
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What detection decides of each echo (``decide_detection``).
+
+    Attributes
+    ----------
+    measured_counts : (e,) float64
+        ``S'`` (``S`` with noise off, and in the reflectance-limit model).
+    range_meas_m : (e,) float64
+        The measured range, clamped to ``[0, R_max]``.
+    signal_detected : (e,) bool
+        The signal test alone: ``S' >= S_T`` (reflectance limit: ``R_L(d) <= R_lambda`` and
+        ``d <= d_max``).
+    below_min_range, beyond_range : (e,) bool
+        ``R_e < R_min`` and ``R_e > R_max``.
+    """
+
+    measured_counts: np.ndarray
+    range_meas_m: np.ndarray
+    signal_detected: np.ndarray
+    below_min_range: np.ndarray
+    beyond_range: np.ndarray
+
+    @property
+    def detected(self) -> np.ndarray:
+        """(e,) bool: the echo is detected (signal test and range window)."""
+        return self.signal_detected & ~self.below_min_range & ~self.beyond_range
+
+
+@dataclass(frozen=True)
+class EchoTruth:
+    """Per echo, what the truth output reads (``radiometry.truth``), kept only with ``model.truth``.
+
+    Attributes
+    ----------
+    echoes : Echoes
+        The scan's echoes (class, material, object and incidence of each one's largest contribution).
+    detection : Detection
+    clear_air_detected : (e,) bool or None
+        The signal test with the same draws in clear air (``alpha = 0``); None in clear air.
+    return_echo : (n_beams, R) int64
+        The echo of each return slot (-1 for an empty slot).
+    """
+
+    echoes: Echoes
+    detection: Detection
+    clear_air_detected: np.ndarray | None
+    return_echo: np.ndarray
 
 
 def finish_returns(
@@ -137,6 +191,7 @@ def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid
         np.full(m, PRECIPITATION_CLASS, np.uint8),
         np.full(m, PRECIPITATION_MATERIAL, np.uint8),
         np.full(m, NO_OBJECT, np.int32),
+        np.full(m, np.nan) if model.truth else None,  # a slab has no surface, so no incidence
     )
 
 
@@ -176,25 +231,16 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     )
     alpha = model.atmosphere.alpha_per_m
     signal = clear * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else clear
-    if model.noise:
-        n1, n2 = n1_drawn[draw], n2_drawn[draw]
-        measured = signal + np.sqrt(np.maximum(signal + rad.ambient_counts, 0.0)) * n1
-        sigma_r = range_sigma_m(
-            signal, rad.ambient_counts, rad.signal_at_10pct_counts, config.std_m, rad.range_std_low_snr_m
-        )
-        range_meas = np.clip(echoes.range_m + sigma_r * n2, 0.0, config.range_m)
-    else:
-        measured = signal
-        range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
-    detected = (
-        (measured >= model.detection_threshold_counts)
-        & (echoes.range_m >= config.min_range_m)
-        & (echoes.range_m <= config.range_m)
-    )
-    if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
-        n2_or_none = n2_drawn[draw] if model.noise else None
-        measured, range_meas, detected = reflectance_limit_detection(echoes, signal, n2_or_none, model)
-    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected)
+    n1, n2 = (n1_drawn[draw], n2_drawn[draw]) if model.noise else (None, None)
+    decision = decide_detection(echoes, signal, n1, n2, model)
+    measured, range_meas, detected = decision.measured_counts, decision.range_meas_m, decision.detected
+    truth = None
+    if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
+        clear_air = None
+        if alpha > 0.0:
+            clear_air = decide_detection(echoes, clear, n1, n2, replace(model, atmosphere=CLEAR_AIR)).signal_detected
+        truth = EchoTruth(echoes, decision, clear_air, np.full((n_beams, slots), -1, np.int64))
+    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, truth)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
     if det.size == 0:
@@ -209,6 +255,8 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     lit_row, slot_col = np.nonzero(chosen >= 0)
     pick = det[chosen[lit_row, slot_col]]  # echo of each return
     at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
+    if truth is not None:
+        truth.return_echo.reshape(-1)[at] = pick
     ret_measured = measured[pick]
     ret_clear = clear[pick]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -227,6 +275,32 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     out.object_id.reshape(-1)[at] = echoes.object_id[pick]
     out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out, scan_echoes
+
+
+def decide_detection(
+    echoes: Echoes, signal: np.ndarray, n1: np.ndarray | None, n2: np.ndarray | None, model: BeamModel
+) -> Detection:
+    """Step 3's detection of the echoes of a scan: ``S' = S + sqrt(S + B) n1`` against ``S_T``,
+    the range window ``R_min <= R_e <= R_max`` and ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``
+    (``n1``, ``n2`` None with noise off), or seed 002's model (``reflectance_limit_detection``)."""
+    config = model.config
+    rad = config.radiometry
+    if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
+        measured, range_meas, signal_detected = reflectance_limit_detection(echoes, signal, n2, model)
+    else:
+        if n1 is not None and n2 is not None:
+            measured = signal + np.sqrt(np.maximum(signal + rad.ambient_counts, 0.0)) * n1
+            sigma_r = range_sigma_m(
+                signal, rad.ambient_counts, rad.signal_at_10pct_counts, config.std_m, rad.range_std_low_snr_m
+            )
+            range_meas = np.clip(echoes.range_m + sigma_r * n2, 0.0, config.range_m)
+        else:
+            measured = signal
+            range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
+        signal_detected = measured >= model.detection_threshold_counts
+    return Detection(
+        measured, range_meas, signal_detected, echoes.range_m < config.min_range_m, echoes.range_m > config.range_m
+    )
 
 
 def reflectance_limit_detection(
@@ -251,9 +325,9 @@ def reflectance_limit_detection(
         ``S`` (no shot noise in this model): the strongest return and the signal field use it.
     range_meas_m : (e,) float64
         ``d = R_e + sigma_0 n2`` (``lidar.std_m``), clamped to ``[0, R_max]``.
-    detected : (e,) bool
-        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}``, ``d <= d_max`` and
-        ``R_min <= R_e <= R_max``.
+    signal_detected : (e,) bool
+        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}`` and ``d <= d_max`` (the
+        range window ``R_min <= R_e <= R_max`` is ``decide_detection``'s).
     """
     config = model.config
     rad = config.radiometry
@@ -262,10 +336,7 @@ def reflectance_limit_detection(
     alpha = model.atmosphere.alpha_per_m
     reflectance = echoes.reflectance * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else echoes.reflectance
     d = echoes.range_m + config.std_m * n2 if n2 is not None else echoes.range_m
-    detected = (
-        (reflectance_limit(d, rad.max_range_m, rad.reflectance_at_max_range) <= reflectance)
-        & (d <= rad.max_range_m)
-        & (echoes.range_m >= config.min_range_m)
-        & (echoes.range_m <= config.range_m)
+    detected = (reflectance_limit(d, rad.max_range_m, rad.reflectance_at_max_range) <= reflectance) & (
+        d <= rad.max_range_m
     )
     return signal, np.clip(d, 0.0, config.range_m), detected

@@ -71,6 +71,9 @@ class Contributions:
         ``R`` (after the roughness move), ``P`` (> 0) and ``g``.
     class_id, material_id : (m,) uint8
     object_id : (m,) int32
+    cos_incidence : (m,) float64 or None
+        ``|cos theta|`` the backscatter used (``theta'`` on ground; NaN for clutter slabs); only
+        with ``BeamModel.truth``, None otherwise.
     """
 
     cell: np.ndarray
@@ -80,6 +83,7 @@ class Contributions:
     class_id: np.ndarray
     material_id: np.ndarray
     object_id: np.ndarray
+    cos_incidence: np.ndarray | None = None
 
     @staticmethod
     def of_beams(parts: list[Contributions]) -> Contributions:
@@ -91,10 +95,7 @@ class Contributions:
         """These and ``other``'s contributions (both by beam and range) by beam and range; on a
         tie of both, these come first."""
         order = _merge_order(self.cell, self.range_m, other.cell, other.range_m)
-        names = Contributions.__dataclass_fields__
-        return Contributions(
-            **{name: np.concatenate([getattr(self, name), getattr(other, name)])[order] for name in names}
-        )
+        return _joined(Contributions, [self, other], order)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ class Echoes:
         ``R_e``, ``rho_e`` and ``g_e``.
     class_id, material_id : (e,) uint8
     object_id : (e,) int32
+    cos_incidence : (e,) float64 or None
+        The largest contribution's (``Contributions.cos_incidence``); None without it.
     """
 
     cell: np.ndarray
@@ -117,6 +120,7 @@ class Echoes:
     class_id: np.ndarray
     material_id: np.ndarray
     object_id: np.ndarray
+    cos_incidence: np.ndarray | None = None
 
     @staticmethod
     def concatenate(parts: list[Echoes]) -> Echoes:
@@ -299,13 +303,15 @@ def contributions_of_hits(
     lit = np.flatnonzero(power > 0.0)
     beam, range_m, power, peak = beam[lit], range_m[lit], power[lit], peak[lit]
     cls, mat_out, obj = cls[lit], mat[lit].astype(np.uint8), hits.object_id.ravel()[flat[lit]]
+    cos_out = cos_theta[lit] if model.truth else None  # the truth output's incidence, only when asked
     # By beam, then range (stable: ties keep the sub-ray and slot order).
     if not _sorted_by_beam_and_range(beam, range_m):
         order = _order_within_beams(beam, range_m)
         beam, range_m, power, peak = beam[order], range_m[order], power[order], peak[order]
         cls, mat_out, obj = cls[order], mat_out[order], obj[order]
+        cos_out = None if cos_out is None else cos_out[order]
     return (
-        Contributions(cells[beam], range_m, power, peak, cls.astype(np.uint8), mat_out, obj.astype(np.int32)),
+        Contributions(cells[beam], range_m, power, peak, cls.astype(np.uint8), mat_out, obj.astype(np.int32), cos_out),
         nearest_solid,
     )
 
@@ -316,7 +322,14 @@ def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
     if c.cell.size == 0:
         empty = np.zeros(0)
         return Echoes(
-            np.zeros(0, np.int64), empty, empty, empty, *(np.zeros(0, t) for t in (np.uint8, np.uint8, np.int32))
+            np.zeros(0, np.int64),
+            empty,
+            empty,
+            empty,
+            np.zeros(0, np.uint8),
+            np.zeros(0, np.uint8),
+            np.zeros(0, np.int32),
+            None if c.cos_incidence is None else empty,
         )
     start = np.flatnonzero(_echo_opens(c.cell, c.range_m, float(separation_m)))
     rho_e = np.add.reduceat(c.power, start)
@@ -324,7 +337,14 @@ def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
     peak_e = np.add.reduceat(c.power * c.peak, start) / rho_e
     largest = segment_first_argmax(c.power, start)
     return Echoes(
-        c.cell[start], range_e, rho_e, peak_e, c.class_id[largest], c.material_id[largest], c.object_id[largest]
+        c.cell[start],
+        range_e,
+        rho_e,
+        peak_e,
+        c.class_id[largest],
+        c.material_id[largest],
+        c.object_id[largest],
+        None if c.cos_incidence is None else c.cos_incidence[largest],
     )
 
 
@@ -406,10 +426,20 @@ def _joined_by_cell(kind: type[_ByCell], parts: list[_ByCell]) -> _ByCell:
     field) as one, beams in cell order; each beam's records keep their order."""
     if len(parts) == 1:
         return parts[0]
-    names = kind.__dataclass_fields__
-    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
-    cell = joined["cell"]
-    if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
-        order = np.argsort(cell, kind="stable")
-        joined = {name: a[order] for name, a in joined.items()}
+    cell = np.concatenate([p.cell for p in parts])
+    in_order = cell.size < 2 or bool(np.all(cell[1:] >= cell[:-1]))
+    return _joined(kind, parts, None if in_order else np.argsort(cell, kind="stable"))
+
+
+def _joined(kind: type[_ByCell], parts: list[_ByCell], order: np.ndarray | None) -> _ByCell:
+    """The records of ``parts`` one after the other, taken in ``order`` (None: as they are). An
+    optional field (None in some part) is None in the result."""
+    joined: dict[str, np.ndarray | None] = {}
+    for name in kind.__dataclass_fields__:
+        arrays = [getattr(p, name) for p in parts]
+        if any(a is None for a in arrays):
+            joined[name] = None
+            continue
+        a = np.concatenate(arrays)
+        joined[name] = a if order is None else a[order]
     return kind(**joined)

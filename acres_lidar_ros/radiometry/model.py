@@ -38,6 +38,10 @@ class BeamModel:
         Rain and fog of the scans (clear air unless the run's and the sensor's weather are on).
     detection_threshold_counts : float
         ``S_T`` of ``config.radiometry``.
+    truth : bool
+        The passes keep what the per-cell truth output needs (``radiometry.truth``): the
+        incidence of each contribution and echo, and what detection decided of each echo.
+        Off, they keep nothing extra.
     """
 
     config: SensorConfig
@@ -45,6 +49,7 @@ class BeamModel:
     foliage_solid: bool
     atmosphere: Atmosphere
     detection_threshold_counts: float
+    truth: bool = False
 
     @classmethod
     def build(
@@ -56,6 +61,7 @@ class BeamModel:
         rain_mm_per_h: float = 0.0,
         visibility_m: float = math.inf,
         foliage_solid: bool = False,
+        truth: bool = False,
     ) -> BeamModel:
         """The model of ``config`` under a run's switches.
 
@@ -78,6 +84,7 @@ class BeamModel:
             config=config,
             noise=bool(noise),
             foliage_solid=bool(foliage_solid),
+            truth=bool(truth),
             atmosphere=atm,
             detection_threshold_counts=detection_threshold(
                 rad.signal_at_10pct_counts, rad.ambient_counts, rad.detection_probability_at_spec
