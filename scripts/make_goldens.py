@@ -21,6 +21,10 @@ scan the file holds, per beam and return slot, what the check compares: ``valid`
 slots only ``range_m`` (float64, stored byte-planar: the eight bytes of every value one plane
 after the other, which compresses a fifth better) and ``reflectivity`` (float32, the check's
 tolerance on it is relative 1e-6). ``load_golden`` reads a file back into these arrays.
+
+``object_id`` is d376a36's int32 label: the scene object's id, -1 where none and for rain and fog,
+-2 for the body. Later code labels with ``Returns.instance`` (uint32, ``scene.instances``);
+``object_id_of`` gives the old label of its returns, which is what the check compares.
 """
 
 from __future__ import annotations
@@ -94,10 +98,22 @@ def case_scanner(case, scene=None):
     return scanner, tour, stamps_ns
 
 
+def object_id_of(returns) -> np.ndarray:
+    """(n, R) int32: d376a36's ``object_id`` of the returns (see the module notes)."""
+    if hasattr(returns, "object_id"):
+        return np.asarray(returns.object_id)
+    from acres_lidar_ros.scene.instances import BODY_INSTANCE
+
+    instance = np.asarray(returns.instance, np.uint32)
+    scene_object = instance < 2**31  # the scene's objects; none, clutter and the body are above
+    return np.where(scene_object, instance, np.where(instance == BODY_INSTANCE, -2, -1)).astype(np.int32)
+
+
 def scan_record(scan) -> dict[str, np.ndarray]:
     """What the golden check compares of one ``Scan`` (as stored: see the module notes)."""
     returns = scan.returns
-    record = {name: np.asarray(getattr(returns, name)) for name in FIELDS}
+    record = {name: np.asarray(getattr(returns, name)) for name in FIELDS if name != "object_id"}
+    record["object_id"] = object_id_of(returns)
     range_m = np.ascontiguousarray(np.asarray(returns.range_m, dtype=np.float64)[returns.valid])
     record["range_m_planes"] = np.ascontiguousarray(range_m.view(np.uint8).reshape(-1, 8).T)
     record["reflectivity"] = np.asarray(returns.reflectivity, dtype=np.float64)[returns.valid].astype(np.float32)

@@ -7,6 +7,7 @@ import pytest
 
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.boxes import VehicleBox, rotation_from_quaternion_xyzw, trace_boxes
+from acres_lidar_ros.scene.instances import NO_INSTANCE, VEHICLE_INSTANCE_BASE
 
 
 @pytest.mark.parametrize(
@@ -20,7 +21,8 @@ from acres_lidar_ros.scene.boxes import VehicleBox, rotation_from_quaternion_xyz
         ),
         (dict(quaternion_xyzw=[0.0, 0.0, 1.0]), r"quaternion_xyzw .*4 finite numbers"),
         (dict(centre_m=[0.0, float("nan"), 0.0]), r"centre_m = \[0.0, nan, 0.0\]: must be 3 finite numbers"),
-        (dict(object_id=2**40), r"object_id = 1099511627776: must be an int32"),
+        (dict(object_id=2**40), r"object_id = 1099511627776: must be an integer 0 to 2147483631"),
+        (dict(object_id=-1), r"object_id = -1: must be an integer 0 to 2147483631"),
     ],
 )
 def test_invalid_boxes_are_scene_errors(kwargs, match):
@@ -61,7 +63,7 @@ def test_rotated_box_faces_at_their_distance_with_exact_cosine():
     t, cos, oid = trace_boxes(np.array(origins), np.array(dirs), [box], 0.005)
     np.testing.assert_allclose(t, want_t, atol=1e-12)
     np.testing.assert_allclose(cos, want_cos, atol=1e-12)
-    assert np.all(oid == 9)
+    assert np.all(oid == VEHICLE_INSTANCE_BASE + 9)
 
 
 def test_rays_missing_or_behind_and_from_inside():
@@ -72,7 +74,8 @@ def test_rays_missing_or_behind_and_from_inside():
     # Hit at 4; parallel and outside the y slab; box behind; from inside: the far face at 0.5;
     # along the face plane y = 1 (touching the edge counts as a hit at x = 1).
     np.testing.assert_allclose(t[:4], [4.0, np.inf, np.inf, 0.5])
-    assert oid.tolist()[:4] == [1, -1, -1, 1]
+    v = VEHICLE_INSTANCE_BASE
+    assert oid.tolist()[:4] == [v + 1, NO_INSTANCE, NO_INSTANCE, v + 1]
     assert t[4] == 4.0
 
 
@@ -80,4 +83,4 @@ def test_nearest_of_several_boxes_wins():
     a = VehicleBox([10.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0], object_id=1)
     b = VehicleBox([5.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.5, 1.0, 1.0], object_id=2)
     t, _, oid = trace_boxes(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), [a, b], 0.005)
-    assert (t[0], oid[0]) == (4.5, 2)
+    assert (t[0], oid[0]) == (4.5, VEHICLE_INSTANCE_BASE + 2)

@@ -43,7 +43,7 @@ def test_every_static_class_is_present_and_every_triangle_is_labelled(farm):
     ground = farm.triangle_class == CLASS_ID["ground"]
     assert np.all(farm.triangle_material[ground] == -1)
     assert np.all((farm.triangle_material[~ground] >= 0) & (farm.triangle_material[~ground] < len(MATERIAL_ID)))
-    assert farm.triangle_object.min() >= 0 and farm.triangle_object.max() < len(farm.object_names)
+    assert farm.triangle_instance.max() < len(farm.object_names)
     assert 50_000 < farm.triangle_count < 400_000
     crops = farm.crops
     assert {CLASS_NAMES[c] for c in np.unique(crops.class_id)} == {"corn", "soybean", "potato"}

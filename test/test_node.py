@@ -13,6 +13,7 @@ Three parts:
 from __future__ import annotations
 
 import enum
+import json
 import math
 import sys
 import types
@@ -23,7 +24,8 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.errors import PoseError
+from acres_lidar_ros.config.sensors import config_dir
+from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.ros.demo_drive import TourDrive
@@ -403,7 +405,9 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     assert (qos.reliability.name, qos.durability.name, qos.depth) == ("RELIABLE", "VOLATILE", 100)
     assert set(node.subscriptions) == {"/odom", "/vehicle_markers"}
     assert sorted(p for p, _ in node.timers) == [0.002, 1.0]
-    assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == "/lidar/points"
+    # topic empty: the sensors file's lidar.topic (the Polaris's /lidar/points)
+    assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == ""
+    assert node.params["lidar.topic"] == "/lidar/points" and node.settings["point_type"] == "XYZI"
     assert node.descriptors["lidar.columns"].read_only and not node.descriptors["rain_mm_per_h"].read_only
     assert StandInScanner.instances[-1].warmed  # kernels compiled before the first due scan
     table = StandInScanner.instances[-1].self_table  # the node loads the sensor's table for it
@@ -727,3 +731,25 @@ def test_without_tf2_ros_the_mount_comes_from_the_sensors_file_and_odom_markers_
     _poll(node)
     assert len(node.publishers["/lidar/points"].messages) == 1
     assert len([m for level, m in node.log_lines if level == "warning" and "TF" in m]) == 0
+
+
+def test_node_publishes_on_the_sensors_files_topic_and_layout(lidar_node, tmp_path):
+    """An empty topic and point type are the sensors file's lidar.topic and lidar.point_type (its
+    driver's defaults); a node parameter that names them wins."""
+    polaris = config_dir() / "sensors_polaris.json"
+    sensors = tmp_path / "s.json"
+    overlay = {"extends": str(polaris), "lidar": {"topic": "/velodyne_points", "point_type": "XYZIRT"}}
+    sensors.write_text(json.dumps(overlay))
+    node = lidar_node(sensors=str(sensors))
+    assert "/velodyne_points" in node.publishers and node.settings["point_type"] == "XYZIRT"
+    named = lidar_node(sensors=str(sensors), topic="/points", point_type="XYZI")
+    assert "/points" in named.publishers and named.settings["point_type"] == "XYZI"
+
+
+def test_node_refuses_a_sensors_file_point_type_that_is_no_profile(lidar_node, tmp_path):
+    sensors = tmp_path / "s.json"
+    sensors.write_text(
+        json.dumps({"extends": str(config_dir() / "sensors_polaris.json"), "lidar": {"point_type": "PCL"}})
+    )
+    with pytest.raises(ConfigError, match=r"lidar\.point_type of .*s\.json 'PCL' is not a point type; allowed: XYZI"):
+        lidar_node(sensors=str(sensors))

@@ -188,3 +188,23 @@ def test_cloud_log_time_can_be_its_release_time(tmp_path):
     for _, log_time, msg in _read_mcap(tmp_path / "drive"):
         assert log_time == release_ns
         assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == STAMP_NS
+
+
+def test_clouds_go_on_the_sensors_topic(tmp_path):
+    """A shipped sensor's bag carries its clouds on its driver's topic (lidar.topic)."""
+    with BagWriter(tmp_path / "drive", "velodyne", lidar_frame="velodyne", cloud_topic="/velodyne_points") as bag:
+        _write_drive(bag, make_scan(seed=23))
+    messages, qos = _read_rosbags(tmp_path / "drive")
+    counts = {}
+    for topic, _, msg in messages:
+        counts[topic] = counts.get(topic, 0) + 1
+        if topic == "/velodyne_points":
+            assert msg.header.frame_id == "velodyne"
+    assert counts == {"/tf_static": 1, "/clock": 2, "/tf": 2, "/odom": 2, "/velodyne_points": 1}
+    assert bag.message_counts["/velodyne_points"] == 1
+
+
+def test_a_cloud_topic_of_another_stream_is_refused(tmp_path):
+    with pytest.raises(OutputError, match=r"cloud topic '/odom' is one of the bag's other topics"):
+        BagWriter(tmp_path / "drive", cloud_topic="/odom")
+    assert not (tmp_path / "drive").exists()

@@ -13,6 +13,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 STAMP_NS = 1_700_000_123_456_789_012
 PERIOD_S = 0.1
@@ -62,7 +63,7 @@ def make_scan(
         intensity=np.where(valid, rng.integers(0, 256, size=(n, slots)), 0).astype(np.uint8),
         class_id=np.where(valid, rng.integers(0, 14, size=(n, slots)), 0).astype(np.uint8),
         material_id=np.where(valid, rng.integers(0, 17, size=(n, slots)), 0).astype(np.uint8),
-        object_id=np.where(valid, rng.integers(0, 50, size=(n, slots)), -1).astype(np.int32),
+        instance=np.where(valid, rng.integers(0, 50, size=(n, slots)), NO_INSTANCE).astype(np.uint32),
         return_flags=flags,
     )
     # Clockwise sweep starting at column 3: dt_c in [-T, 0), not monotonic in c.

@@ -29,7 +29,8 @@ from acres_lidar_ros.radiometry.physics import (
 )
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.radiometry.weather import atmosphere
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE, NO_INSTANCE
+from acres_lidar_ros.tracing.hits import Hits
 
 N_MATERIALS = 17
 GROUND, BUILDING, SILO, OTHER, CORN = (
@@ -134,7 +135,7 @@ class BeamModelOptions:
 
 
 def make_hits(rows: list[list[tuple]], k: int | None = None) -> Hits:
-    """Rows of (range_m, class, material, cos[, wetness, object_id]) in range order."""
+    """Rows of (range_m, class, material, cos[, wetness, instance]) in range order."""
     k = k or max(1, max(len(r) for r in rows))
     hits = Hits.empty(len(rows), k)
     for i, row in enumerate(rows):
@@ -146,7 +147,7 @@ def make_hits(rows: list[list[tuple]], k: int | None = None) -> Hits:
             hits.material_id[i, j] = mat
             hits.cos_incidence[i, j] = cos
             hits.wetness[i, j] = hit[4] if len(hit) > 4 else 0.0
-            hits.object_id[i, j] = hit[5] if len(hit) > 5 else 7
+            hits.instance[i, j] = hit[5] if len(hit) > 5 else 7
     return hits
 
 
@@ -188,7 +189,7 @@ def single(out, slot=0):
             "intensity",
             "class_id",
             "material_id",
-            "object_id",
+            "instance",
             "return_flags",
         )
     }
@@ -299,7 +300,7 @@ def test_single_solid_echo_by_hand():
     assert r["reflectivity"] == pytest.approx(rho_bs, rel=1e-12)
     assert r["signal"] == round(s) == 3237
     assert r["intensity"] == 36
-    assert (r["class_id"], r["material_id"], r["object_id"]) == (BUILDING, BUILDING_M, 42)
+    assert (r["class_id"], r["material_id"], r["instance"]) == (BUILDING, BUILDING_M, 42)
     assert r["return_flags"] == FLAG_STRONGEST
     assert out.valid.shape == (1, 1)
 
@@ -370,7 +371,7 @@ def test_echo_takes_energy_weighted_range_and_class_of_the_largest():
     assert out.range_m[0, 0] == pytest.approx((0.075 * 20.0 + 0.375 * 20.4) / 0.45, abs=1e-12)
     assert out.reflectivity[0, 0] == pytest.approx(0.45, rel=1e-12)
     # The largest single contribution is the wall (0.075 > 0.0625).
-    assert (out.class_id[0, 0], out.material_id[0, 0], out.object_id[0, 0]) == (BUILDING, BUILDING_M, 1)
+    assert (out.class_id[0, 0], out.material_id[0, 0], out.instance[0, 0]) == (BUILDING, BUILDING_M, 1)
 
 
 def test_ground_relief_and_texture_from_the_hashes():
@@ -413,7 +414,7 @@ def test_range_window():
     ]
     out = run(make_hits(rows), p)
     assert out.valid[:, 0].tolist() == [False, False, True]
-    assert np.isnan(out.range_m[:2]).all() and (out.object_id[:2] == NO_OBJECT).all()
+    assert np.isnan(out.range_m[:2]).all() and (out.instance[:2] == NO_INSTANCE).all()
     assert (out.signal[:2] == 0).all() and (out.intensity[:2] == 0).all()
 
 
@@ -442,7 +443,7 @@ def test_fog_clutter_slabs_become_precipitation_echoes():
     # The near clutter is also the strongest echo (S = 100 * 0.196 * 2304 * 0.790 * e^-0.196 = 2.9e4
     # against the wall's 100 * 3 * 144 * e^-0.78 = 2.0e4), so triple mode gives two points.
     assert out.valid[0].tolist() == [True, True, False]
-    assert out.class_id[0, 0] == CLASS_ID["precipitation"] and out.object_id[0, 0] == NO_OBJECT
+    assert out.class_id[0, 0] == CLASS_ID["precipitation"] and out.instance[0, 0] == CLUTTER_INSTANCE
     assert out.return_flags[0, :2].tolist() == [FLAG_FIRST | FLAG_STRONGEST, FLAG_LAST]
     assert out.range_m[0, 0] == pytest.approx(1.25, abs=1e-12)
     # rho_rep = rho_e e^{-2 alpha R_e}: fog darkens the reported reflectivity.

@@ -19,7 +19,7 @@ from acres_lidar_ros.radiometry.echoes import Echoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import reflectance_limit
-from acres_lidar_ros.tracing.hits import NO_OBJECT
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 LIMIT = {"detection_model": "reflectance_limit", "max_range_m": 100.0, "reflectance_at_max_range": 0.2}
 
@@ -44,7 +44,7 @@ def echoes(cells, ranges_m, reflectances):
         peak=np.ones(n),
         class_id=np.full(n, CLASS_ID["building"], np.uint8),
         material_id=np.full(n, MATERIAL_ID["building"], np.uint8),
-        object_id=np.full(n, NO_OBJECT, np.int32),
+        instance=np.full(n, NO_INSTANCE, np.uint32),
     )
 
 

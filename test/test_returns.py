@@ -3,7 +3,8 @@
 import numpy as np
 
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, nearest_hit_returns
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.scene.instances import NO_INSTANCE
+from acres_lidar_ros.tracing.hits import Hits
 
 
 def make_hits(ranges, classes):
@@ -14,7 +15,7 @@ def make_hits(ranges, classes):
     hits.valid[:] = valid
     hits.class_id[:] = np.where(valid, classes, 0)
     hits.material_id[:] = np.where(valid, np.array(classes) % 17, 0)
-    hits.object_id[:] = np.where(valid, 100 + np.arange(ranges.size).reshape(ranges.shape), NO_OBJECT)
+    hits.instance[:] = np.where(valid, 100 + np.arange(ranges.size).reshape(ranges.shape), NO_INSTANCE)
     return hits
 
 
@@ -31,7 +32,7 @@ def test_nearest_in_window_over_two_sub_rays():
     np.testing.assert_array_equal(r.range_m[[0, 2], 0], [4.0, 7.0])
     assert np.isnan(r.range_m[1, 0])
     assert r.class_id[:, 0].tolist() == [3, 0, 7]
-    assert r.object_id[:, 0].tolist() == [100 + 3, NO_OBJECT, 100 + 15]
+    assert r.instance[:, 0].tolist() == [100 + 3, NO_INSTANCE, 100 + 15]
     assert r.intensity[:, 0].tolist() == [round(100 * rho[3]), 0, round(100 * rho[7])]
     assert r.return_flags[:, 0].tolist() == [
         FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST,

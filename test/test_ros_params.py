@@ -69,7 +69,9 @@ def test_defaults_come_from_the_loaded_sensors_file(decls, polaris):
     assert decls["lidar.rpy_deg"].default == [-1.518, 5.317, 0.0]
     assert len(decls["lidar.elevations_deg"].default) == 32
     assert decls["lidar.hz"].type == "double" and decls["lidar.columns"].type == "integer"
-    assert decls["topic"].default == "/lidar/points" and decls["point_type"].default == "XYZI"
+    # the node's topic and point type are empty: the sensors file's, its driver's defaults
+    assert decls["topic"].default == "" and decls["point_type"].default == ""
+    assert decls["lidar.topic"].default == "/lidar/points" and decls["lidar.point_type"].default == "XYZI"
     assert decls["qos_depth"].default == 100
     default = by_name(declarations(load_sensor_config("default")))
     assert default["lidar.elevations_deg"].default is None  # declared without a value

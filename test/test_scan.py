@@ -9,6 +9,7 @@ from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scene.instances import VEHICLE_INSTANCE_BASE
 from acres_lidar_ros.sensor.pattern import mount_rotation
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import column_time_offset
@@ -146,7 +147,7 @@ RETURNS_FIELDS = (
     "intensity",
     "class_id",
     "material_id",
-    "object_id",
+    "instance",
     "return_flags",
 )
 
@@ -267,7 +268,9 @@ def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tr
     scan = scanner.scan(at_rest([0.0, 0.0, 0.0]), stamp_ns=10**9, boxes=[box])
     on_box = scan.returns.valid[:, 0] & (scan.returns.class_id[:, 0] == 12)
     assert on_box.sum() > 50
-    assert (scan.returns.object_id[on_box, 0] == 77).all() and (scan.returns.material_id[on_box, 0] == 14).all()
+    assert (scan.returns.instance[on_box, 0] == VEHICLE_INSTANCE_BASE + 77).all() and (
+        scan.returns.material_id[on_box, 0] == 14
+    ).all()
     world = np.einsum(
         "cij,cj->ci",
         scan.T_world_sensor[scan.cell_column[on_box]],

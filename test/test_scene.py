@@ -141,7 +141,7 @@ def test_builder_labels_every_triangle():
     tree = b.add_tree([0.0, 0.0], 8.0)
     silo = b.add_cylinder([5.0, 5.0], 2.0, 6.0, "silo", material="concrete")
     scene = b.build()
-    tri = scene.triangle_object
+    tri = scene.triangle_instance
     assert set(scene.triangle_class[tri == tree].tolist()) == {CLASS_ID["tree_trunk"], CLASS_ID["tree"]}
     assert set(scene.triangle_material[tri == silo].tolist()) == {MATERIAL_ID["concrete"]}
     assert set(scene.triangle_material[tri == 0].tolist()) == {-1}  # ground: resolved per hit
@@ -260,12 +260,12 @@ def test_load_scene_reads_every_object_type(scene_dir):
         "ground_cover",
     }
     assert scene.terrain.height_m[1, 2] == pytest.approx(0.07)
-    hut = scene.triangle_object == 1
+    hut = scene.triangle_instance == 1
     hut_v = scene.vertices_m[np.unique(scene.triangles[hut])]
     # A 2 x 1 x 1 box scaled by 2 and turned 90 degrees: 2 m along x, 4 m along y, on the ground.
     np.testing.assert_allclose(np.ptp(hut_v, axis=0), [2.0, 4.0, 2.0], atol=1e-12)
     assert hut_v[:, 2].min() == pytest.approx(float(scene.height_at(5.0, 5.0)))
-    assert set(scene.triangle_material[scene.triangle_object == 2].tolist()) == {MATERIAL_ID["metal_bin"]}
+    assert set(scene.triangle_material[scene.triangle_instance == 2].tolist()) == {MATERIAL_ID["metal_bin"]}
     assert len(scene.crops) == 2 and scene.crops.class_id.tolist() == [CLASS_ID["potato"]] * 2
     h_max = 0.6 * (0.03 + 0.97 * 0.5)
     np.testing.assert_allclose(scene.crops.cell_top_z_m[0, 3] - scene.crops.cell_base_z_m[0, 3], 0.12 * h_max)

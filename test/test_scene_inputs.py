@@ -233,8 +233,11 @@ def track(**extra):
         (track(sample={"half_extents_m": [1, 1, "1"]}), r"half_extents_m = \[1, 1, '1'\]: expected 3 finite"),
         ({"tracks": [7]}, r"tracks\[0\] = 7: expected an object with object_id and samples"),
         ({"tracks": [{"object_id": 1, "samples": [[]]}]}, r"samples\[0\] = \[\]: expected an object with t_s"),
-        ({"tracks": [{"object_id": 10**30, "samples": []}]}, r"object_id = 1000.*: expected an int32 integer"),
-        ({"tracks": [{"object_id": 1.0, "samples": []}]}, r"object_id = 1\.0: expected an int32 integer"),
+        (
+            {"tracks": [{"object_id": 10**30, "samples": []}]},
+            r"object_id = 1000.*: expected an integer 0 to 2147483631",
+        ),
+        ({"tracks": [{"object_id": 1.0, "samples": []}]}, r"object_id = 1\.0: expected an integer 0 to 2147483631"),
     ],
 )
 def test_box_tracks_refuse_unknown_keys_and_odd_values(tmp_path, data, match):

@@ -12,7 +12,6 @@ import pytest
 
 from acres_lidar_ros.body.self_returns import (
     SELF_HASH_DOMAIN,
-    SELF_OBJECT_ID,
     SelfReturnTable,
     apply_self_returns,
     expected_size_bytes,
@@ -21,6 +20,7 @@ from acres_lidar_ros.body.self_returns import (
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.radiometry.returns import Returns
+from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 
 M64 = (1 << 64) - 1
 
@@ -62,7 +62,7 @@ def scene_returns(n: int, slots: int = 2) -> Returns:
         intensity=np.full((n, slots), 20, np.uint8),
         class_id=np.full((n, slots), 1, np.uint8),
         material_id=np.full((n, slots), 2, np.uint8),
-        object_id=np.full((n, slots), -1, np.int32),
+        instance=np.full((n, slots), NO_INSTANCE, np.uint32),
         return_flags=np.tile(np.array([1, 6], np.uint8)[:slots], (n, 1)),
     )
 
@@ -97,7 +97,7 @@ def test_three_way_rule_with_hash_values_computed_independently():
             assert r.range_m[i, 0] == pytest.approx(expected, abs=1e-12)
             assert r.valid[i].tolist() == [True, False]
             assert (r.class_id[i, 0], r.material_id[i, 0], r.intensity[i, 0]) == (12, 14, 10)
-            assert r.object_id[i, 0] == SELF_OBJECT_ID
+            assert r.instance[i, 0] == BODY_INSTANCE
             assert r.return_flags[i, 0] == 7
             assert r.reflectivity[i, 0] == pytest.approx(0.10)
             assert np.isnan(r.range_m[i, 1])

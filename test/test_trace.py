@@ -10,6 +10,7 @@ from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIA
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.instances import VEHICLE_INSTANCE_BASE
 from acres_lidar_ros.scene.model import (
     CROP_CELL_HEIGHT_FRACTION,
     CROP_PATCH_SIZE_M,
@@ -51,7 +52,7 @@ def test_plane_range_is_height_over_cos():
     np.testing.assert_allclose(hits.range_m[inside, 0], expected[inside], rtol=0, atol=2e-5)
     np.testing.assert_allclose(hits.cos_incidence[inside, 0], np.sin(-elevation[inside]), atol=1e-6)
     assert np.all(hits.class_id[inside, 0] == CLASS_ID["ground"])
-    assert np.all(hits.object_id[inside, 0] == 0)
+    assert np.all(hits.instance[inside, 0] == 0)
     assert not hits.valid[inside, 1:].any()
 
 
@@ -117,7 +118,7 @@ def test_foliage_continuation_reaches_the_trunk_behind_the_crown():
     hits = trace(tracer, [-10.0, 0.0, z], [1.0, 0.0, 0.0])
     assert hits.class_id[0, :2].tolist() == [CLASS_ID["tree"], CLASS_ID["tree_trunk"]]
     np.testing.assert_allclose(hits.range_m[0, 1], 10.0 - 0.3, atol=2e-5)  # a vertex of the octagon
-    assert hits.object_id[0, :2].tolist() == [oid, oid]
+    assert hits.instance[0, :2].tolist() == [oid, oid]
     assert not hits.valid[0, 2:].any()  # the trunk is solid
     # The same with foliage solid: the crown ends the ray.
     solid = trace(tracer, [-10.0, 0.0, z], [1.0, 0.0, 0.0], foliage_solid=True)
@@ -294,7 +295,7 @@ def test_box_hit_at_its_pose_truncates_the_scene_behind_it():
     o = centre + 9.0 * axis_y
     hits = trace(tracer, o, -axis_y, boxes=[box])
     np.testing.assert_allclose(hits.range_m[0, 0], 8.0, atol=1e-12)
-    assert (hits.class_id[0, 0], hits.material_id[0, 0], hits.object_id[0, 0]) == (12, 14, 77)
+    assert (hits.class_id[0, 0], hits.material_id[0, 0], hits.instance[0, 0]) == (12, 14, VEHICLE_INSTANCE_BASE + 77)
     np.testing.assert_allclose(hits.cos_incidence[0, 0], 1.0)
     assert not hits.valid[0, 1:].any()  # the ground and anything behind the box are gone
     # A ray from the shrub's far side: shrub first, then the box.
@@ -366,14 +367,14 @@ def test_hits_equal_a_brute_force_linear_scan():
             if leaving[i, j]:
                 start = cand[j] + 1e-3
                 continue
-            got.append((cand[j], scene.triangle_class[j], scene.triangle_object[j]))
+            got.append((cand[j], scene.triangle_class[j], scene.triangle_instance[j]))
             if not foliage[j]:
                 break
             start = cand[j] + 0.25
         assert hits.valid[i].sum() == len(got), i
         for slot, (t, cls, oid) in enumerate(got):
             assert hits.range_m[i, slot] == pytest.approx(t, abs=1e-4), (i, slot)
-            assert (hits.class_id[i, slot], hits.object_id[i, slot]) == (cls, oid), (i, slot)
+            assert (hits.class_id[i, slot], hits.instance[i, slot]) == (cls, oid), (i, slot)
 
 
 def test_trace_is_deterministic():

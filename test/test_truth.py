@@ -22,6 +22,7 @@ from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.radiometry.truth import REASON, REASON_NAMES
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 
@@ -35,6 +36,7 @@ WALLS = {
     "far": ("y", -100.0, 40.0, "concrete"),  # beyond range_m = 60 m
 }
 WALL_Z_M = (-20.0, 20.0)
+WALL_INSTANCE: dict[str, int] = {}  # the id SceneBuilder gives each wall (its instance label)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def tracer():
         thick = 0.1 if name == "near" else 1.0
         centre = at + math.copysign(thick / 2, at)
         base, size = ([centre, 0.0], [thick, 2 * half]) if axis == "x" else ([0.0, centre], [2 * half, thick])
-        builder.add_box(
+        WALL_INSTANCE[name] = builder.add_box(
             base, [*size, WALL_Z_M[1] - WALL_Z_M[0]], "building", material=material, base_z_m=WALL_Z_M[0], name=name
         )
     return Tracer(builder.build())
@@ -79,8 +81,9 @@ def expected(config, directions, alpha_per_m=0.0):
     range_m = np.full(n, np.inf)
     cos_theta = np.full(n, np.nan)
     material = np.full(n, -1)
+    instance = np.full(n, -1)
     edge = np.zeros(n, bool)
-    for axis, at, half, name in WALLS.values():
+    for wall, (axis, at, half, name) in WALLS.items():
         i, j = (0, 1) if axis == "x" else (1, 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = (at - origin[i]) / directions[:, i]
@@ -91,6 +94,7 @@ def expected(config, directions, alpha_per_m=0.0):
         range_m[take] = r[take]
         cos_theta[take] = np.abs(directions[take, i])  # the wall's normal is the axis
         material[take] = MATERIAL_ID[name]
+        instance[take] = WALL_INSTANCE[wall]
         edge |= near_edge
     mats, rad = config.materials, config.radiometry
     rho = mats.reflectivity[np.maximum(material, 0)]
@@ -110,7 +114,8 @@ def expected(config, directions, alpha_per_m=0.0):
     reason[window & (signal >= s_t)] = REASON["returned"]
     reason[window & (signal < s_t) & (clear >= s_t)] = REASON["extinguished_by_weather"]
     reason[window & (signal < s_t) & (clear < s_t)] = REASON["below_threshold"]
-    return {"range_m": range_m, "theta": theta, "material": material, "signal": signal, "s_t": s_t}, reason, edge
+    want = {"range_m": range_m, "theta": theta, "material": material, "instance": instance, "signal": signal}
+    return {**want, "s_t": s_t}, reason, edge
 
 
 def test_each_reason_of_a_clear_scan_is_the_one_the_geometry_and_the_equations_give(config, tracer):
@@ -126,12 +131,15 @@ def test_each_reason_of_a_clear_scan_is_the_one_the_geometry_and_the_equations_g
     np.testing.assert_allclose(t.incidence_rad[surface], want["theta"][surface], atol=1e-5)
     np.testing.assert_allclose(t.signal_counts[surface], want["signal"][surface], rtol=2e-3)
     np.testing.assert_array_equal(t.material_id[surface], want["material"][surface])
+    np.testing.assert_array_equal(t.instance[surface], want["instance"][surface])
+    assert len(set(WALL_INSTANCE.values())) == 4 and 0 not in WALL_INSTANCE.values()  # 0 is the terrain
     assert (t.class_id[surface] == CLASS_ID["building"]).all()
     np.testing.assert_allclose(t.threshold_counts, want["s_t"], rtol=1e-9)
     # With the spec's shipped numbers S_T is 85.96 counts.
     assert t.threshold_counts[0] == pytest.approx(85.96, abs=0.01)
     empty = keep & (reason == REASON["no_surface"])
     assert np.isnan(t.range_m[empty]).all() and np.isnan(t.signal_counts[empty]).all()
+    assert (t.instance[empty & (want["instance"] < 0)] == NO_INSTANCE).all()
     # A returned cell is exactly a cell with a return; the noise-free point is R_e d.
     np.testing.assert_array_equal(t.reason == REASON["returned"], scan.returns.valid.any(axis=1))
     d = scanner.pattern.directions_sensor.reshape(-1, 3)
@@ -167,6 +175,7 @@ def test_the_body_blocks_and_returns_where_its_table_says(config, tracer):
     assert (t.reason[blocked] == REASON["blocked_by_body"]).all()
     assert (t.reason[body] == REASON["returned"]).all()
     assert (t.class_id[body] == CLASS_ID["vehicle"]).all() and (t.material_id[body] == MATERIAL_ID["vehicle"]).all()
+    assert (t.instance[body] == BODY_INSTANCE).all()
     np.testing.assert_allclose(t.range_m[body], 0.2)
     assert np.isnan(t.signal_counts[body]).all()
     rest = ~blocked & ~body & ~edge
@@ -232,6 +241,7 @@ def test_the_truth_file_round_trips_and_is_written_whole(config, tracer, tmp_pat
     np.testing.assert_array_equal(cells["range_m"], t.range_m.astype(np.float32))
     np.testing.assert_array_equal(cells["signal_counts"], t.signal_counts.astype(np.float32))
     np.testing.assert_array_equal(cells["material"], t.material_id)
+    np.testing.assert_array_equal(cells["instance"], t.instance)
     np.testing.assert_array_equal(cells["x"], t.points_sensor[:, 0].astype(np.float32))
     assert back.reason_names == REASON_NAMES and back.stamp_ns == scan.stamp_ns and back.frame_id == scan.frame_id
     assert back.class_names[CLASS_ID["building"]] == "building"
@@ -250,7 +260,7 @@ def test_the_truth_file_round_trips_and_is_written_whole(config, tracer, tmp_pat
 
 
 def test_the_truth_layout_is_one_packed_dtype_its_fields_derive_from():
-    from acres_lidar_ros.outputs.pointcloud2 import FLOAT32, INT32, UINT8, point_fields
+    from acres_lidar_ros.outputs.pointcloud2 import FLOAT32, UINT8, UINT32, point_fields
     from acres_lidar_ros.outputs.truth import TRUTH_POINT
 
     assert point_fields(TRUTH_POINT) == [
@@ -261,7 +271,7 @@ def test_the_truth_layout_is_one_packed_dtype_its_fields_derive_from():
         ("incidence_rad", 16, FLOAT32, 1),
         ("signal_counts", 20, FLOAT32, 1),
         ("threshold_counts", 24, FLOAT32, 1),
-        ("object_id", 28, INT32, 1),
+        ("instance", 28, UINT32, 1),
         ("class", 32, UINT8, 1),
         ("material", 33, UINT8, 1),
         ("reason", 34, UINT8, 1),

@@ -66,8 +66,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sensor",
         default="polaris",
-        metavar="polaris|default|FILE",
-        help="sensors file or a named sensor (default: polaris)",
+        metavar="NAME|FILE",
+        help="sensors file, or a named sensor: polaris (default), default, or a shipped one (docs/sensors.md)",
     )
     parser.add_argument(
         "--scene",
@@ -107,17 +107,25 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _point_profile(name: str) -> Any:
+def _point_profile(name: str, where: str = "point_type") -> Any:
     from acres_lidar_ros.outputs.point_types import point_profile
 
-    return point_profile(name)
+    return point_profile(name, where)
+
+
+def _point_type(args: argparse.Namespace, config: SensorConfig) -> str:
+    """``--point-type``, or the sensors file's ``lidar.point_type`` (its driver's layout), checked."""
+    if args.point_type is not None:
+        return str(args.point_type)
+    _point_profile(config.point_type, f"lidar.point_type of {config.source}")
+    return config.point_type
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
     from acres_lidar_ros.outputs.point_types import PROFILES  # numpy: after the handlers
 
-    help_ = f"point layout of {what} (docs/outputs.md; default XYZI, the vehicle's rslidar_sdk layout)"
-    parser.add_argument("--point-type", default="XYZI", metavar="|".join(PROFILES), help=help_)
+    help_ = f"point layout of {what} (docs/outputs.md; default: the sensors file's lidar.point_type, its driver's)"
+    parser.add_argument("--point-type", default=None, metavar="|".join(PROFILES), help=help_)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -342,8 +350,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.recorder import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
-    _point_profile(args.point_type)  # ConfigError listing the profiles
+    if args.point_type is not None:
+        _point_profile(args.point_type)  # ConfigError listing the profiles, before the scene is built
     config, scene, scanner = _load(args, need_lidar="scan")
+    point_type = _point_type(args, config)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
         return code
@@ -361,7 +371,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         out,
         files=args.format or config.output,
         run=vars_for_json(args),
-        point_type=args.point_type,
+        point_type=point_type,
     )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     if scan.truth is not None:
@@ -382,8 +392,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
-    _point_profile(args.point_type)  # ConfigError listing the profiles
+    if args.point_type is not None:
+        _point_profile(args.point_type)  # ConfigError listing the profiles, before the scene is built
     config, scene, scanner = _load(args)
+    point_type = _point_type(args, config)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
         return code
@@ -416,7 +428,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             trajectory,
             out,
             duration_s=args.duration,
-            point_type=args.point_type,
+            point_type=point_type,
             files=args.files or config.output,
             boxes_at=boxes_at,
             run=vars_for_json(args),
@@ -451,14 +463,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
         raise ConfigError(f"--odom-hz {args.odom_hz}: expected a rate > 0 and <= 1000 Hz")
     started = time.perf_counter()
-    _config, scene, scanner = _load(args, need_lidar="bench")
+    config, scene, scanner = _load(args, need_lidar="bench")
     build_s = time.perf_counter() - started
     tour = _tour(scene)
     freeze_startup_objects()  # as the node and record do
+    point_type = _point_type(argparse.Namespace(point_type=None), config)  # the sensor's driver layout
     plain, variant = plain_and_variant(scanner)
-    result = bench_scans(plain, tour, n_scans=args.scans, variant=variant)
+    result = bench_scans(plain, tour, n_scans=args.scans, point_type=point_type, variant=variant)
     result.update(
         sensor=args.sensor,
+        point_type=point_type,
         sub_rays=scanner.sub_rays,
         scene_triangles=scene.triangle_count,
         scene_build_s=build_s,

@@ -272,7 +272,7 @@ def record_drive(
         # Leaving the block (also on Ctrl-C) waits for the writes already handed over, then
         # closes the bag.
         with (
-            BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id) as bag,
+            BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id, cloud_topic=config.topic) as bag,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer,
         ):
             bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)

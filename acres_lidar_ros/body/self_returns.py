@@ -56,7 +56,7 @@ from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.radiometry.truth import BLOCKED_BY_BODY, RETURNED, CellTruth
-from acres_lidar_ros.tracing.hits import NO_OBJECT
+from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")
 TABLE_DTYPE = np.dtype("<f4")
@@ -64,8 +64,6 @@ SELF_MIN_RANGE_M = 0.2
 """The spec: "The minimum range is 0.2 m" of a body return."""
 SELF_HASH_DOMAIN = 0x5E1F5E1F5E1F5E1F
 """Xored into the seed so the self-return hashes differ from every other hash of the same seed."""
-SELF_OBJECT_ID = -2
-"""Instance label of body returns: the vehicle that carries the sensor (``NO_OBJECT`` is -1)."""
 PROBABILITY_TOLERANCE = 1e-6
 """float32 rounding allowed in ``0 <= p <= 1`` and ``p_self + p_block <= 1``."""
 SELF_CLASS_ID = CLASS_ID["vehicle"]
@@ -288,7 +286,7 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
         out.intensity,
         out.class_id,
         out.material_id,
-        out.object_id,
+        out.instance,
         out.return_flags,
         decision.replaced_cells,
         decision.body_cells,
@@ -305,7 +303,7 @@ def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDec
     A blocked cell gets the reason ``blocked_by_body`` and keeps what the scene gave it (the
     range, signal and labels of the surface the body hid). A body cell is ``returned`` from the
     body: its noise-free range ``max(0.2 m, table range)``, class and material vehicle, object
-    ``SELF_OBJECT_ID``, and NaN signal and incidence (the table has neither).
+    ``BODY_INSTANCE``, and NaN signal and incidence (the table has neither).
     """
     n = truth.reason.shape[0]
     if n != table.cells:
@@ -318,14 +316,14 @@ def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDec
     incidence, signal = truth.incidence_rad.copy(), truth.signal_counts.copy()
     incidence[body] = np.nan
     signal[body] = np.nan
-    class_id, material_id, object_id = truth.class_id.copy(), truth.material_id.copy(), truth.object_id.copy()
+    class_id, material_id, instance = truth.class_id.copy(), truth.material_id.copy(), truth.instance.copy()
     class_id[body] = SELF_CLASS_ID
     material_id[body] = SELF_MATERIAL_ID
-    object_id[body] = SELF_OBJECT_ID
+    instance[body] = BODY_INSTANCE
     reason = truth.reason.copy()
     reason[decision.blocked] = BLOCKED_BY_BODY
     reason[body] = RETURNED
-    return CellTruth(range_m, incidence, class_id, material_id, object_id, signal, truth.threshold_counts, reason)
+    return CellTruth(range_m, incidence, class_id, material_id, instance, signal, truth.threshold_counts, reason)
 
 
 class SelfReturnResult(NamedTuple):
@@ -395,7 +393,7 @@ def apply_self_returns(
     -------
     SelfReturnResult(returns, points_sensor, body, blocked); the inputs are not changed. Body
     returns have reflectivity ``I / 100`` (the inverse of the intensity byte), signal 0 (the
-    table has no signal plane), object id ``SELF_OBJECT_ID``.
+    table has no signal plane), instance ``BODY_INSTANCE``.
     """
     n = returns.range_m.shape[0]
     decision = decide_self_returns(table, scan_index, seed, std_m, noise_on)
@@ -426,7 +424,7 @@ def _merge_body(
     intensity,
     class_id,
     material_id,
-    object_id,
+    instance,
     return_flags,
     replaced_cells,
     body_cells,
@@ -436,7 +434,7 @@ def _merge_body(
 ):
     """Empty the replaced cells of the nine ``Returns`` fields and put one body return in slot
     0 of the body cells, in place, in one compiled pass (nine numpy scatters cost ~1 ms)."""
-    out = (range_m, valid, reflectivity, signal, intensity, class_id, material_id, object_id, return_flags)
+    out = (range_m, valid, reflectivity, signal, intensity, class_id, material_id, instance, return_flags)
     slots = range_m.shape[1]
     for i in replaced_cells:
         for s in range(slots):
@@ -447,7 +445,7 @@ def _merge_body(
             out[4][i, s] = 0
             out[5][i, s] = 0
             out[6][i, s] = 0
-            out[7][i, s] = NO_OBJECT
+            out[7][i, s] = NO_INSTANCE
             out[8][i, s] = 0
     for i in body_cells:
         out[0][i, 0] = body_range_m[i]
@@ -456,7 +454,7 @@ def _merge_body(
         out[4][i, 0] = body_intensity[i]
         out[5][i, 0] = SELF_CLASS_ID
         out[6][i, 0] = SELF_MATERIAL_ID
-        out[7][i, 0] = SELF_OBJECT_ID
+        out[7][i, 0] = BODY_INSTANCE
         out[8][i, 0] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
 
 

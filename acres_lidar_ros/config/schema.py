@@ -30,6 +30,8 @@ RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
 DETECTION_MODELS: tuple[str, ...] = ("spec", "reflectance_limit")
 
 _FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
+#: A ROS topic name (used with fullmatch): optional leading /, tokens of letters, digits and _.
+TOPIC_NAME = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
 #: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -38,7 +40,8 @@ FLOAT32_MAX = 3.4028234663852886e38
 class Param:
     """One key of the sensors file.
 
-    ``kind`` is one of ``bool``, ``int``, ``float``, ``str``, ``float_list`` (one value per ring,
+    ``kind`` is one of ``bool``, ``int``, ``float``, ``str`` (a frame name, or one of ``choices``),
+    ``topic`` (a ROS topic name), ``float_list`` (one value per ring,
     or ``length`` values when it is set), ``path`` (a file name relative to the sensors file, or
     null). ``nullable`` marks the keys whose ``null`` means "none" (the tables and
     ``self_returns``); every other ``null`` is an error. ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
@@ -72,6 +75,8 @@ class Param:
             return "a file name relative to the sensors file, or null"
         if self.kind == "str":
             return "a frame name (letters, digits, _ and /, not starting with a digit)"
+        if self.kind == "topic":
+            return "a topic name such as /lidar/points"
         return self._allowed_number() + (", or null (none)" if self.nullable else "")
 
     def _allowed_number(self) -> str:
@@ -97,12 +102,14 @@ class Param:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             return value
-        if self.kind in ("str", "path"):
+        if self.kind in ("str", "path", "topic"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.choices and value not in self.choices:
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
+                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
+            if self.kind == "topic" and not TOPIC_NAME.fullmatch(value):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "path" and not _is_file_name(value):
                 raise ConfigError(
@@ -254,6 +261,19 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("delay_s", "float", 0.05, "s", low=0, high=10, description="Delay of the scan row and the published cloud."),
     P("output", "str", "ply", choices=("ply", "pcd", "both"), description="Files each scan writes."),
     P("frame_id", "str", "lidar", description="Frame name of the cloud."),
+    P(
+        "topic",
+        "topic",
+        "/lidar/points",
+        description="Cloud topic the sensor's driver publishes by default (the node's topic when it names none).",
+    ),
+    P(
+        "point_type",
+        "str",
+        "XYZI",
+        description="Point layout the sensor's driver publishes by default: a profile of outputs/point_types.py "
+        "(the CLI's and the node's point type when they name none).",
+    ),
     P("self_returns", "path", None, nullable=True, description="File of the self-return table."),
     P(
         "radiometry.range_at_10pct_m",

@@ -163,6 +163,8 @@ class SensorConfig:
     delay_s: float
     output: str
     frame_id: str
+    topic: str  # the driver's default cloud topic
+    point_type: str  # the driver's default layout, a name of outputs.point_types.PROFILES
     self_returns: Path | None
     radiometry: RadiometryConfig
     weather: WeatherConfig
@@ -420,6 +422,8 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         delay_s=v["delay_s"],
         output=v["output"],
         frame_id=v["frame_id"],
+        topic=v["topic"],
+        point_type=v["point_type"],
         self_returns=self_returns,
         radiometry=RadiometryConfig(
             range_at_10pct_m=v["radiometry.range_at_10pct_m"],

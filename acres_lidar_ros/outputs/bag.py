@@ -107,6 +107,8 @@ class BagWriter:
         Layout of the clouds, a key of ``outputs.layouts.PROFILES``.
     odom_frame, base_frame, lidar_frame : str
         Frame names: the odometry frame, the vehicle's base_footprint, the LiDAR (cloud) frame.
+    cloud_topic : str
+        Topic of the clouds (the sensors file's ``lidar.topic``; ``/lidar/points`` by default).
     typestore : rosbags Typestore, optional
         Defaults to ``Stores.ROS2_JAZZY``.
 
@@ -121,6 +123,7 @@ class BagWriter:
         odom_frame: str = "odom",
         base_frame: str = "base_footprint",
         lidar_frame: str = "lidar",
+        cloud_topic: str = CLOUD_TOPIC,
         typestore: Any = None,
     ) -> None:
         self.path = Path(path)
@@ -129,10 +132,17 @@ class BagWriter:
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.lidar_frame = lidar_frame
+        self.cloud_topic = cloud_topic
         self.typestore = default_typestore() if typestore is None else typestore
         self._writer: Any = None
         self._connections: dict[str, Any] = {}
-        self.message_counts: dict[str, int] = dict.fromkeys(TOPIC_QOS, 0)
+        if cloud_topic in TOPIC_QOS and cloud_topic != CLOUD_TOPIC:
+            raise OutputError(f"cloud topic {cloud_topic!r} is one of the bag's other topics: expected another name")
+        self.message_counts: dict[str, int] = {self._topic(t): 0 for t in TOPIC_QOS}
+
+    def _topic(self, topic: str) -> str:
+        """The bag's name of one of the module's topics: the cloud's is ``cloud_topic``."""
+        return self.cloud_topic if topic == CLOUD_TOPIC else topic
 
     # Life cycle ---------------------------------------------------------------------------------
 
@@ -156,8 +166,8 @@ class BagWriter:
         }
         try:
             for topic, msgtype in msgtypes.items():
-                self._connections[topic] = writer.add_connection(
-                    topic,
+                self._connections[self._topic(topic)] = writer.add_connection(
+                    self._topic(topic),
                     msgtype,
                     typestore=self.typestore,
                     offered_qos_profiles=[rosbags_qos(TOPIC_QOS[topic])],
@@ -346,7 +356,7 @@ class BagWriter:
                 f"cloud dtype {cloud.dtype} is not the bag's point type {self.point_type} ({self.point_dtype})"
             )
         message = pointcloud2_message(cloud, self.lidar_frame, stamp_ns, self.typestore)
-        self._write(CLOUD_TOPIC, stamp_ns if log_time_ns is None else log_time_ns, message)
+        self._write(self.cloud_topic, stamp_ns if log_time_ns is None else log_time_ns, message)
 
     def write_scan(self, scan: Scan, *, stamp_ns: int | None = None, log_time_ns: int | None = None) -> None:
         """Write the scan's cloud (``write_cloud`` of ``point_cloud``).

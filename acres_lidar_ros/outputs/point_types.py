@@ -166,12 +166,13 @@ PROFILES: dict[str, PointProfile] = {
 POINT_TYPES: dict[str, np.dtype] = {name: p.dtype for name, p in PROFILES.items()}
 
 
-def point_profile(point_type: str) -> PointProfile:
-    """The profile of a ``point_type`` name; ``ConfigError`` listing the profiles otherwise."""
+def point_profile(point_type: str, where: str = "point_type") -> PointProfile:
+    """The profile of a ``point_type`` name; ``ConfigError`` naming ``where`` (the option or key)
+    and listing the profiles otherwise."""
     try:
         return PROFILES[point_type]
     except (KeyError, TypeError):
-        raise ConfigError(f"point_type {point_type!r} is not a point type; allowed: {', '.join(PROFILES)}") from None
+        raise ConfigError(f"{where} {point_type!r} is not a point type; allowed: {', '.join(PROFILES)}") from None
 
 
 def point_dtype(point_type: str) -> np.dtype:

@@ -49,14 +49,14 @@ TRUTH_POINT = np.dtype(
         ("incidence_rad", "<f4"),
         ("signal_counts", "<f4"),
         ("threshold_counts", "<f4"),
-        ("object_id", "<i4"),
+        ("instance", "<u4"),
         ("class", "u1"),
         ("material", "u1"),
         ("reason", "u1"),
     ]
 )
 """Packed (35 bytes): the noise-free point in the sensor frame (m), ``R_e`` (m), ``theta`` (rad),
-``S`` and ``S_T`` (counts), the object, class and material of the strongest contribution, and the
+``S`` and ``S_T`` (counts), the instance, class and material of the strongest contribution, and the
 reason code. NaN floats where a cell has no deciding echo (``radiometry.truth``)."""
 
 _ARRAYS = ("cells", "reason_names", "class_names", "material_names", "stamp_ns", "scan_index", "frame_id", "layout")
@@ -91,7 +91,7 @@ def truth_cloud(scan: Scan) -> np.ndarray:
     cloud["incidence_rad"] = truth.incidence_rad
     cloud["signal_counts"] = truth.signal_counts
     cloud["threshold_counts"] = truth.threshold_counts
-    cloud["object_id"] = truth.object_id
+    cloud["instance"] = truth.instance
     cloud["class"] = truth.class_id
     cloud["material"] = truth.material_id
     cloud["reason"] = truth.reason

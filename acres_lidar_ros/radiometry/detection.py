@@ -5,7 +5,8 @@ and completes them, in the order the spec's streams run:
 
 1. **Clutter** (rain and fog with clutter on): slabs of ``min_return_separation_m`` from
    ``min_range_m`` to the smallest of ``clutter_max_range_m``, ``range_m`` and the beam's nearest
-   solid hit; ``P = rho_slab`` (the whole beam, ``g = 1``), class precipitation, material other.
+   solid hit; ``P = rho_slab`` (the whole beam, ``g = 1``), class precipitation, material other,
+   instance ``CLUTTER_INSTANCE``.
    Slabs under the skip rule ``S + 5 sqrt(S + B) < S_T`` are dropped. The slabs are listed and
    their drops drawn from the rain stream in ring-major beam order (``weather``). The slabs join
    the beams' contributions and the echoes are formed then (``echoes.form_echoes``).
@@ -42,7 +43,7 @@ from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.weather import CLEAR_AIR
-from acres_lidar_ros.tracing.hits import NO_OBJECT
+from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
 PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
@@ -190,7 +191,7 @@ def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid
         np.ones(m),
         np.full(m, PRECIPITATION_CLASS, np.uint8),
         np.full(m, PRECIPITATION_MATERIAL, np.uint8),
-        np.full(m, NO_OBJECT, np.int32),
+        np.full(m, CLUTTER_INSTANCE, np.uint32),
         np.full(m, np.nan) if model.truth else None,  # a slab has no surface, so no incidence
     )
 
@@ -272,7 +273,7 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     out.intensity.reshape(-1)[at] = intensity_byte(reflectivity)
     out.class_id.reshape(-1)[at] = echoes.class_id[pick]
     out.material_id.reshape(-1)[at] = echoes.material_id[pick]
-    out.object_id.reshape(-1)[at] = echoes.object_id[pick]
+    out.instance.reshape(-1)[at] = echoes.instance[pick]
     out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out, scan_echoes
 

@@ -19,7 +19,7 @@ block as it is traced, before the scan's stamp. The spec's equations come from `
 4. **Echoes** (``form_echoes``). All contributions of a beam with ``P > 0`` in range order; an
    echo starts at the nearest contribution not yet in an echo and takes every contribution
    within ``min_return_separation_m`` of it (``R_i - R_first <= separation``). ``rho_e = sum P``,
-   ``R_e`` and ``g_e`` are ``P``-weighted means; class, material and object are those of the
+   ``R_e`` and ``g_e`` are ``P``-weighted means; class, material and instance are those of the
    largest contribution (the nearest one on a tie).
 
 With rain or fog clutter the slabs are contributions too, and they need the rain stream in the
@@ -70,7 +70,8 @@ class Contributions:
     range_m, power, peak : (m,) float64
         ``R`` (after the roughness move), ``P`` (> 0) and ``g``.
     class_id, material_id : (m,) uint8
-    object_id : (m,) int32
+    instance : (m,) uint32
+        Instance label (``scene.instances``).
     cos_incidence : (m,) float64 or None
         ``|cos theta|`` the backscatter used (``theta'`` on ground; NaN for clutter slabs); only
         with ``BeamModel.truth``, None otherwise.
@@ -82,7 +83,7 @@ class Contributions:
     peak: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
     cos_incidence: np.ndarray | None = None
 
     @staticmethod
@@ -108,7 +109,8 @@ class Echoes:
     range_m, reflectance, peak : (e,) float64
         ``R_e``, ``rho_e`` and ``g_e``.
     class_id, material_id : (e,) uint8
-    object_id : (e,) int32
+    instance : (e,) uint32
+        Instance label of the echo's largest contribution.
     cos_incidence : (e,) float64 or None
         The largest contribution's (``Contributions.cos_incidence``); None without it.
     """
@@ -119,7 +121,7 @@ class Echoes:
     peak: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
     cos_incidence: np.ndarray | None = None
 
     @staticmethod
@@ -302,7 +304,7 @@ def contributions_of_hits(
 
     lit = np.flatnonzero(power > 0.0)
     beam, range_m, power, peak = beam[lit], range_m[lit], power[lit], peak[lit]
-    cls, mat_out, obj = cls[lit], mat[lit].astype(np.uint8), hits.object_id.ravel()[flat[lit]]
+    cls, mat_out, obj = cls[lit], mat[lit].astype(np.uint8), hits.instance.ravel()[flat[lit]]
     cos_out = cos_theta[lit] if model.truth else None  # the truth output's incidence, only when asked
     # By beam, then range (stable: ties keep the sub-ray and slot order).
     if not _sorted_by_beam_and_range(beam, range_m):
@@ -311,7 +313,7 @@ def contributions_of_hits(
         cls, mat_out, obj = cls[order], mat_out[order], obj[order]
         cos_out = None if cos_out is None else cos_out[order]
     return (
-        Contributions(cells[beam], range_m, power, peak, cls.astype(np.uint8), mat_out, obj.astype(np.int32), cos_out),
+        Contributions(cells[beam], range_m, power, peak, cls.astype(np.uint8), mat_out, obj.astype(np.uint32), cos_out),
         nearest_solid,
     )
 
@@ -328,7 +330,7 @@ def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
             empty,
             np.zeros(0, np.uint8),
             np.zeros(0, np.uint8),
-            np.zeros(0, np.int32),
+            np.zeros(0, np.uint32),
             None if c.cos_incidence is None else empty,
         )
     start = np.flatnonzero(_echo_opens(c.cell, c.range_m, float(separation_m)))
@@ -343,7 +345,7 @@ def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
         peak_e,
         c.class_id[largest],
         c.material_id[largest],
-        c.object_id[largest],
+        c.instance[largest],
         None if c.cos_incidence is None else c.cos_incidence[largest],
     )
 

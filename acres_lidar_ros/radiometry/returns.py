@@ -18,7 +18,8 @@ import numpy as np
 
 from acres_lidar_ros.config.schema import RETURN_MODES
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.scene.instances import NO_INSTANCE
+from acres_lidar_ros.tracing.hits import Hits
 
 # Bits of the return_flags byte (spec "Return Mode").
 FLAG_FIRST = 1
@@ -43,7 +44,11 @@ class Returns:
     intensity : (n, R) uint8
         Intensity byte ``I``.
     class_id, material_id : (n, R) uint8
-    object_id : (n, R) int32
+        Of the return's strongest contribution (its echo's largest).
+    instance : (n, R) uint32
+        Instance label of the same contribution (``scene.instances``): the scene object's id, a
+        vehicle box's, ``BODY_INSTANCE`` for the body, ``CLUTTER_INSTANCE`` for rain and fog;
+        ``NO_INSTANCE`` where not valid.
     return_flags : (n, R) uint8
         1 first, 2 strongest, 4 last, 8 second strongest.
     """
@@ -55,7 +60,7 @@ class Returns:
     intensity: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
     return_flags: np.ndarray
 
     @property
@@ -84,7 +89,7 @@ def empty_returns(n_beams: int, slots: int) -> Returns:
         intensity=np.zeros((n_beams, slots), np.uint8),
         class_id=np.zeros((n_beams, slots), np.uint8),
         material_id=np.zeros((n_beams, slots), np.uint8),
-        object_id=np.full((n_beams, slots), NO_OBJECT, np.int32),
+        instance=np.full((n_beams, slots), NO_INSTANCE, np.uint32),
         return_flags=np.zeros((n_beams, slots), np.uint8),
     )
 
@@ -204,14 +209,14 @@ def nearest_hit_returns(
         hits.valid,
         hits.class_id,
         hits.material_id,
-        hits.object_id,
+        hits.instance,
         len(weights),
         float(min_range_m),
         float(max_range_m),
         np.asarray(reflectivity_by_material, dtype=np.float64),
     )
     n = len(columns[0])
-    range_m, valid, rho, intensity, class_id, material_id, object_id, flags = (c[:, None] for c in columns)
+    range_m, valid, rho, intensity, class_id, material_id, instance, flags = (c[:, None] for c in columns)
     return Returns(
         range_m=range_m,
         valid=valid,
@@ -220,20 +225,20 @@ def nearest_hit_returns(
         intensity=intensity,
         class_id=class_id,
         material_id=material_id,
-        object_id=object_id,
+        instance=instance,
         return_flags=flags,
     )
 
 
 @numba.njit(cache=True, nogil=True)
 def _nearest_in_window(
-    range_m, valid, class_id, material_id, object_id, sub_rays, min_range_m, max_range_m, reflectivity_by_material
+    range_m, valid, class_id, material_id, instance, sub_rays, min_range_m, max_range_m, reflectivity_by_material
 ):
     """Per beam, its nearest hit within the window and that hit's fields, in one pass.
 
     Hits of a sub-ray are sorted, so each sub-ray's first in-window hit is its nearest; the beam
     keeps the nearest over its sub-rays (the first on a tie). Beams without one get NaN range,
-    zeros and ``NO_OBJECT``.
+    zeros and ``NO_INSTANCE``.
     """
     n_rows, k = range_m.shape
     n = n_rows // sub_rays
@@ -243,7 +248,7 @@ def _nearest_in_window(
     out_intensity = np.zeros(n, np.uint8)
     out_class = np.zeros(n, np.uint8)
     out_material = np.zeros(n, np.uint8)
-    out_object = np.full(n, NO_OBJECT, np.int32)
+    out_instance = np.full(n, NO_INSTANCE, np.uint32)
     out_flags = np.zeros(n, np.uint8)
     for b in range(n):
         best = np.inf
@@ -267,6 +272,6 @@ def _nearest_in_window(
             out_intensity[b] = np.uint8(np.rint(100.0 * rho))
             out_class[b] = class_id[best_row, best_slot]
             out_material[b] = material
-            out_object[b] = object_id[best_row, best_slot]
+            out_instance[b] = instance[best_row, best_slot]
             out_flags[b] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
-    return out_range, out_valid, out_rho, out_intensity, out_class, out_material, out_object, out_flags
+    return out_range, out_valid, out_rho, out_intensity, out_class, out_material, out_instance, out_flags

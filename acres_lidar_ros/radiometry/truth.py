@@ -42,7 +42,7 @@ from acres_lidar_ros.config.materials import CLASS_ID
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns
-from acres_lidar_ros.tracing.hits import NO_OBJECT
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 REASON_NAMES: tuple[str, ...] = (
     "returned",
@@ -78,8 +78,8 @@ class CellTruth:
         micro-slope ``theta'`` on ground), rad; NaN without one, for clutter and for the body.
     class_id, material_id : (n,) uint8
         Of the deciding echo's largest contribution (0 without a deciding echo).
-    object_id : (n,) int32
-        Scene object of that contribution (``NO_OBJECT`` without one).
+    instance : (n,) uint32
+        Instance label of that contribution (``scene.instances``; ``NO_INSTANCE`` without one).
     signal_counts : (n,) float64
         ``S``: the mean signal of the deciding echo after extinction, counts; NaN without one
         and for the body (its table has no signal).
@@ -96,7 +96,7 @@ class CellTruth:
     incidence_rad: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
     signal_counts: np.ndarray
     threshold_counts: np.ndarray
     reason: np.ndarray
@@ -135,14 +135,14 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     no_cos = np.full(cell.size, np.nan)
     cos = no_cos if echoes.cos_incidence is None else echoes.cos_incidence
     clear_air = np.zeros(cell.size, np.bool_) if t.clear_air_detected is None else t.clear_air_detected
-    range_m, incidence, class_id, material_id, object_id, signal, reason = _cell_fields(
+    range_m, incidence, class_id, material_id, instance, signal, reason = _cell_fields(
         deciding,
         primary >= 0,
         echoes.range_m,
         cos,
         echoes.class_id,
         echoes.material_id,
-        echoes.object_id,
+        echoes.instance,
         scan_echoes.signal_counts,
         clear_air,
         decision.below_min_range,
@@ -150,7 +150,7 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     )
     spec_model = model.config.radiometry.detection_model != "reflectance_limit"
     threshold = np.full(n, model.detection_threshold_counts if spec_model else np.nan)
-    return CellTruth(range_m, incidence, class_id, material_id, object_id, signal, threshold, reason)
+    return CellTruth(range_m, incidence, class_id, material_id, instance, signal, threshold, reason)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -172,7 +172,7 @@ def _deciding_echoes(cell, class_id, signal_counts, primary, precipitation):
 
 @numba.njit(cache=True, nogil=True)
 def _cell_fields(
-    deciding, returned, range_m, cos_incidence, class_id, material_id, object_id, signal, clear_air, below, beyond
+    deciding, returned, range_m, cos_incidence, class_id, material_id, instance, signal, clear_air, below, beyond
 ):
     """The cell arrays of ``CellTruth`` (but ``S_T``) from each cell's deciding echo, and its
     reason by the module's table (the first rule that holds), in one pass."""
@@ -181,7 +181,7 @@ def _cell_fields(
     out_incidence = np.full(n, np.nan)
     out_class = np.zeros(n, np.uint8)
     out_material = np.zeros(n, np.uint8)
-    out_object = np.full(n, NO_OBJECT, np.int32)
+    out_instance = np.full(n, NO_INSTANCE, np.uint32)
     out_signal = np.full(n, np.nan)
     out_reason = np.full(n, NO_SURFACE, np.uint8)
     for c in range(n):
@@ -192,7 +192,7 @@ def _cell_fields(
         out_incidence[c] = np.arccos(min(max(cos_incidence[e], 0.0), 1.0))  # NaN stays NaN
         out_class[c] = class_id[e]
         out_material[c] = material_id[e]
-        out_object[c] = object_id[e]
+        out_instance[c] = instance[e]
         out_signal[c] = signal[e]
         if returned[c]:
             out_reason[c] = RETURNED
@@ -204,4 +204,4 @@ def _cell_fields(
             out_reason[c] = EXTINGUISHED_BY_WEATHER
         else:
             out_reason[c] = BELOW_THRESHOLD
-    return out_range, out_incidence, out_class, out_material, out_object, out_signal, out_reason
+    return out_range, out_incidence, out_class, out_material, out_instance, out_signal, out_reason

@@ -41,6 +41,7 @@ from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.layouts import stamps_sweep_start
+from acres_lidar_ros.outputs.point_types import point_profile
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.ros.params import (
     ParamDecl,
@@ -152,6 +153,11 @@ class LidarNode(Node):
         self._declare(d for d in self._decls.values() if d.group != "node")
         values = {name: self._value(name) for name in self._decls}
         config = config.with_overrides(startup_overrides(values, config))
+        # An empty topic or point type is the sensors file's: its driver's defaults.
+        self.settings["topic"] = self.settings["topic"] or config.topic
+        if not self.settings["point_type"]:
+            point_profile(config.point_type, f"lidar.point_type of {config.source}")
+            self.settings["point_type"] = config.point_type
         scanner = Scanner(
             config,
             self._load_scene(option_values(values).get("seed", 0)),

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, Param, check_option, short_repr
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, TOPIC_NAME, Param, check_option, short_repr
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.point_types import PROFILES
@@ -41,12 +41,13 @@ _TYPE_OF_KIND = {
     "int": "integer",
     "float": "double",
     "str": "string",
+    "topic": "string",
     "path": "string",
     "float_list": "double_array",
 }
 
 # Used with fullmatch: "$" would let a trailing newline through.
-_TOPIC = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+_TOPIC = TOPIC_NAME
 _FRAME = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")
 
 
@@ -118,17 +119,21 @@ class NodeParam:
     low: float | None = None
     high: float | None = None
     pattern: str = ""  # "topic", "frame", "topic_or_empty" or ""
+    empty_means: str = ""  # what an empty value stands for, where it may be empty
+
+    def _or_empty(self) -> str:
+        return f", or empty for {self.empty_means}" if self.empty_means else ""
 
     def allowed(self) -> str:
         if self.type == "bool":
             return "true or false"
         if self.choices:
-            return "one of " + ", ".join(self.choices)
+            return "one of " + ", ".join(self.choices) + self._or_empty()
         if self.low is not None:
             return f"{self.low:g} to {self.high:g}"
         return {
             "topic": "a topic name",
-            "topic_or_empty": "a topic name, or empty for none",
+            "topic_or_empty": "a topic name, or empty for " + (self.empty_means or "none"),
             "frame": "a frame name",
         }.get(self.pattern, "a string")
 
@@ -141,6 +146,8 @@ class NodeParam:
         if self.type == "string":
             if not isinstance(value, str):
                 raise ConfigError(f"{where} = {value!r}: expected a string")
+            if value == "" and self.empty_means:
+                return value
             if self.choices and value not in self.choices:
                 raise ConfigError(f"{where} = {value!r}: expected one of {', '.join(self.choices)}")
             if self.pattern == "topic_or_empty" and value == "":
@@ -170,18 +177,21 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
     NodeParam(
         "topic",
         "string",
-        "/lidar/points",
-        "Cloud topic (rslidar_sdk: ros_send_point_cloud_topic, /rslidar_points).",
-        pattern="topic",
+        "",
+        "Cloud topic; empty: the sensors file's lidar.topic, its driver's default (/lidar/points for the "
+        "Polaris; rslidar_sdk: /rslidar_points).",
+        pattern="topic_or_empty",
+        empty_means="the sensors file's lidar.topic",
     ),
     NodeParam(
         "point_type",
         "string",
-        "XYZI",
+        "",
         "Point layout of the cloud (docs/outputs.md): XYZI (the vehicle's rslidar_sdk build), XYZIRT "
         "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros) or nebula "
-        "(Autoware's PointXYZIRCAEDT).",
+        "(Autoware's PointXYZIRCAEDT); empty: the sensors file's lidar.point_type, its driver's layout.",
         choices=tuple(PROFILES),
+        empty_means="the sensors file's lidar.point_type",
     ),
     NodeParam(
         "qos_depth",

@@ -17,8 +17,9 @@ File format (JSON, world frame, SI units)::
       ]
     }
 
-* ``object_id``: the box's instance label (int32, unique in the file); its hits have class
-  vehicle (12) and material vehicle (14).
+* ``object_id``: the track's number (an integer 0 to 2147483631, unique in the file); its hits
+  have class vehicle (12), material vehicle (14) and the instance label 2147483648 + object_id
+  (``instances.vehicle_instance``: one id per track, apart from the scene's objects).
 * ``samples``: at least one, with strictly increasing ``t_s`` (the run's time, s, the clock of
   the trajectory); ``centre_m`` the box centre in the world; ``quaternion_xyzw`` turns box
   coordinates into the world (unit within 1e-3, normalised on loading); ``half_extents_m`` the
@@ -43,6 +44,7 @@ from scipy.spatial.transform import Rotation, Slerp
 from acres_lidar_ros.config.input_files import MAX_BOX_TRACKS_FILE_BYTES, load_json_file
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.instances import MAX_VEHICLE_OBJECT_ID
 
 UNIT_QUATERNION_TOLERANCE = 1e-3
 SAMPLE_KEYS = ("t_s", "centre_m", "quaternion_xyzw", "half_extents_m")
@@ -158,8 +160,8 @@ def _track(entry: Any, where: str) -> BoxTrack:
     if unknown:
         raise SceneError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(TRACK_KEYS)}")
     object_id = entry.get("object_id")
-    if isinstance(object_id, bool) or not isinstance(object_id, int) or not -(2**31) <= object_id < 2**31:
-        raise SceneError(f"{where}.object_id = {_short(object_id)}: expected an int32 integer")
+    if isinstance(object_id, bool) or not isinstance(object_id, int) or not 0 <= object_id <= MAX_VEHICLE_OBJECT_ID:
+        raise SceneError(f"{where}.object_id = {_short(object_id)}: expected an integer 0 to {MAX_VEHICLE_OBJECT_ID}")
     where = f"{where} (object_id {object_id})"
     samples = entry.get("samples")
     if not isinstance(samples, list) or not samples:

@@ -1,7 +1,8 @@
 """Dynamic oriented boxes (other vehicles) traced analytically per call.
 
-A box hit has class vehicle (12) and material vehicle (14) and truncates the scene hits
-behind it (see ``trace.Tracer.trace``).
+A box hit has class vehicle (12), material vehicle (14) and the box's instance label
+(``instances.vehicle_instance`` of its ``object_id``), and truncates the scene hits behind it
+(see ``trace.Tracer.trace``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from acres_lidar_ros.errors import SceneError
+from acres_lidar_ros.scene.instances import MAX_VEHICLE_OBJECT_ID, NO_INSTANCE, vehicle_instance
 
 QUATERNION_NORM_TOLERANCE = 1e-6
 
@@ -41,7 +43,9 @@ class VehicleBox:
     half_extents_m : (3,) float64
         Half sizes along the box axes, each > 0.
     object_id : int
-        Instance label of the hits.
+        The track's (or marker's) number, 0 to ``instances.MAX_VEHICLE_OBJECT_ID``.
+    instance : int
+        Instance label of the box's hits: ``instances.vehicle_instance(object_id)`` (derived).
     """
 
     centre_m: np.ndarray
@@ -65,12 +69,20 @@ class VehicleBox:
                 f"VehicleBox.half_extents_m = {np.asarray(self.half_extents_m).tolist()!r}: must be 3 finite numbers > 0"
             )
         oid = self.object_id
-        if isinstance(oid, bool) or not isinstance(oid, (int, np.integer)) or not -(2**31) <= int(oid) < 2**31:
-            raise SceneError(f"VehicleBox.object_id = {oid!r}: must be an int32 integer")
+        if (
+            isinstance(oid, bool)
+            or not isinstance(oid, (int, np.integer))
+            or not 0 <= int(oid) <= MAX_VEHICLE_OBJECT_ID
+        ):
+            raise SceneError(f"VehicleBox.object_id = {oid!r}: must be an integer 0 to {MAX_VEHICLE_OBJECT_ID}")
         object.__setattr__(self, "centre_m", centre)
         object.__setattr__(self, "quaternion_xyzw", q)
         object.__setattr__(self, "half_extents_m", half)
         object.__setattr__(self, "object_id", int(oid))
+
+    @property
+    def instance(self) -> int:
+        return vehicle_instance(self.object_id)
 
     @property
     def rotation(self) -> np.ndarray:
@@ -95,12 +107,12 @@ def trace_boxes(
     -------
     range_m : (n,) float64, +inf where no box is hit
     cos_incidence : (n,) float64, ``|cos theta|`` with the face normal (0 where none)
-    object_id : (n,) int32, -1 where none
+    instance : (n,) uint32, the box's instance label; ``NO_INSTANCE`` where none
     """
     n = len(origins_m)
     best = np.full(n, np.inf)
     best_cos = np.zeros(n)
-    best_id = np.full(n, -1, np.int32)
+    best_id = np.full(n, NO_INSTANCE, np.uint32)
     for b in boxes:
         r = b.rotation
         p = (origins_m - b.centre_m) @ r  # box coordinates: R^T (o - c)
@@ -125,5 +137,5 @@ def trace_boxes(
         better = t < best
         best = np.where(better, t, best)
         best_cos = np.where(better, cos, best_cos)
-        best_id = np.where(better, np.int32(b.object_id), best_id)
+        best_id = np.where(better, np.uint32(b.instance), best_id)
     return best, best_cos, best_id

@@ -20,6 +20,7 @@ from acres_lidar_ros.config.materials import (
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import shapes
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, rasterise_polygons
+from acres_lidar_ros.scene.instances import MAX_SCENE_OBJECTS, OBJECT_TYPE_ID
 from acres_lidar_ros.scene.model import (
     COVER_MATERIAL_IDS,
     CROP_CELL_HEIGHT_FRACTION,
@@ -46,7 +47,7 @@ class _Part:
     triangles: np.ndarray
     class_id: int
     material_id: int
-    object_id: int
+    instance: int
     closed: bool
 
 
@@ -66,7 +67,8 @@ class SceneBuilder:
     polygon_raster_cell_m : float
         Cell of the polygon raster, m.
 
-    Each ``add_*`` returns the object id of the new object (1, 2, ...; the terrain is 0).
+    Each ``add_*`` returns the object id (instance label, ``scene.instances``) of the new object
+    (1, 2, ... in the order they are added; the terrain is 0).
     Shapes stand on the ground at their base ``(x, y)`` unless ``base_z_m`` is given.
     """
 
@@ -103,6 +105,8 @@ class SceneBuilder:
         tv, tt = terrain.mesh()
         self._parts: list[_Part] = [_Part(tv, tt, CLASS_ID["ground"], -1, 0, False)]
         self._names: list[str] = ["terrain"]
+        self._object_class: list[int] = [CLASS_ID["ground"]]
+        self._object_type: list[int] = [OBJECT_TYPE_ID["terrain"]]
         self._crops: list[dict] = []
 
     @staticmethod
@@ -116,9 +120,15 @@ class SceneBuilder:
         return CellGrid(grid.origin_xy_m, grid.cell_m, values, fill=0.0)
 
     # --- helpers --------------------------------------------------------------------------
-    def _new_object(self, name: str | None, kind: str) -> int:
+    def _new_object(self, name: str | None, kind: str, object_type: str, class_id: int) -> int:
+        """A new object id; ``kind`` names it when ``name`` is empty, ``object_type`` is its
+        ``instances.OBJECT_TYPES`` entry and ``class_id`` its class."""
         oid = len(self._names)
+        if oid >= MAX_SCENE_OBJECTS:
+            raise SceneError(f"object {name!r}: a scene holds at most {MAX_SCENE_OBJECTS} objects")
         self._names.append(name if name else f"{kind}_{oid}")
+        self._object_class.append(int(class_id))
+        self._object_type.append(OBJECT_TYPE_ID[object_type])
         return oid
 
     def _material(self, class_id: int, material: str | int | None) -> int:
@@ -180,7 +190,7 @@ class SceneBuilder:
             raise SceneError(
                 f"mesh {name!r}: triangles have shape {t.shape}: must be (t >= 1, 3) indices below {len(v)}"
             )
-        oid = self._new_object(name, class_name)
+        oid = self._new_object(name, class_name, "mesh", cid)
         self._add(v, t, cid, self._material(cid, material), oid, closed and bool(IS_FOLIAGE_CLASS[cid]))
         return oid
 
@@ -201,7 +211,7 @@ class SceneBuilder:
         if size.shape != (3,) or not np.all(size > 0):
             raise SceneError(f"box {name!r}: size_m = {size.tolist()!r}: must be 3 numbers > 0")
         base = self._base(base_xy_m, base_z_m)
-        oid = self._new_object(name, class_name)
+        oid = self._new_object(name, class_name, "box", cid)
         mat = self._material(cid, material)
         v, t = shapes.box(size)
         self._add(v, t, cid, mat, oid, bool(IS_FOLIAGE_CLASS[cid]), yaw_rad, base)
@@ -229,7 +239,7 @@ class SceneBuilder:
                 f"cylinder {name!r}: radius_m = {radius_m!r}, height_m = {height_m!r}, cone_height_m = "
                 f"{cone_height_m!r}, segments = {segments!r}: need radius, height > 0, cone >= 0, segments >= 3"
             )
-        oid = self._new_object(name, class_name)
+        oid = self._new_object(name, class_name, "cylinder", cid)
         v, t = shapes.cylinder(radius_m, height_m, int(segments), cone_height_m)
         self._add(
             v,
@@ -260,8 +270,8 @@ class SceneBuilder:
         if not 0 < r_trunk < CROWN_RADIUS_PER_HEIGHT * height_m:
             raise SceneError(f"tree {name!r}: trunk_radius_m = {r_trunk!r}: must be > 0 and below the crown radius")
         base = self._base(base_xy_m, base_z_m)
-        oid = self._new_object(name, "tree")
         trunk, crown = CLASS_ID["tree_trunk"], CLASS_ID["tree"]
+        oid = self._new_object(name, "tree", "tree", crown)
         v, t = shapes.cylinder(r_trunk, CROWN_CENTRE_PER_HEIGHT * height_m, 8)
         self._add(v, t, trunk, self._material(trunk, trunk_material), oid, False, 0.0, base)
         v, t = shapes.sphere(CROWN_RADIUS_PER_HEIGHT * height_m, 2)
@@ -289,7 +299,7 @@ class SceneBuilder:
         if not height_m > 0:
             raise SceneError(f"shrub {name!r}: height_m = {height_m!r}: must be > 0")
         cid = CLASS_ID["shrub"]
-        oid = self._new_object(name, "shrub")
+        oid = self._new_object(name, "shrub", "shrub", cid)
         v, t = shapes.sphere(SHRUB_RADIUS_PER_HEIGHT * height_m, 1)
         self._add(
             v + [0, 0, SHRUB_CENTRE_PER_HEIGHT * height_m],
@@ -343,7 +353,7 @@ class SceneBuilder:
         if size.shape != (3,) or not np.all(size > 0):
             raise SceneError(f"{class_name} {name!r}: size_m = {size.tolist()!r}: must be 3 numbers > 0")
         cid = CLASS_ID[class_name]
-        oid = self._new_object(name, class_name)
+        oid = self._new_object(name, class_name, class_name, cid)
         v, t = shapes.ellipsoid(np.array([size[0] / 2, size[1] / 2, size[2]]), 1)
         self._add(v, t, cid, self._material(cid, material), oid, foliage, yaw_rad, self._base(base_xy_m, None))
         return oid
@@ -387,7 +397,7 @@ class SceneBuilder:
                 f"{CROP_CELLS * nx}) of 0 (standing), 1 (crushed), 2 (harvested)"
             )
         cid = class_number(class_name)
-        oid = self._new_object(name, class_name)
+        oid = self._new_object(name, class_name, "crop_field", cid)
         self._crops.append(
             dict(
                 corner=np.asarray(corner_xy_m, float),
@@ -434,7 +444,7 @@ class SceneBuilder:
                     top,
                     np.full(p, f["class_id"], np.uint8),
                     np.full(p, f["material"], np.uint8),
-                    np.full(p, f["oid"], np.int32),
+                    np.full(p, f["oid"], np.uint32),
                 )
             )
         return CropPatches(*(np.concatenate(arrays) for arrays in zip(*parts)))
@@ -450,7 +460,7 @@ class SceneBuilder:
             triangles=triangles,
             triangle_class=np.repeat([p.class_id for p in self._parts], counts).astype(np.uint8),
             triangle_material=np.repeat([p.material_id for p in self._parts], counts).astype(np.int16),
-            triangle_object=np.repeat([p.object_id for p in self._parts], counts).astype(np.int32),
+            triangle_instance=np.repeat([p.instance for p in self._parts], counts).astype(np.uint32),
             triangle_closed=np.repeat([p.closed for p in self._parts], counts).astype(bool),
             terrain=self.terrain,
             cover=self.cover,
@@ -460,14 +470,18 @@ class SceneBuilder:
             soil_wetness=self.soil_wetness,
             crops=self._build_crops(),
             object_names=tuple(self._names),
+            object_class=np.array(self._object_class, np.uint8),
+            object_type=np.array(self._object_type, np.uint8),
         )
         for a in (
             scene.vertices_m,
             scene.triangles,
             scene.triangle_class,
             scene.triangle_material,
-            scene.triangle_object,
+            scene.triangle_instance,
             scene.triangle_closed,
+            scene.object_class,
+            scene.object_type,
         ):
             a.setflags(write=False)
         return scene

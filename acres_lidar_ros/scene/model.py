@@ -77,7 +77,8 @@ class CropPatches:
     cell_top_z_m : (p, 4, 4) float64
         World height of the top of cell ``[iy, ix]``, m.
     class_id, material_id : (p,) uint8
-    object_id : (p,) int32
+    instance : (p,) uint32
+        Instance label of each patch: the id of its crop field (``scene.instances``).
     """
 
     centre_xy_m: np.ndarray
@@ -86,7 +87,7 @@ class CropPatches:
     cell_top_z_m: np.ndarray
     class_id: np.ndarray
     material_id: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
 
     @classmethod
     def empty(cls) -> CropPatches:
@@ -97,7 +98,7 @@ class CropPatches:
             np.zeros((0, CROP_CELLS, CROP_CELLS)),
             np.zeros(0, np.uint8),
             np.zeros(0, np.uint8),
-            np.zeros(0, np.int32),
+            np.zeros(0, np.uint32),
         )
 
     def __len__(self) -> int:
@@ -137,8 +138,8 @@ class Scene:
         Class number of each triangle (``materials.CLASS_NAMES``).
     triangle_material : (t,) int16
         Material number of each triangle; -1 for ground, resolved per hit by the ground rules.
-    triangle_object : (t,) int32
-        Object id (instance label) of each triangle; the terrain is object 0.
+    triangle_instance : (t,) uint32
+        Instance label (object id) of each triangle; the terrain is object 0 (``scene.instances``).
     triangle_closed : (t,) bool
         True for triangles of a closed foliage proxy (crown, shrub, ground cover): a ray that
         leaves the proxy through it (direction along its outward normal) does not hit it.
@@ -155,13 +156,17 @@ class Scene:
     crops : CropPatches
     object_names : tuple of str
         Name of object id ``i``.
+    object_class : (o,) uint8
+        Class of object ``i`` (a tree is ``tree``; its trunk's triangles are ``tree_trunk``).
+    object_type : (o,) uint8
+        What made object ``i``: an index in ``instances.OBJECT_TYPES``.
     """
 
     vertices_m: np.ndarray
     triangles: np.ndarray
     triangle_class: np.ndarray
     triangle_material: np.ndarray
-    triangle_object: np.ndarray
+    triangle_instance: np.ndarray
     triangle_closed: np.ndarray
     terrain: TerrainGrid
     cover: CellGrid
@@ -171,6 +176,8 @@ class Scene:
     soil_wetness: CellGrid
     crops: CropPatches
     object_names: tuple[str, ...]
+    object_class: np.ndarray
+    object_type: np.ndarray
 
     # --- geometry -------------------------------------------------------------------------
     @property
@@ -251,7 +258,7 @@ class Scene:
             self.triangles,
             self.triangle_class,
             self.triangle_material,
-            self.triangle_object,
+            self.triangle_instance,
             self.triangle_closed,
             self.terrain.origin_xy_m,
             self.terrain.height_m,
@@ -269,7 +276,9 @@ class Scene:
             self.crops.cell_top_z_m,
             self.crops.class_id,
             self.crops.material_id,
-            self.crops.object_id,
+            self.crops.instance,
+            self.object_class,
+            self.object_type,
         ]
         for a in arrays:
             a = np.ascontiguousarray(a)

@@ -2,7 +2,7 @@
 
 A trace of ``n`` sub-rays with up to ``K`` hits each gives arrays of shape ``(n, K)``.
 Hits of one sub-ray are sorted by range; the slots after the last hit have ``valid`` False,
-``range_m`` +inf, class and material 0 and ``object_id`` -1.
+``range_m`` +inf, class and material 0 and ``instance`` ``NO_INSTANCE``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NO_OBJECT = -1
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,9 @@ class Hits:
         ground rules (cover grid, surface polygons, pond).
     cos_incidence : (n, K) float64
         ``|cos theta|`` between the sub-ray and the surface normal (0.5 where the spec says so).
-    object_id : (n, K) int32
-        Id of the scene object the hit belongs to (instance label), ``NO_OBJECT`` where none.
+    instance : (n, K) uint32
+        Instance label of the object the hit belongs to (``scene.instances``: the scene object's
+        id, a vehicle box's), ``NO_INSTANCE`` where none.
     wetness : (n, K) float64
         Wetness ``w`` in [0, 1] of ground hits by the spec's ground rules; 1 for mud clods; 0 else.
     pond_depth_m : (n, K) float64
@@ -44,7 +45,7 @@ class Hits:
     class_id: np.ndarray
     material_id: np.ndarray
     cos_incidence: np.ndarray
-    object_id: np.ndarray
+    instance: np.ndarray
     wetness: np.ndarray
     pond_depth_m: np.ndarray
 
@@ -61,7 +62,7 @@ class Hits:
             class_id=np.zeros((n, k), np.uint8),
             material_id=np.zeros((n, k), np.uint8),
             cos_incidence=np.zeros((n, k)),
-            object_id=np.full((n, k), NO_OBJECT, np.int32),
+            instance=np.full((n, k), NO_INSTANCE, np.uint32),
             wetness=np.zeros((n, k)),
             pond_depth_m=np.zeros((n, k)),
         )

@@ -14,6 +14,8 @@ Rules of a sub-ray:
 * Ground hits take material, wetness and pond depth from the scene's ground rules; mud clods
   have wetness 1.
 * Dynamic boxes (``boxes.VehicleBox``) are traced analytically; a box hit ends the sub-ray.
+* Each hit carries the instance label of its object (``scene.instances``), gathered by primitive
+  id after each cast like the class and the material.
 
 Embree works in float32 about a local origin near the scene centre (about 3e-5 m of rounding
 at 500 m from it); ranges are float64 from there on.
@@ -37,9 +39,10 @@ from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIA
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scene.boxes import VehicleBox, trace_boxes
 from acres_lidar_ros.scene.grids import NO_POLYGON
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
 from acres_lidar_ros.tracing import trace_kernel as kernel
-from acres_lidar_ros.tracing.hits import NO_OBJECT, Hits
+from acres_lidar_ros.tracing.hits import Hits
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
 CROP_STEP_M = 0.05  # spec: step of the walk through crop cells
@@ -103,7 +106,7 @@ class Tracer:
 
         self._class = table(scene.triangle_class, 0, 0, np.uint8)
         self._material = table(scene.triangle_material, 0, 0, np.int16)
-        self._object = table(scene.triangle_object, NO_OBJECT, NO_OBJECT, np.int32)
+        self._instance = table(scene.triangle_instance, NO_INSTANCE, NO_INSTANCE, np.uint32)
         self._closed = table(scene.triangle_closed, False, False, bool)
         # The compiled passes' scene tables and numbers (see trace_kernel's module docstring).
         edges = np.arange(CROP_CELLS + 1) / CROP_CELLS
@@ -112,12 +115,12 @@ class Tracer:
         self._tables = (
             self._class,
             self._material,
-            self._object,
+            self._instance,
             self._closed,
             contiguous(IS_FOLIAGE_CLASS, bool),
             contiguous(crops.class_id, np.uint8),
             contiguous(crops.material_id, np.uint8),
-            contiguous(crops.object_id, np.int32),
+            contiguous(crops.instance, np.uint32),
             edges * CROP_PATCH_SIZE_M[0],  # cell edges along the patch's x (the 1.52 m side) from its corner
             edges * CROP_PATCH_SIZE_M[1],
             np.column_stack([crops.centre_xy_m - self.local_origin_m[:2], np.zeros(len(crops))]),  # local
@@ -279,7 +282,7 @@ class Tracer:
         d = np.ascontiguousarray(d)
         ol = o - self.local_origin_m
         if boxes:
-            box_t, box_cos, box_id = trace_boxes(o, d, boxes, START_M)
+            box_t, box_cos, box_instance = trace_boxes(o, d, boxes, START_M)
             box_t[box_t > max_range_m] = np.inf
             limit = np.minimum(max_range_m, box_t)
         else:
@@ -298,7 +301,7 @@ class Tracer:
             hits.class_id,
             hits.material_id,
             hits.cos_incidence,
-            hits.object_id,
+            hits.instance,
             hits.wetness,
             hits.pond_depth_m,
         )
@@ -354,7 +357,7 @@ class Tracer:
             hits.class_id[box_rows, cols] = _VEHICLE_CLASS
             hits.material_id[box_rows, cols] = _VEHICLE_MATERIAL
             hits.cos_incidence[box_rows, cols] = box_cos[box_rows]
-            hits.object_id[box_rows, cols] = box_id[box_rows]
+            hits.instance[box_rows, cols] = box_instance[box_rows]
         return hits
 
 

@@ -23,8 +23,8 @@ Argument groups (tuples, built by ``trace.Tracer``):
     first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch, cache_t,
     cache_prim, cache_cos, cache_patch, known, slot, ended`` (``trace.Tracer._buffers``).
 ``tables``
-    Scene lookups: per primitive of the first cast ``class, material, object, closed``; per class
-    ``is_foliage``; per crop patch ``class, material, object``; the crop geometry ``xs, ys,
+    Scene lookups: per primitive of the first cast ``class, material, instance, closed``; per
+    class ``is_foliage``; per crop patch ``class, material, instance``; the crop geometry ``xs, ys,
     centre, cos, sin, base, top``; the ground grids ``(cover, polygon, pond, soil_wetness)``
     padded values and their ``(4, 5)`` index numbers; the range ``limit`` and ``limit_next``
     (``nextafter(limit, inf)``), per sub-ray or one value; the tracer's ``local_origin`` (3,).
@@ -33,7 +33,7 @@ Argument groups (tuples, built by ``trace.Tracer``):
     first_box, last_crop_prim, start_m, crop_step_m, exit_step_m, crop_cos, ground_class,
     mud_class, grass, soil, water, no_polygon, wetness_per_depth``.
 ``out``
-    The ``Hits`` arrays ``range_m, valid, class_id, material_id, cos_incidence, object_id,
+    The ``Hits`` arrays ``range_m, valid, class_id, material_id, cos_incidence, instance,
     wetness, pond_depth_m`` (n, k).
 """
 
@@ -437,12 +437,12 @@ def finish(
     (
         tri_class,
         tri_material,
-        tri_object,
+        tri_instance,
         tri_closed,
         is_foliage,
         crop_class,
         crop_material,
-        crop_object,
+        crop_instance,
         _xs,
         _ys,
         _pc,
@@ -477,7 +477,7 @@ def finish(
         no_polygon,
         wetness_per_depth,
     ) = params
-    range_m, valid, class_id, material_id, cos_incidence, object_id, wetness, pond_depth_m = out
+    range_m, valid, class_id, material_id, cos_incidence, instance, wetness, pond_depth_m = out
     cover, polygon, pond, soil_w = ground_grids
     water_cells_shared = (
         gp[2, 0] == gp[3, 0]
@@ -502,12 +502,12 @@ def finish(
                 patch = crop_patch[g]
                 cls = np.int64(crop_class[patch])
                 mat = np.int64(crop_material[patch])
-                oid = crop_object[patch]
+                label = crop_instance[patch]
                 cos = crop_cos
             else:
                 cls = np.int64(tri_class[p])
                 mat = np.int64(tri_material[p])
-                oid = tri_object[p]
+                label = tri_instance[p]
                 cos = np.float64(abs(cos_signed[g]))
             w = 0.0
             depth = 0.0
@@ -538,7 +538,7 @@ def finish(
             class_id[g, col] = cls
             material_id[g, col] = mat
             cos_incidence[g, col] = cos
-            object_id[g, col] = oid
+            instance[g, col] = label
             wetness[g, col] = w
             pond_depth_m[g, col] = depth
             col += 1
