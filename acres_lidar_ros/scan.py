@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
-from acres_lidar_ros.config.schema import check_option
+from acres_lidar_ros.config.limits import trace_key
+from acres_lidar_ros.config.options import ScanOptions
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
 from acres_lidar_ros.radiometry.truth import CellTruth, cell_truth
+from acres_lidar_ros.radiometry.windows import CellWindows, firing_angle_rad
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.rays import sensor_points, world_rays
@@ -98,56 +101,8 @@ class Scan:
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ScanOptions:
-    """Options of a scan, as ACRES Core's FAcresLidarOptions and the game's command-line flags.
-
-    Attributes
-    ----------
-    noise : signal and range noise (off: the noise numbers are still drawn, ``-SensorNoNoise``)
-    foliage : foliage passes beams with its transmission; False makes it solid
-    radiometry : the full radiometric model; False: every in-range nearest hit is a return
-    self_returns : apply the self-return table the scanner was given (``Scanner(self_table=...)``)
-    motion_distortion : None uses the sensors file; False traces all columns from the stamp pose
-    weather : rain and fog (``-SensorLidarNoWeather`` is False)
-    rain_mm_per_h, visibility_m : weather at the scan stamp (0 and inf: clear air)
-    seed : seed of the noise streams and the hashes
-    ideal : no motion distortion and no weather; the noise stays (``-SensorLidarIdeal``)
-    truth : each scan carries its cell truth (``Scan.truth``); needs radiometry
-    """
-
-    noise: bool = True
-    foliage: bool = True
-    radiometry: bool = True
-    self_returns: bool = True
-    motion_distortion: bool | None = None
-    weather: bool = True
-    rain_mm_per_h: float = 0.0
-    visibility_m: float = math.inf
-    seed: int = 0
-    ideal: bool = False
-    truth: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("rain_mm_per_h", "visibility_m", "noise", "seed"):
-            object.__setattr__(self, name, check_option(name, getattr(self, name)))
-        for name in ("foliage", "radiometry", "self_returns", "weather", "ideal", "truth"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name} = {getattr(self, name)!r}: expected true or false")
-        if self.truth and not self.radiometry:
-            raise ConfigError(
-                "truth = true needs radiometry = true: without it no echo is detected, so none is dropped"
-            )
-        if self.motion_distortion is not None and not isinstance(self.motion_distortion, bool):
-            raise ConfigError(f"motion_distortion = {self.motion_distortion!r}: expected true, false or null")
-
-    def weather_on(self, config: SensorConfig) -> bool:
-        return self.weather and not self.ideal and config.weather.enabled
-
-    def motion_on(self, config: SensorConfig) -> bool:
-        if self.ideal:
-            return False
-        return config.motion_distortion if self.motion_distortion is None else self.motion_distortion
+DEFAULT_OPTIONS = ScanOptions()
+"""A scanner's options when none are given."""
 
 
 class Scanner:
@@ -172,7 +127,7 @@ class Scanner:
         self,
         config: SensorConfig,
         scene: Scene | None = None,
-        options: ScanOptions = ScanOptions(),
+        options: ScanOptions = DEFAULT_OPTIONS,
         tracer: Tracer | None = None,
         self_table: SelfReturnTable | None = None,
     ) -> None:
@@ -224,9 +179,24 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id),
                 truth=options.truth,
             )
         return self._model
+
+    cell_range_id: np.ndarray | None = None
+    """The range region of each beam (its emitter's ``range_id``); None: region 0 for every ring."""
+
+    def cell_firing_angle_rad(self) -> np.ndarray:
+        """Seed 004's firing angle of each beam (column azimuth plus ring offset, clockwise from the
+        sweep's start, rad): (cells,) float64, what the valid azimuth window is measured on."""
+        azimuth = self.pattern.column_azimuth_rad[:, None] + self.config.azimuth_offsets_rad[None, :]
+        return firing_angle_rad(azimuth.reshape(-1), self.config.scan_start_azimuth_rad)
+
+    @property
+    def windows(self) -> CellWindows:
+        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+        return self.model.windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
@@ -350,9 +320,11 @@ class _Block:
     contributions and echoes, prepared with ``model``."""
 
     columns: np.ndarray
+    cells: np.ndarray
     origins: np.ndarray
     directions: np.ndarray
     hits: Hits
+    trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
 
@@ -433,11 +405,16 @@ class Sweep:
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
-        """Trace what is left and form the scan."""
+        """Trace what is left (and blocks traced under another ``trace_key``: a
+        runtime change since) and form the scan."""
+        scanner = self.scanner
+        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
+        for block in [block for block in self._blocks if block.trace_key != key]:
+            self.traced[block.columns] = False
+            self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        scanner = self.scanner
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
@@ -493,6 +470,11 @@ class Sweep:
         self.T_world_sensor[columns] = T_world_sensor
         everything = columns.size == config.columns
         origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns)
+        rings = config.rings
+        cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
+        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        rays = (T_world_sensor[:, :3, :3], scanner._beam_directions, origins, directions)
+        origins, directions = block_rays(config.mechanical_noise, *key, *rays)
         t1 = time.perf_counter()
         hits = scanner.tracer.trace(
             origins,
@@ -503,12 +485,15 @@ class Sweep:
             pond_threshold_m=config.pond_threshold_m,
             boxes=self.boxes,
             foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
         )
         t2 = time.perf_counter()
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(columns, origins, directions, hits)
+        block = _Block(
+            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+        )
         self._blocks.append(block)
         if scanner.options.radiometry:
             try:
@@ -527,8 +512,6 @@ class Sweep:
     def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
         model = scanner.model
-        rings = scanner.config.rings
-        cells = (block.columns[:, None] * rings + np.arange(rings)).reshape(-1)
         block.model = model
         block.beams = prepare_block(
             block.hits,
@@ -538,7 +521,7 @@ class Sweep:
             model,
             scanner.options.seed,
             self.index,
-            cells,
+            block.cells,
         )
 
     def _returns(self) -> Returns:
@@ -562,8 +545,14 @@ class Sweep:
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
             hits = _concatenate_hits([block.hits for block in self._blocks], rows)
         self._blocks = []
+        windows = scanner.windows
         return nearest_hit_returns(
-            hits, scanner.pattern.sub_ray_weights, config.min_range_m, config.range_m, config.materials.reflectivity
+            hits,
+            scanner.pattern.sub_ray_weights,
+            np.where(windows.azimuth_inside, windows.near_m, np.inf),
+            windows.far_m,
+            config.materials.reflectivity,
+            windows.separation_m,
         )
 
 

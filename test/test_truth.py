@@ -204,6 +204,26 @@ def test_the_returns_are_the_same_with_and_without_the_truth(config, tracer):
     np.testing.assert_allclose(clear.truth.range_m[lit], clear.returns.range_m[lit, 0], atol=0.2)
 
 
+def test_a_beam_outside_the_valid_azimuth_window_is_outside_window(config, tracer):
+    """Seed 004's azimuth window (docs/sensors.md): the firing angle ``(scan_start - a) mod 360``
+    must lie in ``[start, end)``, here [120, 60) through 360, so FLU azimuths a in (60, 120] deg
+    (the bright wall's side) give no point."""
+    windowed = config.with_overrides({"valid_start_azimuth_deg": 120.0, "valid_end_azimuth_deg": 60.0})
+    scanner, scan = scan_with(windowed, tracer)
+    d = scanner.pattern.directions_sensor.reshape(-1, 3)
+    _, reason, edge = expected(config, d)
+    a = np.degrees(np.arctan2(d[:, 1], d[:, 0]))
+    assert windowed.effective["lidar"]["scan_start_azimuth_deg"] == 180.0
+    firing = np.mod(180.0 - a, 360.0)
+    out = (firing >= 60.0) & (firing < 120.0)
+    keep = ~edge & (np.abs(a - 60.0) > 0.5) & (np.abs(a - 120.0) > 0.5)
+    lost = keep & out & (reason == REASON["returned"])
+    assert lost.sum() >= 8
+    want = np.where(lost, REASON["outside_window"], reason)
+    np.testing.assert_array_equal(scan.truth.reason[keep], want[keep])
+    assert not scan.returns.valid[lost].any()
+
+
 def test_outside_window_is_a_defined_code_and_the_codes_are_documented():
     assert REASON_NAMES == (
         "returned",

@@ -17,7 +17,7 @@ and completes them, in the order the spec's streams run:
    numbers are drawn all the same and not used, so the stream stays aligned.
 3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
    extinction), ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
-   ``R_min <= R_e <= R_max``; ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
+   ``R_min <= R_e <= R_max`` (or the beam's other windows: ``windows.CellWindows``); ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
    ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
 4. **Returns** by ``return_mode`` (``returns.select_returns``).
@@ -43,6 +43,7 @@ from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.weather import CLEAR_AIR
+from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
@@ -67,6 +68,11 @@ class ScanEchoes:
     measured_counts : (e,) float64
         ``S'`` (``S`` with noise off).
     detected : (e,) bool
+        The detector sees it and it lies inside every window: the returns are chosen from these.
+    outside_window : (e,) uint8
+        Why a window drops the echo: the ``windows.WINDOW_*`` bits (near, far, azimuth,
+        separation), 0 inside every window. An echo the detector sees with a reason set is one
+        a window dropped.
     truth : EchoTruth or None
         What the per-cell truth output needs (``model.truth`` only).
     """
@@ -77,36 +83,8 @@ class ScanEchoes:
     signal_counts: np.ndarray
     measured_counts: np.ndarray
     detected: np.ndarray
+    outside_window: np.ndarray
     truth: EchoTruth | None = None
-
-
-@dataclass(frozen=True)
-class Detection:
-    """What detection decides of each echo (``decide_detection``).
-
-    Attributes
-    ----------
-    measured_counts : (e,) float64
-        ``S'`` (``S`` with noise off, and in the reflectance-limit model).
-    range_meas_m : (e,) float64
-        The measured range, clamped to ``[0, R_max]``.
-    signal_detected : (e,) bool
-        The signal test alone: ``S' >= S_T`` (reflectance limit: ``R_L(d) <= R_lambda`` and
-        ``d <= d_max``).
-    below_min_range, beyond_range : (e,) bool
-        ``R_e < R_min`` and ``R_e > R_max``.
-    """
-
-    measured_counts: np.ndarray
-    range_meas_m: np.ndarray
-    signal_detected: np.ndarray
-    below_min_range: np.ndarray
-    beyond_range: np.ndarray
-
-    @property
-    def detected(self) -> np.ndarray:
-        """(e,) bool: the echo is detected (signal test and range window)."""
-        return self.signal_detected & ~self.below_min_range & ~self.beyond_range
 
 
 @dataclass(frozen=True)
@@ -116,8 +94,10 @@ class EchoTruth:
     Attributes
     ----------
     echoes : Echoes
-        The scan's echoes (class, material, object and incidence of each one's largest contribution).
-    detection : Detection
+        The scan's echoes (class, material, instance and incidence of each one's largest
+        contribution).
+    signal_detected : (e,) bool
+        The signal test alone (``signal_test``), before the windows.
     clear_air_detected : (e,) bool or None
         The signal test with the same draws in clear air (``alpha = 0``); None in clear air.
     return_echo : (n_beams, R) int64
@@ -125,7 +105,7 @@ class EchoTruth:
     """
 
     echoes: Echoes
-    detection: Detection
+    signal_detected: np.ndarray
     clear_air_detected: np.ndarray | None
     return_echo: np.ndarray
 
@@ -233,15 +213,18 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     alpha = model.atmosphere.alpha_per_m
     signal = clear * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else clear
     n1, n2 = (n1_drawn[draw], n2_drawn[draw]) if model.noise else (None, None)
-    decision = decide_detection(echoes, signal, n1, n2, model)
-    measured, range_meas, detected = decision.measured_counts, decision.range_meas_m, decision.detected
+    measured, range_meas, seen = signal_test(echoes, signal, n1, n2, model)
+    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
+    windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
+    outside = windows.outside(echoes.cell, echoes.range_m, seen)
+    detected = seen & (outside == 0)
     truth = None
     if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
         clear_air = None
         if alpha > 0.0:
-            clear_air = decide_detection(echoes, clear, n1, n2, replace(model, atmosphere=CLEAR_AIR)).signal_detected
-        truth = EchoTruth(echoes, decision, clear_air, np.full((n_beams, slots), -1, np.int64))
-    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, truth)
+            clear_air = signal_test(echoes, clear, n1, n2, replace(model, atmosphere=CLEAR_AIR))[2]
+        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
+    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
     if det.size == 0:
@@ -278,30 +261,27 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     return out, scan_echoes
 
 
-def decide_detection(
+def signal_test(
     echoes: Echoes, signal: np.ndarray, n1: np.ndarray | None, n2: np.ndarray | None, model: BeamModel
-) -> Detection:
-    """Step 3's detection of the echoes of a scan: ``S' = S + sqrt(S + B) n1`` against ``S_T``,
-    the range window ``R_min <= R_e <= R_max`` and ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``
-    (``n1``, ``n2`` None with noise off), or seed 002's model (``reflectance_limit_detection``)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step 3's measurement and signal test of the echoes of a scan, before the windows:
+    ``S' = S + sqrt(S + B) n1`` against ``S_T`` and ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``
+    (``n1``, ``n2`` None with noise off), or seed 002's model (``reflectance_limit_detection``).
+    Returns ``S'``, ``R_meas`` and whether each echo passes."""
     config = model.config
     rad = config.radiometry
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
-        measured, range_meas, signal_detected = reflectance_limit_detection(echoes, signal, n2, model)
+        return reflectance_limit_detection(echoes, signal, n2, model)
+    if n1 is not None and n2 is not None:
+        measured = signal + np.sqrt(np.maximum(signal + rad.ambient_counts, 0.0)) * n1
+        sigma_r = range_sigma_m(
+            signal, rad.ambient_counts, rad.signal_at_10pct_counts, config.std_m, rad.range_std_low_snr_m
+        )
+        range_meas = np.clip(echoes.range_m + sigma_r * n2, 0.0, config.range_m)
     else:
-        if n1 is not None and n2 is not None:
-            measured = signal + np.sqrt(np.maximum(signal + rad.ambient_counts, 0.0)) * n1
-            sigma_r = range_sigma_m(
-                signal, rad.ambient_counts, rad.signal_at_10pct_counts, config.std_m, rad.range_std_low_snr_m
-            )
-            range_meas = np.clip(echoes.range_m + sigma_r * n2, 0.0, config.range_m)
-        else:
-            measured = signal
-            range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
-        signal_detected = measured >= model.detection_threshold_counts
-    return Detection(
-        measured, range_meas, signal_detected, echoes.range_m < config.min_range_m, echoes.range_m > config.range_m
-    )
+        measured = signal
+        range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
+    return measured, range_meas, measured >= model.detection_threshold_counts
 
 
 def reflectance_limit_detection(
@@ -326,9 +306,9 @@ def reflectance_limit_detection(
         ``S`` (no shot noise in this model): the strongest return and the signal field use it.
     range_meas_m : (e,) float64
         ``d = R_e + sigma_0 n2`` (``lidar.std_m``), clamped to ``[0, R_max]``.
-    signal_detected : (e,) bool
-        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}`` and ``d <= d_max`` (the
-        range window ``R_min <= R_e <= R_max`` is ``decide_detection``'s).
+    detected : (e,) bool
+        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}`` and ``d <= d_max``
+        (the range windows, ``R_min <= R_e <= R_max`` or the beam's region, are ``detect``'s).
     """
     config = model.config
     rad = config.radiometry

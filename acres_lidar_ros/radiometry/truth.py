@@ -10,25 +10,26 @@ Each cell ``c N_r + r`` gets one **deciding echo**:
 * a cell without one: of its echoes from surfaces (clutter slabs of rain and fog are not
   surfaces), the one with the largest mean signal ``S``; none when it has no such echo.
 
-and a reason code (``REASON_NAMES``), the first that holds:
+and a reason code (``REASON_NAMES``). The rules in the order they are tried, the first that holds
+giving the code:
 
 ======  =========================  ==========================================================
 code    name                       the cell ...
 ======  =========================  ==========================================================
-0       returned                   has a return (from the scene, its clutter or the body)
+4       blocked_by_body            the self-return table's body stopped the beam
+                                   (``body.self_returns.merge_self_truth``)
+0       returned                   has a return (from the body, the scene or its clutter)
 1       no_surface                 has no surface echo within ``range_m`` (nothing was hit, or
                                    the deciding echo lies beyond ``range_m``)
 2       below_min_range            the deciding echo is nearer than ``min_range_m``
-3       below_threshold            the deciding echo failed the signal test: ``S' < S_T``
-                                   (reflectance limit: ``R_L(d) > R_lambda`` or ``d > d_max``)
-4       blocked_by_body            the self-return table's body stopped the beam (``body``)
+6       outside_window             the deciding echo lies outside another window of the beam
+                                   (``windows``: a range region, the azimuth window, the
+                                   separation near limit)
 5       extinguished_by_weather    the deciding echo failed the signal test, and the same test
                                    with the same draws in clear air (``alpha = 0``) passes
-6       outside_window             the deciding echo lies outside a window of the sensor
+3       below_threshold            the deciding echo failed the signal test: ``S' < S_T``
+                                   (reflectance limit: ``R_L(d) > R_lambda`` or ``d > d_max``)
 ======  =========================  ==========================================================
-
-Code 6 is defined for the windows a sensor has beyond ``min_range_m`` and ``range_m``; today
-there are none (the range band's two ends are codes 2 and 1), so no cell gets it yet.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from acres_lidar_ros.config.materials import CLASS_ID
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns
+from acres_lidar_ros.radiometry.windows import WINDOW_NEAR
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 REASON_NAMES: tuple[str, ...] = (
@@ -123,7 +125,7 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     if t is None:
         raise ValueError("the scan's echoes hold no truth: build the BeamModel with truth=True")
     n = model.beams
-    echoes, decision = t.echoes, t.detection
+    echoes = t.echoes
     cell = echoes.cell
 
     # The deciding echo of each cell.
@@ -145,8 +147,9 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
         echoes.instance,
         scan_echoes.signal_counts,
         clear_air,
-        decision.below_min_range,
-        decision.beyond_range,
+        scan_echoes.outside_window,
+        model.config.min_range_m,
+        model.config.range_m,
     )
     spec_model = model.config.radiometry.detection_model != "reflectance_limit"
     threshold = np.full(n, model.detection_threshold_counts if spec_model else np.nan)
@@ -172,7 +175,18 @@ def _deciding_echoes(cell, class_id, signal_counts, primary, precipitation):
 
 @numba.njit(cache=True, nogil=True)
 def _cell_fields(
-    deciding, returned, range_m, cos_incidence, class_id, material_id, instance, signal, clear_air, below, beyond
+    deciding,
+    returned,
+    range_m,
+    cos_incidence,
+    class_id,
+    material_id,
+    instance,
+    signal,
+    clear_air,
+    outside_window,
+    min_range_m,
+    max_range_m,
 ):
     """The cell arrays of ``CellTruth`` (but ``S_T``) from each cell's deciding echo, and its
     reason by the module's table (the first rule that holds), in one pass."""
@@ -196,10 +210,12 @@ def _cell_fields(
         out_signal[c] = signal[e]
         if returned[c]:
             out_reason[c] = RETURNED
-        elif beyond[e]:
+        elif range_m[e] > max_range_m:
             out_reason[c] = NO_SURFACE
-        elif below[e]:
+        elif (outside_window[e] & WINDOW_NEAR) and range_m[e] < min_range_m:
             out_reason[c] = BELOW_MIN_RANGE
+        elif outside_window[e]:
+            out_reason[c] = OUTSIDE_WINDOW
         elif clear_air[e]:
             out_reason[c] = EXTINGUISHED_BY_WEATHER
         else:
