@@ -377,6 +377,9 @@ def test_bench_truth_times_the_plain_scan_and_the_scan_with_truth_in_one_run(cap
     total = sum(variant[f"{k}_median"] for k in ("rays_ms", "trace_ms", "returns_ms", "points_ms", "packing_ms"))
     assert variant["scan_ms_median"] > 0 and total > 0
     assert variant["overhead_pct"] == pytest.approx(100 * (variant["scan_ms_median"] / result["scan_ms_median"] - 1))
+    assert cli.main(["bench", "--sensor", "default", "--scans", "1", "--json", "--truth", "--labels"]) == 0
+    both = json.loads(capsys.readouterr().out)["variant"]
+    assert both["options"] == ["truth", "labels"] and both["point_type"] != result["point_type"]
     assert "variant" not in json.loads(
         (cli.main(["bench", "--sensor", "default", "--scans", "1", "--json"]), capsys.readouterr().out)[1]
     )

@@ -3,11 +3,13 @@
 The reference is one Open3D ``cast_rays`` of exactly the rays of the scan (``Tracer.cast_bare``),
 timed in the same run; ``ratio`` is the median scan time over the median bare cast time.
 
-With an option that adds to each scan (``VARIANT_OPTIONS``: ``--truth``) the top-level figures
-are the plain scan's, and ``variant`` holds the same scans with the option on, each traced right
-after its plain twin at the same stamp (so both see the same load): its stage medians, and its
-cost over the plain scan, ``overhead_pct`` (of the medians) and ``paired_overhead_pct_median``
-(the median of the per-stamp ratios). A variant's packing adds its truth cloud (``outputs.truth``).
+With an option that adds to each scan (``--truth``: ``ScanOptions.truth``; ``--labels``: the
+labelled point type of the packing) the top-level figures are the plain scan's, and ``variant``
+holds the same scans with the options on, each traced right after its plain twin at the same
+stamp (so both see the same load): its stage medians, and its cost over the plain scan,
+``overhead_pct`` (of the medians) and ``paired_overhead_pct_median`` (the median of the
+per-stamp ratios). A variant's packing is its point type's cloud and its truth cloud
+(``outputs.truth``), as the node publishes them.
 """
 
 from __future__ import annotations
@@ -37,11 +39,11 @@ VARIANT_OPTIONS = ("truth",)
 """``ScanOptions`` switches that add to a scan; the bench times them against the plain scan."""
 
 
-def plain_and_variant(scanner: Scanner) -> tuple[Scanner, Scanner | None]:
+def plain_and_variant(scanner: Scanner, labels: bool = False) -> tuple[Scanner, Scanner | None]:
     """The plain scanner (the ``VARIANT_OPTIONS`` off, same tracer and table) and ``scanner`` as
-    the variant; ``(scanner, None)`` when none of them is on."""
+    the variant; ``(scanner, None)`` when none of them is on and ``labels`` is off."""
     on = {name: False for name in VARIANT_OPTIONS if getattr(scanner.options, name)}
-    if not on:
+    if not on and not labels:
         return scanner, None
     plain = Scanner(
         scanner.config, options=replace(scanner.options, **on), tracer=scanner.tracer, self_table=scanner.self_table
@@ -65,13 +67,16 @@ def bench_scans(
     n_scans: int = 20,
     point_type: str = "XYZI",
     variant: Scanner | None = None,
+    variant_point_type: str | None = None,
 ) -> dict:
     """Time ``n_scans`` scans along ``trajectory`` (motion as configured) and the bare casts.
 
     Returns medians in ms of each stage (``rays_ms``, ``trace_ms``, ``returns_ms``, ``points_ms``,
     ``packing_ms``), ``scan_ms_median`` (their sum per scan), ``bare_cast_ms_median`` and ``ratio``;
-    with a ``variant`` scanner (``plain_and_variant``) also ``variant`` (see the module notes).
+    with a ``variant`` scanner (``plain_and_variant``) also ``variant`` (see the module notes),
+    packed in ``variant_point_type`` (default ``point_type``).
     """
+    variant_point_type = variant_point_type or point_type
     period_s = scanner.config.period_s
     stages: dict[str, list[float]] = {k: [] for k in STAGES}
     variant_stages: dict[str, list[float]] = {k: [] for k in STAGES}
@@ -84,7 +89,7 @@ def bench_scans(
         packing_ms = _packed_ms(scan, point_type)
         if variant is not None:
             variant_scan = variant.scan(trajectory, stamp_ns)
-            variant_timings = dict(variant.timings_ms, packing_ms=_packed_ms(variant_scan, point_type))
+            variant_timings = dict(variant.timings_ms, packing_ms=_packed_ms(variant_scan, variant_point_type))
             if k > 0:
                 for key in STAGES:
                     variant_stages[key].append(variant_timings[key])
@@ -115,9 +120,11 @@ def bench_scans(
     result["real_time_factor_trace_only"] = result["scans_per_second"] * period_s
     if variant is not None:
         on = [name for name in VARIANT_OPTIONS if getattr(variant.options, name)]
+        on += ["labels"] if variant_point_type != point_type else []
         median = statistics.median(variant_totals)
         result["variant"] = {
             "options": on,
+            "point_type": variant_point_type,
             **{f"{key}_median": statistics.median(values) for key, values in variant_stages.items()},
             "scan_ms_median": median,
             "overhead_pct": 100.0 * (median / result["scan_ms_median"] - 1.0),
