@@ -223,6 +223,7 @@ def _echo_signals(
     cell,
     rings,
     signal_at_10pct_counts,
+    power_ratio,
     ring_range_at_10pct_m,
     overlap_range_m,
     alpha_per_m,
@@ -242,14 +243,15 @@ def _echo_signals(
     range_meas,
 ):
     """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
-    and ``R_meas``, written into the four output arrays."""
+    and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
+    beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``)."""
     for i in range(lo, hi):
         r = range_m[i]
         s_clear = signal_counts_of(
             reflectance[i],
             r,
             peak[i],
-            signal_at_10pct_counts,
+            signal_at_10pct_counts * power_ratio[cell[i]],
             ring_range_at_10pct_m[cell[i] % rings],
             overlap_range_m,
             0.0,
@@ -280,25 +282,7 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     def part(lo: int, hi: int) -> None:
         _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
 
-    inputs = (
-        echoes.reflectance,
-        echoes.range_m,
-        echoes.peak,
-        echoes.cell,
-        config.rings,
-        float(rad.signal_at_10pct_counts),
-        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
-        float(rad.overlap_range_m),
-        float(model.atmosphere.alpha_per_m),
-        float(rad.ambient_counts),
-        float(config.std_m),
-        float(rad.range_std_low_snr_m),
-        bool(model.noise),
-        n1_drawn,
-        n2_drawn,
-        draw,
-        float(config.range_m),
-    )
+    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m)
     map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
@@ -310,7 +294,8 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     detected = seen & (outside == 0)
     truth = None
     if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
-        clear_air = _clear_air_seen(echoes, inputs, clear, n2_drawn[draw] if model.noise else None, model)
+        n2 = n2_drawn[draw] if model.noise else None
+        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, n2)
         truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
     det = np.flatnonzero(detected)
@@ -349,18 +334,46 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     return out, scan_echoes
 
 
+def _signal_inputs(
+    echoes: Echoes, model: BeamModel, n1: np.ndarray, n2: np.ndarray, draw: np.ndarray, alpha_per_m: float
+) -> tuple:
+    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``."""
+    config = model.config
+    rad = config.radiometry
+    return (
+        echoes.reflectance,
+        echoes.range_m,
+        echoes.peak,
+        echoes.cell,
+        config.rings,
+        float(rad.signal_at_10pct_counts),
+        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
+        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
+        float(rad.overlap_range_m),
+        float(alpha_per_m),
+        float(rad.ambient_counts),
+        float(config.std_m),
+        float(rad.range_std_low_snr_m),
+        bool(model.noise),
+        n1,
+        n2,
+        draw,
+        float(config.range_m),
+    )
+
+
 def _clear_air_seen(
-    echoes: Echoes, inputs: tuple, clear: np.ndarray, n2: np.ndarray | None, model: BeamModel
+    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, n2: np.ndarray | None
 ) -> np.ndarray | None:
-    """The signal test of ``detect`` again with the same draws and no extinction (``inputs`` are
-    ``_echo_signals``' with ``alpha = 0``); None in clear air, where it is the test itself."""
+    """The signal test of ``detect`` again with the same draws (``draws``: the scan's n1, n2 and
+    each echo's place in them) and no extinction; None in clear air, where it is the test itself."""
     if model.atmosphere.alpha_per_m <= 0.0:
         return None
     if model.config.radiometry.detection_model == "reflectance_limit":
         return reflectance_limit_detection(echoes, clear, n2, replace(model, atmosphere=CLEAR_AIR))[2]
     n_echo = echoes.cell.size
     out = tuple(np.empty(n_echo) for _ in range(4))
-    _echo_signals(*inputs[:8], 0.0, *inputs[9:], 0, n_echo, *out)  # type: ignore[call-arg]  # alpha: input 8
+    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0), 0, n_echo, *out)  # type: ignore[call-arg]
     return out[2] >= model.detection_threshold_counts
 
 
