@@ -250,19 +250,18 @@ def contributions_of_hits(
     config = model.config
     mats = config.materials
     n_sub = weights.size
-    k_slots = hits.shape[1]
     class_id = hits.class_id.ravel()
     material_id = hits.material_id.ravel()
     range_m = hits.range_m.ravel()
     cos_incidence = hits.cos_incidence.ravel()
     # 1. Which hits light reaches, and the foliage transmission in front of each.
-    flat, t_front, tau, passes = reached_hits(
+    flat, rows, t_front, tau, passes = reached_hits(
         hits.valid, hits.class_id, hits.material_id, IS_FOLIAGE_CLASS, mats.transmission, model.foliage_solid
     )
     # 2. The keys of the ground terms, and their normals in one vectorised call.
     ground_at, slope_at, albedo_at, rough_at, cos_ground, keys = ground_keys(
         flat,
-        k_slots,
+        rows,
         n_sub,
         class_id,
         material_id,
@@ -285,45 +284,44 @@ def contributions_of_hits(
     z = np.asarray(hash_normal(keys), dtype=np.float64)
     theta_ground = np.arccos(cos_ground)
     # 3. Tilt, texture, roughness, backscatter, contribution and echo stretch of each hit.
-    bad_range, nearest_solid, cell, lit_range_m, power, peak, lit_class, lit_material, instance, cos_theta = (
-        lit_contributions(
-            flat,
-            t_front,
-            tau,
-            passes,
-            ground_at,
-            slope_at,
-            albedo_at,
-            rough_at,
-            theta_ground,
-            z,
-            k_slots,
-            n_sub,
-            weights,
-            cells,
-            range_m,
-            cos_incidence,
-            class_id,
-            material_id,
-            hits.instance.ravel(),
-            hits.wetness.ravel(),
-            mats.reflectivity,
-            mats.incidence_exponent,
-            mats.specular,
-            mats.specular_width_rad,
-            mats.wet_darkening,
-            mats.micro_slope_rad,
-            mats.reflectivity_sd,
-            mats.roughness_m,
-            MIN_ROUGH_RANGE_M,
-            float(config.pulse_length_m),
-            float(config.beam_divergence_rad),
-            float(config.beam_divergence_v_rad),
-            model.truth,
-        )
+    bad_range, nearest_solid, *fields, cos_theta = lit_contributions(
+        flat,
+        rows,
+        t_front,
+        tau,
+        passes,
+        ground_at,
+        slope_at,
+        albedo_at,
+        rough_at,
+        theta_ground,
+        z,
+        n_sub,
+        weights,
+        cells,
+        range_m,
+        cos_incidence,
+        class_id,
+        material_id,
+        hits.instance.ravel(),
+        hits.wetness.ravel(),
+        mats.reflectivity,
+        mats.incidence_exponent,
+        mats.specular,
+        mats.specular_width_rad,
+        mats.wet_darkening,
+        mats.micro_slope_rad,
+        mats.reflectivity_sd,
+        mats.roughness_m,
+        MIN_ROUGH_RANGE_M,
+        float(config.pulse_length_m),
+        float(config.beam_divergence_rad),
+        float(config.beam_divergence_v_rad),
+        model.truth,
     )
     if bad_range:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
+    cell, lit_range_m, power, peak, lit_class, lit_material, instance = fields
     cos_out = cos_theta if model.truth else None  # the truth output's incidence, only when asked
     return Contributions(cell, lit_range_m, power, peak, lit_class, lit_material, instance, cos_out), nearest_solid
 
