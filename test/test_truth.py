@@ -315,7 +315,7 @@ def test_the_truth_topic_goes_out_with_its_cloud_through_the_node_loop(config, t
     loop = NodeLoop(
         scanner,
         lambda: now["ns"],
-        lambda scan, job: (scan, pack_scan(scan, "XYZI", job.stamp_ns, pointcloud2_message)),
+        lambda shaped, job: (shaped.scan, pack_scan(shaped, "XYZI", job.stamp_ns, pointcloud2_message)),
         emitted.append,
         executor=InlineExecutor(),
         throttle=LogThrottle(5.0, lambda: now["ns"]),
