@@ -17,6 +17,7 @@ from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.config.updates import plan_update
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
@@ -175,25 +176,29 @@ class Scanner:
             if scene is None:
                 raise ConfigError("Scanner needs a scene or a tracer")
             tracer = Tracer(scene)
-        if self_table is not None and (self_table.columns, self_table.rings) != (config.columns, config.rings):
-            raise ConfigError(
-                f"self_table {str(self_table.path) if self_table.path else ''!r} is for {self_table.columns} columns x "
-                f"{self_table.rings} rings; the sensor has {config.columns} x {config.rings}"
-            )
-        self.config = config
         self.options = options
-        self.pattern = BeamPattern.from_config(config)
         self.tracer = tracer
-        self._beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
-        self._lens_origins = np.repeat(self.pattern.lens_origins_sensor, config.rings, axis=0)
         self.self_table = self_table
+        self._set_config(config, BeamPattern.from_config(config))
         self.streams: NoiseStreams | None = self._new_streams()
-        self._model: BeamModel | None = None  # built on first use, again after a change
         self._next_index = 0
         self.timings_ms: dict[str, float] = {}
         self.last_echoes: ScanEchoes | None = None
 
     # -- configuration ---------------------------------------------------------------------
+
+    def _set_config(self, config: SensorConfig, pattern: BeamPattern) -> None:
+        """Take ``config`` and its beam ``pattern`` (checked against the self-return table)."""
+        table = self.self_table
+        if table is not None and (table.columns, table.rings) != (config.columns, config.rings):
+            raise ConfigError(
+                f"self_table {str(table.path) if table.path else ''!r} is for {table.columns} columns x "
+                f"{table.rings} rings; the sensor has {config.columns} x {config.rings}"
+            )
+        self.config, self.pattern = config, pattern
+        self._beam_directions = pattern.directions_sensor.reshape(-1, 3)
+        self._lens_origins = np.repeat(pattern.lens_origins_sensor, config.rings, axis=0)
+        self._model: BeamModel | None = None  # built on first use, again after a change
 
     def _new_streams(self) -> NoiseStreams | None:
         """The run's noise streams (``noise.NoiseStreams`` of the seed); None without radiometry."""
@@ -217,22 +222,20 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
-                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id),
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad, self.cell_range_id),
             )
         return self._model
 
-    cell_range_id: np.ndarray | None = None
-    """The range region of each beam (its emitter's ``range_id``); None: region 0 for every ring."""
-
-    def cell_firing_angle_rad(self) -> np.ndarray:
-        """Seed 004's firing angle of each beam (column azimuth plus ring offset, clockwise from the
-        sweep's start, rad): (cells,) float64, what the valid azimuth window is measured on."""
-        azimuth = self.pattern.column_azimuth_rad[:, None] + self.config.azimuth_offsets_rad[None, :]
-        return firing_angle_rad(azimuth.reshape(-1), self.config.scan_start_azimuth_rad)
+    cell_range_id: np.ndarray | None = None  # each beam's emitter range_id (None: region 0 for every ring)
 
     @property
-    def windows(self) -> CellWindows:
-        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+    def cell_firing_angle_rad(self) -> np.ndarray:
+        """Seed 004's firing angle of each beam (``windows.firing_angle_rad``): (cells,) float64."""
+        d = self._beam_directions
+        return firing_angle_rad(np.arctan2(d[:, 1], d[:, 0]), self.config.scan_start_azimuth_rad)
+
+    @property
+    def windows(self) -> CellWindows:  # each beam's validity windows (radiometry.windows)
         return self.model.windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
 
     def set_options(self, **changes: Any) -> None:
@@ -257,18 +260,21 @@ class Scanner:
         sweep.finish(at_rest)
         return time.perf_counter() - started
 
-    def set_runtime_config(self, overrides: dict) -> None:
-        """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
-        from acres_lidar_ros.config.schema import LIDAR_PARAM
-
-        fixed = [key for key in overrides if key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime]
-        if fixed:
-            raise ConfigError(
-                f"lidar.{fixed[0]} cannot change while running; runtime keys: "
-                + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime)
-            )
-        self.config = self.config.with_overrides(overrides)
-        self._model = None
+    def set_runtime_config(self, overrides: dict) -> bool:
+        """Change sensors-file keys between scans by ``config.updates``' rules (live, pattern rebuilt
+        here, fixed: refused), checked whole first: a refused update raises ``ConfigError`` and
+        changes nothing. Returns whether the pattern was rebuilt (a sweep started before ends)."""
+        update = plan_update(self.config, overrides)
+        before = (self.config, self.pattern, self.cell_range_id)
+        self._set_config(update.config, BeamPattern.from_config(update.config) if update.rebuild else self.pattern)
+        self.cell_range_id = None if update.rebuild else self.cell_range_id  # range ids belong to a pattern
+        try:
+            self.model  # noqa: B018 (builds the windows: the range ids against range_count)
+        except ConfigError:
+            self._set_config(*before[:2])
+            self.cell_range_id = before[2]
+            raise
+        return update.rebuild
 
     @property
     def sub_rays(self) -> int:
@@ -392,6 +398,7 @@ class Sweep:
 
     def __init__(self, scanner: Scanner, stamp_ns: int, boxes: tuple, index: int) -> None:
         self.scanner = scanner
+        self.pattern = scanner.pattern  # a rebuilt pattern (set_runtime_config) ends the sweep
         self.stamp_ns = stamp_ns
         self.boxes = boxes
         self.index = index
@@ -441,10 +448,15 @@ class Sweep:
         self.trace_columns(poses, columns)
         return int(columns.size)
 
+    def _check_pattern(self) -> None:
+        if self.scanner.pattern is not self.pattern:
+            raise ConfigError(f"scan {self.index}: its sweep started before the beam pattern was rebuilt")
+
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
         """Trace what is left (and blocks traced under another ``trace_key``: a
         runtime change since) and form the scan."""
         scanner = self.scanner
+        self._check_pattern()
         key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
         for block in [block for block in self._blocks if block.trace_key != key]:
             self.traced[block.columns] = False
@@ -492,6 +504,7 @@ class Sweep:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
         beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
         scanner, config = self.scanner, self.scanner.config
+        self._check_pattern()
         table = scanner.applied_self_table
         if table is not None and self._self_decision is None:
             self.self_decision(table)  # the body's part needs no poses: decide it before the stamp
@@ -574,7 +587,7 @@ class Sweep:
             order = np.argsort(np.concatenate([block.columns for block in self._blocks]), kind="stable")
             per_column = config.rings * scanner.sub_rays
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
-            hits = _concatenate_hits([block.hits for block in self._blocks], rows)
+            hits = Hits.joined([block.hits for block in self._blocks], rows)
         self._blocks = []
         windows = scanner.windows
         return nearest_hit_returns(
@@ -585,9 +598,3 @@ class Sweep:
             config.materials.reflectivity,
             windows.separation_m,
         )
-
-
-def _concatenate_hits(blocks: list[Hits], rows: np.ndarray) -> Hits:
-    """Hits of several column blocks in one array set, rows put back in cell order."""
-    fields = Hits.__dataclass_fields__
-    return Hits(**{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in fields})

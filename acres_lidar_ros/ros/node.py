@@ -380,12 +380,15 @@ class LidarNode(Node):
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes = {p.name: p.value for p in params if p.name in self._decls}  # use_sim_time etc.: rclpy's
         ok, reason = check_changes(changes, self._decls, self.config)
+        lidar, options = split_changes(changes, self._decls) if ok else ({}, {})
+        try:
+            if lidar:
+                self.loop.rebuild(lidar)  # the scanner's own checks (its self-return table): all or nothing
+        except ConfigError as exc:
+            ok, reason = False, str(exc)
         if not ok:
             self.get_logger().warning(f"parameter change refused: {reason}")
             return SetParametersResult(successful=False, reason=reason)
-        lidar, options = split_changes(changes, self._decls)
-        if lidar:
-            self.loop.rebuild(lidar)
         if options:
             self.loop.set_options(**options)
         if changes:
