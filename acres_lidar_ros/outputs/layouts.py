@@ -2,8 +2,9 @@
 publishes them, and the spec's all-returns point records.
 
 ``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
-rslidar_sdk layouts (``organised_cloud``), ouster_ros's rings-by-columns grid, or the dense
-velodyne and nebula lists. ``all_returns`` gives the PLY records.
+rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
+grid, or the dense velodyne and nebula lists. ``all_returns`` gives the PLY records (with
+``labels``, their instance too).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from acres_lidar_ros.outputs.point_types import (
     NEBULA,
     OUSTER,
     PLY_POINT,
+    PLY_POINT_LABELS,
     POINT_TYPES,
     PROFILES,
     VELODYNE,
     XYZI,
     XYZIRT,
+    XYZIRT_LABELS,
     PointProfile,
     header_stamp_ns,
     point_dtype,
@@ -31,16 +34,19 @@ from acres_lidar_ros.outputs.point_types import (
 )
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
     "NEBULA",
     "OUSTER",
     "PLY_POINT",
+    "PLY_POINT_LABELS",
     "POINT_TYPES",
     "PROFILES",
     "VELODYNE",
     "XYZI",
     "XYZIRT",
+    "XYZIRT_LABELS",
     "PointProfile",
     "all_returns",
     "default_stamp_ns",
@@ -139,18 +145,22 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     Parameters
     ----------
     scan : Scan
-    point_type : {"XYZI", "XYZIRT"}
+    point_type : {"XYZI", "XYZIRT", "XYZIRT_labels"}
 
     Returns
     -------
-    (columns, rings) structured array of ``XYZI`` or ``XYZIRT``
+    (columns, rings) structured array of ``XYZI``, ``XYZIRT`` or ``XYZIRT_LABELS``
         x, y, z: the point in the sensor frame, m. intensity: the intensity byte as float.
         ring (XYZIRT): ``scan.ring_rank[r]``, rank of the ring's elevation (0 = lowest).
         timestamp (XYZIRT): absolute firing time of the column, ``stamp_s + time_offset_s[c]``,
         s, also in cells without a return.
+        class, instance (XYZIRT_labels): of the primary return (``Returns.class_id``,
+        ``Returns.instance``); 0 and ``NO_INSTANCE`` in cells without a return.
     """
-    if point_type not in ("XYZI", "XYZIRT"):
-        raise ConfigError(f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT")
+    if point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+        raise ConfigError(
+            f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
+        )
     dtype = POINT_TYPES[point_type]
     # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
     xyzi = _primary_xyzi(
@@ -161,6 +171,13 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     cloud = np.empty(scan.columns * scan.rings, dtype=dtype)
     for axis, name in enumerate(("x", "y", "z", "intensity")):
         cloud[name] = xyzi[:, axis]
+    if dtype == XYZIRT_LABELS:
+        returns = scan.returns
+        beams = np.arange(scan.columns * scan.rings)
+        slot = _primary(scan)
+        valid = returns.valid[beams, slot]
+        cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
+        cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
     cloud = cloud.reshape(scan.columns, scan.rings)
     cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
     column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
@@ -260,21 +277,22 @@ def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
 _BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
+    "XYZIRT_labels": _rslidar("XYZIRT_labels"),
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,
 }
 
 
-def all_returns(scan: Scan) -> np.ndarray:
+def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
     """Every return of a scan as point-file records.
 
     Returns
     -------
-    (n_points,) structured array of ``PLY_POINT``
+    (n_points,) structured array of ``PLY_POINT``, with ``labels`` of ``PLY_POINT_LABELS``
         Beams in cell order (column x rings + ring), the returns of a beam in range order.
         ``return_index`` counts from 1 within the beam, ``num_returns`` is the beam's count,
-        ``time_offset_s`` is the column's ``dt_c``.
+        ``time_offset_s`` is the column's ``dt_c``; ``instance`` is the return's instance label.
     """
     returns = scan.returns
     valid = np.asarray(returns.valid, dtype=bool)
@@ -282,7 +300,7 @@ def all_returns(scan: Scan) -> np.ndarray:
     return_index = np.cumsum(valid, axis=1)[beam, slot]
     num_returns = valid.sum(axis=1)[beam]
     column = scan.cell_column[beam]
-    points = np.empty(beam.size, dtype=PLY_POINT)
+    points = np.empty(beam.size, dtype=PLY_POINT_LABELS if labels else PLY_POINT)
     for axis, name in enumerate("xyz"):
         points[name] = scan.points_sensor[beam, slot, axis]
     points["reflectivity"] = returns.reflectivity[beam, slot]
@@ -296,6 +314,8 @@ def all_returns(scan: Scan) -> np.ndarray:
     points["num_returns"] = num_returns
     points["return_flags"] = returns.return_flags[beam, slot]
     points["time_offset_s"] = np.asarray(scan.time_offset_s)[column]
+    if labels:
+        points["instance"] = returns.instance[beam, slot]
     return points
 
 
