@@ -51,6 +51,7 @@ def test_only_the_fixed_keys_are_read_only(decls):
     assert read_only == sorted(
         [
             "lidar.enabled",
+            "lidar.scan_type",
             "lidar.hz",
             "lidar.delay_s",
             "lidar.output",

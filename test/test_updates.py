@@ -144,3 +144,13 @@ def test_the_loop_applies_the_same_rules(plane_tracer):
         loop.rebuild({"hz": 5.0, "std_m": 0.1})
     assert loop.config.hz == 10.0 and loop.config.std_m == scanner.config.std_m == 0.02
     loop.close()
+
+
+def test_the_scanning_principle_and_the_emitters_block_are_fixed():
+    # Seed 004: scanType needs the model recreated; the emitters block sets the cells' identity.
+    config = small_sensor()
+    with pytest.raises(ConfigError, match=r"lidar\.scan_type cannot change while running: the model is built"):
+        plan_update(config, {"scan_type": "solid_state"})
+    with pytest.raises(ConfigError, match=r"lidar\.emitters cannot change while running: the emitters block"):
+        plan_update(config, {"emitters": {"states": []}})
+    assert plan_update(config, {"peak_power_w": 20.0}).rebuild  # each emitter's power ratio is in the cells

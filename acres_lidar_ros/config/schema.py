@@ -43,6 +43,23 @@ def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:
 # The lidar block, in the order of the spec's table. Dotted names are nested objects.
 LIDAR_PARAMS: tuple[Param, ...] = (
     P("enabled", "bool", True, description="Records the LiDAR."),
+    P(
+        "scan_type",
+        "str",
+        "rotary",
+        choices=("rotary", "solid_state"),
+        description="Rotary (ticks around a rotation) or solid state (one tick per scan; needs lidar.emitters).",
+    ),
+    P(
+        "peak_power_w",
+        "float",
+        10.0,
+        "W",
+        low=0,
+        high=1e6,
+        low_open=True,
+        description="Reference peak power; an emitter's peak_power_w scales its signal by the ratio.",
+    ),
     P("hz", "float", 10.0, "Hz", low=1, high=120, description="The scan rate."),
     P("columns", "int", 180, low=4, high=3600, description="N_c, columns (azimuth steps per turn)."),
     P("rings", "int", 8, low=1, high=128, description="N_r without an elevation table."),
@@ -406,32 +423,14 @@ LIDAR_PARAMS: tuple[Param, ...] = (
 # marked runtime=True above and these change live, from the next scan; REBUILD_KEYS change the beam pattern,
 # rebuilt between scans; every other key is fixed while running.
 LIVE_KEYS: tuple[str, ...] = (
-    "range_m",
-    "min_range_m",
-    "wavelength_nm",
-    "beam_divergence_v_mrad",
-    "pulse_length_m",
-    "max_hits_per_sub_ray",
-    "continue_step_m",
-    "min_return_separation_m",
-    "pond_threshold_m",
+    *["range_m", "min_range_m", "wavelength_nm", "beam_divergence_v_mrad", "pulse_length_m"],
+    *["max_hits_per_sub_ray", "continue_step_m", "min_return_separation_m", "pond_threshold_m"],
     *(p.name for p in LIDAR_PARAMS if p.name.startswith(("radiometry.", "weather."))),
 )
 REBUILD_KEYS: tuple[str, ...] = (
-    "columns",
-    "rings",
-    "elevation_min_deg",
-    "elevation_max_deg",
-    "elevations_deg",
-    "azimuth_order",
-    "azimuth_offsets_deg",
-    "lens_center_m",
-    "position_flu_m",
-    "rpy_deg",
-    "beam_divergence_mrad",
-    "sub_rays",
-    "spin_direction",
-    "scan_start_azimuth_deg",
+    *["columns", "rings", "elevation_min_deg", "elevation_max_deg", "elevations_deg", "azimuth_order"],
+    *["azimuth_offsets_deg", "lens_center_m", "position_flu_m", "rpy_deg", "beam_divergence_mrad", "sub_rays"],
+    *["spin_direction", "scan_start_azimuth_deg", "peak_power_w"],  # peak_power_w: the cells' power ratios
 )
 LIDAR_PARAMS = tuple(
     replace(p, runtime=p.runtime or p.name in LIVE_KEYS, rebuild=p.name in REBUILD_KEYS) for p in LIDAR_PARAMS

@@ -39,9 +39,13 @@ FIXED_REASONS: dict[str, str] = {
     "point_type": "the node's cloud layout is chosen at start",
     "self_returns": "the self-return table is loaded at start",
     "scan_type": "the model is built for one scanning principle (seed 004: recreate the sensor)",
+    "emitters": "the emitters block sets the cells of a scan, their tick and channel identity (seed 004: "
+    "recreate the sensor)",
 }
 """Why a fixed key cannot change while running (other fixed keys: ``DEFAULT_FIXED_REASON``)."""
 DEFAULT_FIXED_REASON = "it is read when the sensor is built"
+FIXED_BLOCKS = ("emitters",)
+"""Blocks of the lidar block, not keys of the schema, that an update may name (all fixed)."""
 
 
 def live_keys() -> tuple[str, ...]:
@@ -54,6 +58,8 @@ def rebuild_keys() -> tuple[str, ...]:
 
 def update_class(key: str) -> str:
     """``"live"``, ``"rebuild"`` or ``"fixed"`` for a dotted lidar key (ConfigError if unknown)."""
+    if key in FIXED_BLOCKS:
+        return "fixed"
     param = LIDAR_PARAM.get(key)
     if param is None:
         raise ConfigError(f"lidar.{key}: unknown key; allowed: {', '.join(sorted(LIDAR_PARAM))}")
@@ -100,7 +106,8 @@ def plan_update(config: SensorConfig, overrides: dict[str, Any]) -> RuntimeUpdat
     changed = []
     for key, value in overrides.items():
         kind = update_class(key)  # unknown keys first
-        if LIDAR_PARAM[key].validate(value, f"lidar.{key}") != _value(config, key):
+        checked = value if key in FIXED_BLOCKS else LIDAR_PARAM[key].validate(value, f"lidar.{key}")
+        if checked != _value(config, key):
             if kind == "fixed":
                 raise ConfigError(fixed_reason(key))
             changed.append(key)
