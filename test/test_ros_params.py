@@ -65,6 +65,7 @@ def test_only_the_fixed_keys_are_read_only(decls):
     rebuilt = sorted(name for name, d in decls.items() if d.additional_constraints.endswith("beam pattern is rebuilt"))
     assert "lidar.columns" in rebuilt and "lidar.elevations_deg" in rebuilt and "lidar.rpy_deg" in rebuilt
     assert "lidar.std_m" not in rebuilt and "lidar.valid_start_azimuth_deg" not in rebuilt
+    assert not decls["lidar.coordinates"].read_only and "lidar.coordinates" not in rebuilt  # outputs: live
     assert all(d.read_only for d in decls.values() if d.group == "node")
 
 
