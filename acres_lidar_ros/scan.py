@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
+from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.returns import Returns, nearest_hit_returns
+from acres_lidar_ros.radiometry.windows import CellWindows, firing_angle_rad
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.rays import sensor_points, world_rays
@@ -214,8 +217,23 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(), self.cell_range_id),
             )
         return self._model
+
+    cell_range_id: np.ndarray | None = None
+    """The range region of each beam (its emitter's ``range_id``); None: region 0 for every ring."""
+
+    def cell_firing_angle_rad(self) -> np.ndarray:
+        """Seed 004's firing angle of each beam (column azimuth plus ring offset, clockwise from the
+        sweep's start, rad): (cells,) float64, what the valid azimuth window is measured on."""
+        azimuth = self.pattern.column_azimuth_rad[:, None] + self.config.azimuth_offsets_rad[None, :]
+        return firing_angle_rad(azimuth.reshape(-1), self.config.scan_start_azimuth_rad)
+
+    @property
+    def windows(self) -> CellWindows:
+        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+        return self.model.windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
@@ -339,9 +357,11 @@ class _Block:
     contributions and echoes, prepared with ``model``."""
 
     columns: np.ndarray
+    cells: np.ndarray
     origins: np.ndarray
     directions: np.ndarray
     hits: Hits
+    trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
 
@@ -422,11 +442,16 @@ class Sweep:
         return int(columns.size)
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
-        """Trace what is left and form the scan."""
+        """Trace what is left (and blocks traced under another ``trace_key``: a
+        runtime change since) and form the scan."""
+        scanner = self.scanner
+        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
+        for block in [block for block in self._blocks if block.trace_key != key]:
+            self.traced[block.columns] = False
+            self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        scanner = self.scanner
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
@@ -476,6 +501,11 @@ class Sweep:
         self.T_world_sensor[columns] = T_world_sensor
         everything = columns.size == config.columns
         origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns)
+        rings = config.rings
+        cells = (columns[:, None] * rings + np.arange(rings)).reshape(-1)
+        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        rays = (T_world_sensor[:, :3, :3], scanner._beam_directions, origins, directions)
+        origins, directions = block_rays(config.mechanical_noise, *key, *rays)
         t1 = time.perf_counter()
         hits = scanner.tracer.trace(
             origins,
@@ -486,12 +516,15 @@ class Sweep:
             pond_threshold_m=config.pond_threshold_m,
             boxes=self.boxes,
             foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
         )
         t2 = time.perf_counter()
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(columns, origins, directions, hits)
+        block = _Block(
+            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+        )
         self._blocks.append(block)
         if scanner.options.radiometry:
             try:
@@ -510,8 +543,6 @@ class Sweep:
     def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
         model = scanner.model
-        rings = scanner.config.rings
-        cells = (block.columns[:, None] * rings + np.arange(rings)).reshape(-1)
         block.model = model
         block.beams = prepare_block(
             block.hits,
@@ -521,7 +552,7 @@ class Sweep:
             model,
             scanner.options.seed,
             self.index,
-            cells,
+            block.cells,
         )
 
     def _returns(self) -> Returns:
@@ -545,8 +576,14 @@ class Sweep:
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
             hits = _concatenate_hits([block.hits for block in self._blocks], rows)
         self._blocks = []
+        windows = scanner.windows
         return nearest_hit_returns(
-            hits, scanner.pattern.sub_ray_weights, config.min_range_m, config.range_m, config.materials.reflectivity
+            hits,
+            scanner.pattern.sub_ray_weights,
+            np.where(windows.azimuth_inside, windows.near_m, np.inf),
+            windows.far_m,
+            config.materials.reflectivity,
+            windows.separation_m,
         )
 
 

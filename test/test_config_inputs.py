@@ -119,6 +119,8 @@ def test_documented_nulls_unset_the_base_files_tables(tmp_path):
     assert [p.name for p in LIDAR_PARAMS if p.nullable] == [
         "elevations_deg",
         "azimuth_offsets_deg",
+        "ranges_min_m",  # null: no range regions (issue 10)
+        "ranges_max_m",
         "self_returns",
         "radiometry.ring_range_at_10pct_m",
         "radiometry.max_range_m",  # null: unset, back to the spec's detection keys (issue 12)

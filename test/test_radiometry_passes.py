@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acres_lidar_ros.config.limits import WindowConfig
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.config.schema import RETURN_MODES, RETURNS_PER_BEAM
 from acres_lidar_ros.config.sensors import load_sensor_config
@@ -113,6 +114,7 @@ def stand_in_config(
         max_hits_per_sub_ray=4,
         min_return_separation_m=0.75,
         return_mode="strongest",
+        windows=WindowConfig(),
     )
     base.update(lidar)
     return SimpleNamespace(**base, radiometry=radiometry, weather=weather, materials=table)

@@ -53,6 +53,25 @@ def test_only_the_runtime_keys_are_writable(decls):
             "lidar.motion_distortion",
             "lidar.radiometry.range_std_low_snr_m",
             "lidar.weather.enabled",
+            # issue 10: windows, limits and mechanical noise change at the next scan
+            "lidar.range_count",
+            "lidar.ranges_min_m",
+            "lidar.ranges_max_m",
+            "lidar.valid_start_azimuth_deg",
+            "lidar.valid_end_azimuth_deg",
+            "lidar.range_offset_m",
+            "lidar.separation_near_limit",
+            *(
+                f"lidar.mechanical_noise.{name}"
+                for name in (
+                    "azimuth_error_mean_deg",
+                    "azimuth_error_std_deg",
+                    "elevation_error_mean_deg",
+                    "elevation_error_std_deg",
+                    "origin_error_mean_m",
+                    "origin_error_std_m",
+                )
+            ),
             "rain_mm_per_h",
             "visibility_m",
             "noise",

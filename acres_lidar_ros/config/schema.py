@@ -9,12 +9,15 @@ and ``OPTION_PARAMS``.
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
 from typing import Any
 
+# Param and its helpers live in config.param; imported here under their own names for the modules that
+# take them from the schema.
+from acres_lidar_ros.config.param import FLOAT32_MAX as FLOAT32_MAX
+from acres_lidar_ros.config.param import TOPIC_NAME as TOPIC_NAME
+from acres_lidar_ros.config.param import Param as Param
+from acres_lidar_ros.config.param import short_repr as short_repr
 from acres_lidar_ros.config.spectral_library import LIBRARY_SAMPLES
-from acres_lidar_ros.errors import ConfigError
 
 RETURNS_PER_BEAM: dict[str, int] = {
     "strongest": 1,
@@ -28,131 +31,8 @@ RETURNS_PER_BEAM: dict[str, int] = {
 
 RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
 DETECTION_MODELS: tuple[str, ...] = ("spec", "reflectance_limit")
-
-_FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
-#: A ROS topic name (used with fullmatch): optional leading /, tokens of letters, digits and _.
-TOPIC_NAME = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
-#: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
-FLOAT32_MAX = 3.4028234663852886e38
-
-
-@dataclass(frozen=True)
-class Param:
-    """One key of the sensors file.
-
-    ``kind`` is one of ``bool``, ``int``, ``float``, ``str`` (a frame name, or one of ``choices``),
-    ``topic`` (a ROS topic name), ``float_list`` (one value per ring,
-    or ``length`` values when it is set), ``path`` (a file name relative to the sensors file, or
-    null). ``nullable`` marks the keys whose ``null`` means "none" (the tables and
-    ``self_returns``); every other ``null`` is an error. ``low``/``high`` bound numbers and each element of a list; ``low_open``/``high_open``
-    make a bound exclusive. ``runtime`` marks a key the ROS 2 node may change without a rebuild.
-    """
-
-    name: str
-    kind: str
-    default: Any
-    unit: str = ""
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    choices: tuple[str, ...] = ()
-    length: int | None = None
-    int_values: tuple[int, ...] = ()
-    description: str = ""
-    runtime: bool = False
-    nullable: bool = False
-
-    def allowed(self) -> str:
-        """What the key allows, in words (used in error messages and the README)."""
-        if self.kind == "bool":
-            return "true or false"
-        if self.choices:
-            return "one of " + ", ".join(self.choices)
-        if self.int_values:
-            return "one of " + ", ".join(str(v) for v in self.int_values)
-        if self.kind == "path":
-            return "a file name relative to the sensors file, or null"
-        if self.kind == "str":
-            return "a frame name (letters, digits, _ and /, not starting with a digit)"
-        if self.kind == "topic":
-            return "a topic name such as /lidar/points"
-        return self._allowed_number() + (", or null (none)" if self.nullable else "")
-
-    def _allowed_number(self) -> str:
-        parts = []
-        if self.low is not None:
-            parts.append(("> " if self.low_open else ">= ") + _fmt(self.low))
-        if self.high is not None:
-            parts.append(("< " if self.high_open else "<= ") + _fmt(self.high))
-        what = "an integer" if self.kind == "int" else "a number"
-        bound = f"{what} {' and '.join(parts)}" if parts else f"a finite {what.split(' ', 1)[1]}"
-        if self.kind == "float_list":
-            count = f"{self.length} values" if self.length else "one value per ring"
-            return f"a list of {count}, each {bound}"
-        return bound
-
-    def validate(self, value: Any, where: str) -> Any:
-        """Check one value; return it in its Python type. ``where`` is the full key for messages."""
-        if value is None:
-            if self.nullable:
-                return None
-            raise ConfigError(f"{where} = null: expected {self.allowed()} (null is allowed only where documented)")
-        if self.kind == "bool":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            return value
-        if self.kind in ("str", "path", "topic"):
-            if not isinstance(value, str) or not value:
-                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            if self.choices and value not in self.choices:
-                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
-                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            if self.kind == "topic" and not TOPIC_NAME.fullmatch(value):
-                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            if self.kind == "path" and not _is_file_name(value):
-                raise ConfigError(
-                    f"{where} = {short_repr(value)}: expected {self.allowed()} (a name that can be a file)"
-                )
-            return value
-        if self.kind == "float_list":
-            if not isinstance(value, list) or not value:
-                raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            if self.length is not None and len(value) != self.length:
-                raise ConfigError(f"{where} has {len(value)} values: expected {self.allowed()}")
-            return [self._number(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return self._number(value, where)
-
-    def _number(self, value: Any, where: str) -> float | int:
-        integer = self.kind == "int"
-        ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok_type:
-            raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-        # Compared before any float conversion, so a huge integer is refused, never an OverflowError.
-        if not integer and not (-FLOAT32_MAX <= value <= FLOAT32_MAX):
-            raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
-        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        if too_low or too_high or (self.int_values and value not in self.int_values):
-            raise ConfigError(f"{where} = {short_repr(value)} is out of range: expected {self.allowed()}")
-        return int(value) if integer else float(value)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
-
-
-def short_repr(value: Any) -> str:
-    """``repr`` of a value, shortened to 40 characters and its length for messages."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:16]}...({len(text)} characters)"
-
-
-def _is_file_name(value: str) -> bool:
-    """A path string that can name a file: no NUL, not ending in a separator, not ``.``/``..``."""
-    last = value.replace("\\", "/").rsplit("/", 1)[-1]  # as written: PurePath("a/.").name is "a"
-    return "\0" not in value and last not in ("", ".", "..")
+MAX_RANGE_REGIONS = 64
+"""Most range regions (``range_count``, ``ranges_min_m``, ``ranges_max_m``)."""
 
 
 def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:
@@ -191,6 +71,78 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("lens_center_m", "float", 0.0, "m", low=0, high=0.5, description="l, lens centre distance from the spin axis."),
     P("range_m", "float", 60.0, "m", low=1, high=200, description="R_max, maximum range."),
     P("min_range_m", "float", 0.5, "m", low=0, high=200, description="R_min, minimum range (below range_m)."),
+    # Windows and limits (seed 004; docs/sensors.md "Windows and limits"): validated together by config.limits.
+    P(
+        "range_count",
+        "int",
+        0,
+        low=0,
+        high=MAX_RANGE_REGIONS,
+        description="Range regions of ranges_min_m / ranges_max_m (0 counts as 1); an emitter's range_id picks one.",
+        runtime=True,
+    ),
+    P(
+        "ranges_min_m",
+        "float_array",
+        None,
+        "m",
+        low=0,
+        high=200,
+        max_items=MAX_RANGE_REGIONS,
+        nullable=True,
+        description="Near limit of each range region; with ranges_max_m it replaces min_range_m .. range_m.",
+        runtime=True,
+    ),
+    P(
+        "ranges_max_m",
+        "float_array",
+        None,
+        "m",
+        low=0,
+        high=200,
+        max_items=MAX_RANGE_REGIONS,
+        nullable=True,
+        description="Far limit of each range region (range_m still ends the trace).",
+        runtime=True,
+    ),
+    P(
+        "valid_start_azimuth_deg",
+        "float",
+        0.0,
+        "deg",
+        low=0,
+        high=360,
+        description="Start of the valid azimuth window, on the firing angle (clockwise from forward); rotary only.",
+        runtime=True,
+    ),
+    P(
+        "valid_end_azimuth_deg",
+        "float",
+        360.0,
+        "deg",
+        low=0,
+        high=360,
+        description="End of the valid azimuth window; a start above the end wraps through 360 deg.",
+        runtime=True,
+    ),
+    P(
+        "range_offset_m",
+        "float",
+        0.0,
+        "m",
+        low=0,
+        high=200,
+        description="The trace starts this far along each ray (a sensor in a housing); ranges stay from the emitter.",
+        runtime=True,
+    ),
+    P(
+        "separation_near_limit",
+        "bool",
+        False,
+        description="min_return_separation_m is a second near limit (seed 004): a firing whose first echo is "
+        "nearer reports nothing.",
+        runtime=True,
+    ),
     P("std_m", "float", 0.02, "m", low=0, high=1, description="sigma_0, range noise at high SNR.", runtime=True),
     P(
         "position_flu_m",
@@ -384,6 +336,69 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("weather.rain_drops_exponent", "float", 0.21, low=0, high=5, description="Exponent of n_d."),
     P("weather.exit_diameter_m", "float", 0.01, "m", low=0, high=1, description="d_exit."),
     P("weather.clutter_max_range_m", "float", 10.0, "m", low=0, high=1000, description="Range limit of the clutter."),
+    # Mechanical noise (seed 004; docs/sensors.md "Mechanical noise"): sensor.mechanical draws it.
+    P(
+        "mechanical_noise.azimuth_error_mean_deg",
+        "float",
+        0.0,
+        "deg",
+        low=-10,
+        high=10,
+        description="Mean azimuth error of a firing (counter-clockwise).",
+        runtime=True,
+    ),
+    P(
+        "mechanical_noise.azimuth_error_std_deg",
+        "float",
+        0.0,
+        "deg",
+        low=0,
+        high=10,
+        description="Standard deviation of the azimuth error of a firing.",
+        runtime=True,
+    ),
+    P(
+        "mechanical_noise.elevation_error_mean_deg",
+        "float",
+        0.0,
+        "deg",
+        low=-10,
+        high=10,
+        description="Mean elevation error of a firing (up).",
+        runtime=True,
+    ),
+    P(
+        "mechanical_noise.elevation_error_std_deg",
+        "float",
+        0.0,
+        "deg",
+        low=0,
+        high=10,
+        description="Standard deviation of the elevation error of a firing.",
+        runtime=True,
+    ),
+    P(
+        "mechanical_noise.origin_error_mean_m",
+        "float_list",
+        [0.0, 0.0, 0.0],
+        "m",
+        low=-1,
+        high=1,
+        length=3,
+        description="Mean origin error of a firing, x y z in the sensor frame.",
+        runtime=True,
+    ),
+    P(
+        "mechanical_noise.origin_error_std_m",
+        "float_list",
+        [0.0, 0.0, 0.0],
+        "m",
+        low=0,
+        high=1,
+        length=3,
+        description="Standard deviation of the origin error of a firing, x y z in the sensor frame.",
+        runtime=True,
+    ),
 )
 LIDAR_PARAM: dict[str, Param] = {p.name: p for p in LIDAR_PARAMS}
 

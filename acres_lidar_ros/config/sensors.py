@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
+from acres_lidar_ros.config.limits import MechanicalNoiseConfig, WindowConfig, mechanical_noise_config, window_config
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
 from acres_lidar_ros.config.schema import (
     DEFAULT_SPECTRA,
@@ -44,6 +45,8 @@ from acres_lidar_ros.errors import ConfigError
 PACKAGE = "acres_lidar_ros"
 #: Longest chain of ``extends`` (a file, its base, the base's base, ...).
 MAX_EXTENDS_DEPTH = 16
+#: The objects of the lidar block whose keys are declared with dotted names (``radiometry.x``).
+NESTED_BLOCKS = ("radiometry", "weather", "mechanical_noise")
 NAMED_SENSORS = {
     "default": "sensors.json",
     "polaris": "sensors_polaris.json",
@@ -181,6 +184,8 @@ class SensorConfig:
     materials: MaterialTable
     effective: dict = field(repr=False, compare=False, default_factory=dict)
     source: str = ""
+    windows: WindowConfig = field(default_factory=WindowConfig)  # seed 004's windows and limits
+    mechanical_noise: MechanicalNoiseConfig = field(default_factory=MechanicalNoiseConfig)
 
     @property
     def period_s(self) -> float:
@@ -330,7 +335,7 @@ def _flatten(lidar: dict, where: str) -> dict[str, Any]:
     for key, value in lidar.items():
         if key == "materials":
             flat[key] = value
-        elif key in ("radiometry", "weather"):
+        elif key in NESTED_BLOCKS:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}.{key} = {value!r}: expected an object")
             for sub, sub_value in value.items():
@@ -452,6 +457,8 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         materials=materials,
         effective=effective,
         source=source,
+        windows=window_config(v),
+        mechanical_noise=mechanical_noise_config(v),
     )
 
 

@@ -62,11 +62,12 @@ def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tu
     separation = config.min_return_separation_m
     cells_rm = ring_major_cells(config.columns, config.rings)
     stop = np.minimum(nearest_solid_m[cells_rm], min(config.weather.clutter_max_range_m, config.range_m))
-    per_beam = slabs_per_beam(stop, config.min_range_m, separation)
+    start_m = max(config.min_range_m, config.windows.range_offset_m)  # nothing inside the range offset
+    per_beam = slabs_per_beam(stop, start_m, separation)
     most = int(per_beam.max(initial=0))
     if most == 0:
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    centers_m = slab_center_m(np.arange(most), config.min_range_m, separation)
+    centers_m = slab_center_m(np.arange(most), start_m, separation)
     unit_signal = signal_counts(
         1.0,
         centers_m[None, :],

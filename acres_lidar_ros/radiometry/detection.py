@@ -17,7 +17,7 @@ and completes them, in the order the spec's streams run:
    numbers are drawn all the same and not used, so the stream stays aligned.
 3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
    extinction), ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
-   ``R_min <= R_e <= R_max``; ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
+   ``R_min <= R_e <= R_max`` (or the beam's other windows: ``windows.CellWindows``); ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
    ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
 4. **Returns** by ``return_mode`` (``returns.select_returns``).
@@ -42,6 +42,7 @@ from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
+from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
@@ -66,6 +67,11 @@ class ScanEchoes:
     measured_counts : (e,) float64
         ``S'`` (``S`` with noise off).
     detected : (e,) bool
+        The detector sees it and it lies inside every window: the returns are chosen from these.
+    outside_window : (e,) uint8
+        Why a window drops the echo: the ``windows.WINDOW_*`` bits (near, far, azimuth,
+        separation), 0 inside every window. An echo the detector sees with a reason set is one
+        a window dropped.
     """
 
     index: int
@@ -74,6 +80,7 @@ class ScanEchoes:
     signal_counts: np.ndarray
     measured_counts: np.ndarray
     detected: np.ndarray
+    outside_window: np.ndarray
 
 
 def finish_returns(
@@ -187,15 +194,15 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     else:
         measured = signal
         range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
-    detected = (
-        (measured >= model.detection_threshold_counts)
-        & (echoes.range_m >= config.min_range_m)
-        & (echoes.range_m <= config.range_m)
-    )
+    seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
         n2_or_none = n2_drawn[draw] if model.noise else None
-        measured, range_meas, detected = reflectance_limit_detection(echoes, signal, n2_or_none, model)
-    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected)
+        measured, range_meas, seen = reflectance_limit_detection(echoes, signal, n2_or_none, model)
+    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
+    windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
+    outside = windows.outside(echoes.cell, echoes.range_m, seen)
+    detected = seen & (outside == 0)
+    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
     if det.size == 0:
@@ -253,8 +260,8 @@ def reflectance_limit_detection(
     range_meas_m : (e,) float64
         ``d = R_e + sigma_0 n2`` (``lidar.std_m``), clamped to ``[0, R_max]``.
     detected : (e,) bool
-        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}``, ``d <= d_max`` and
-        ``R_min <= R_e <= R_max``.
+        ``R_L(d) <= R_lambda`` with ``R_lambda = rho_e e^{-2 alpha R_e}`` and ``d <= d_max``
+        (the range windows, ``R_min <= R_e <= R_max`` or the beam's region, are ``detect``'s).
     """
     config = model.config
     rad = config.radiometry
@@ -263,10 +270,7 @@ def reflectance_limit_detection(
     alpha = model.atmosphere.alpha_per_m
     reflectance = echoes.reflectance * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else echoes.reflectance
     d = echoes.range_m + config.std_m * n2 if n2 is not None else echoes.range_m
-    detected = (
-        (reflectance_limit(d, rad.max_range_m, rad.reflectance_at_max_range) <= reflectance)
-        & (d <= rad.max_range_m)
-        & (echoes.range_m >= config.min_range_m)
-        & (echoes.range_m <= config.range_m)
+    detected = (reflectance_limit(d, rad.max_range_m, rad.reflectance_at_max_range) <= reflectance) & (
+        d <= rad.max_range_m
     )
     return signal, np.clip(d, 0.0, config.range_m), detected

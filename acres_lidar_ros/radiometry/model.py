@@ -17,6 +17,7 @@ from acres_lidar_ros.config.schema import RETURNS_PER_BEAM
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.radiometry.physics import detection_threshold
 from acres_lidar_ros.radiometry.weather import CLEAR_AIR, Atmosphere, atmosphere, check_conditions
+from acres_lidar_ros.radiometry.windows import CellWindows
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class BeamModel:
         Rain and fog of the scans (clear air unless the run's and the sensor's weather are on).
     detection_threshold_counts : float
         ``S_T`` of ``config.radiometry``.
+    windows : CellWindows or None
+        Each beam's validity windows (``windows``; the scanner builds them from its pattern);
+        None: the band ``min_range_m .. range_m`` for every beam.
     """
 
     config: SensorConfig
@@ -45,6 +49,7 @@ class BeamModel:
     foliage_solid: bool
     atmosphere: Atmosphere
     detection_threshold_counts: float
+    windows: CellWindows | None = None
 
     @classmethod
     def build(
@@ -56,6 +61,7 @@ class BeamModel:
         rain_mm_per_h: float = 0.0,
         visibility_m: float = math.inf,
         foliage_solid: bool = False,
+        windows: CellWindows | None = None,
     ) -> BeamModel:
         """The model of ``config`` under a run's switches.
 
@@ -82,6 +88,7 @@ class BeamModel:
             detection_threshold_counts=detection_threshold(
                 rad.signal_at_10pct_counts, rad.ambient_counts, rad.detection_probability_at_spec
             ),
+            windows=windows,
         )
 
     @property

@@ -312,13 +312,37 @@ def roughness_normal(
     -------
     (n,) float64 (broadcast shape of the inputs).
     """
-    seed_term = _U64(_mix(_U64(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64)))
+    seed_term = _mix(_U64(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64))
+    return keyed_normal(int(seed_term), scan_index, beam, sub_ray)
+
+
+def keyed_normal(
+    seed_term: int, scan_index: int | np.ndarray, beam: np.ndarray | int, slot: np.ndarray | int
+) -> np.ndarray:
+    """The normal number of a (scan, beam, slot) key under ``seed_term``, from a hash (no generator).
+
+    ``h = mix(((scan << 24) | (beam << 3) | slot) xor seed_term)`` and ``z = hash_normal(h)``: the
+    construction of ``roughness_normal``, whose ``seed_term`` is ``mix((seed + 2) *
+    0x632be59bd9b4e019)``; other users pass their own term (``mechanical``).
+
+    Parameters
+    ----------
+    seed_term : int in [0, 2^64)
+    scan_index : int or (n,) int, >= 0
+    beam : (n,) int or int, 0 <= beam < 2^21
+    slot : (n,) int or int, 0 <= slot < 8
+
+    Returns
+    -------
+    (n,) float64 (broadcast shape of the inputs).
+    """
+    term = _U64(int(seed_term) & MASK64)
     scan = _as_u64_array(np.asarray(scan_index, dtype=np.int64))
     b = _as_u64_array(np.asarray(beam, dtype=np.int64))
-    j = _as_u64_array(np.asarray(sub_ray, dtype=np.int64))
+    j = _as_u64_array(np.asarray(slot, dtype=np.int64))
     scan, b, j = (np.ascontiguousarray(a).reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(scan), b, j))
-    shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(sub_ray))
-    return _hash_normals(_roughness_hashes(scan, b, j, seed_term)).reshape(shape)
+    shape = np.broadcast_shapes(np.shape(np.atleast_1d(scan_index)), np.shape(beam), np.shape(slot))
+    return _hash_normals(_roughness_hashes(scan, b, j, term)).reshape(shape)
 
 
 def normals_from_u32(u32: np.ndarray) -> np.ndarray:

@@ -183,9 +183,10 @@ def select_returns(
 def nearest_hit_returns(
     hits: Hits,
     weights: np.ndarray,
-    min_range_m: float,
-    max_range_m: float,
+    min_range_m: float | np.ndarray,
+    max_range_m: float | np.ndarray,
     reflectivity_by_material: np.ndarray,
+    separation_m: float = 0.0,
 ) -> Returns:
     """One return per beam: the nearest hit of its sub-rays within ``[min_range_m, max_range_m]``.
 
@@ -195,15 +196,21 @@ def nearest_hit_returns(
         Sub-ray ``j`` of beam ``b`` is row ``b * S + j``.
     weights : (S,) float64
         Energy weights of the sub-rays (only their count is used: any sub-ray may give the hit).
-    min_range_m, max_range_m : float
-        Range window, m.
+    min_range_m, max_range_m : float or (n,) float64
+        Range window, m, of all beams or of each (``windows.CellWindows``; ``inf`` as the near
+        limit drops a beam).
     reflectivity_by_material : (M,) float64
         Diffuse reflectance ``rho`` of each material; the intensity is ``round(100 rho)``.
+    separation_m : float
+        The separation near limit (0: off): a beam whose nearest hit is nearer gives nothing.
 
     Returns
     -------
     Returns with ``R`` = 1: flags first | strongest | last, signal 0.
     """
+    beams = hits.shape[0] // max(len(weights), 1)
+    near = np.ascontiguousarray(np.broadcast_to(np.asarray(min_range_m, dtype=np.float64), (beams,)))
+    far = np.ascontiguousarray(np.broadcast_to(np.asarray(max_range_m, dtype=np.float64), (beams,)))
     columns = _nearest_in_window(
         hits.range_m,
         hits.valid,
@@ -211,9 +218,10 @@ def nearest_hit_returns(
         hits.material_id,
         hits.instance,
         len(weights),
-        float(min_range_m),
-        float(max_range_m),
+        near,
+        far,
         np.asarray(reflectivity_by_material, dtype=np.float64),
+        float(separation_m),
     )
     n = len(columns[0])
     range_m, valid, rho, intensity, class_id, material_id, instance, flags = (c[:, None] for c in columns)
@@ -232,13 +240,23 @@ def nearest_hit_returns(
 
 @numba.njit(cache=True, nogil=True)
 def _nearest_in_window(
-    range_m, valid, class_id, material_id, instance, sub_rays, min_range_m, max_range_m, reflectivity_by_material
+    range_m,
+    valid,
+    class_id,
+    material_id,
+    instance,
+    sub_rays,
+    min_range_m,
+    max_range_m,
+    reflectivity_by_material,
+    separation_m,
 ):
-    """Per beam, its nearest hit within the window and that hit's fields, in one pass.
+    """Per beam, its nearest hit within its window and that hit's fields, in one pass.
 
     Hits of a sub-ray are sorted, so each sub-ray's first in-window hit is its nearest; the beam
-    keeps the nearest over its sub-rays (the first on a tie). Beams without one get NaN range,
-    zeros and ``NO_INSTANCE``.
+    keeps the nearest over its sub-rays (the first on a tie). A beam whose nearest hit of all
+    (a sub-ray's first) is nearer than ``separation_m`` keeps none. Beams without one get NaN
+    range, zeros and ``NO_INSTANCE``.
     """
     n_rows, k = range_m.shape
     n = n_rows // sub_rays
@@ -254,16 +272,20 @@ def _nearest_in_window(
         best = np.inf
         best_row = -1
         best_slot = 0
+        nearest = np.inf
+        near, far = min_range_m[b], max_range_m[b]
         for row in range(b * sub_rays, (b + 1) * sub_rays):
+            if valid[row, 0] and range_m[row, 0] < nearest:
+                nearest = range_m[row, 0]
             for j in range(k):
                 r = range_m[row, j]
-                if valid[row, j] and r >= min_range_m:
-                    if r <= max_range_m and r < best:
+                if valid[row, j] and r >= near:
+                    if r <= far and r < best:
                         best = r
                         best_row = row
                         best_slot = j
                     break
-        if best_row >= 0:
+        if best_row >= 0 and nearest >= separation_m:
             material = material_id[best_row, best_slot]
             rho = reflectivity_by_material[material]
             out_range[b] = best

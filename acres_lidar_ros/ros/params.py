@@ -44,6 +44,7 @@ _TYPE_OF_KIND = {
     "topic": "string",
     "path": "string",
     "float_list": "double_array",
+    "float_array": "double_array",
 }
 
 # Used with fullmatch: "$" would let a trailing newline through.
@@ -267,8 +268,8 @@ def _ros_default(param: Param, value: Any) -> Any:
         return None
     if param.kind == "float":
         return float(value)
-    if param.kind == "float_list":
-        return [float(v) for v in value]
+    if param.kind in ("float_list", "float_array"):
+        return [float(v) for v in value] or None  # an empty array is declared without a value
     return value
 
 
@@ -354,9 +355,10 @@ def check_value(decl: ParamDecl, value: Any) -> Any:
     param = _lidar_param(decl.name)
     if param.kind == "path" and value in ("", None):
         return None
-    if param.kind == "float_list" and isinstance(value, tuple):
+    listed = param.kind in ("float_list", "float_array")
+    if listed and isinstance(value, tuple):
         value = list(value)
-    if param.kind == "float_list" and value is not None and not isinstance(value, (list, str, bytes, dict)):
+    if listed and value is not None and not isinstance(value, (list, str, bytes, dict)):
         with contextlib.suppress(TypeError, ValueError):  # rclpy hands a double_array as array.array
             value = [v if isinstance(v, (int, float)) else float(v) for v in value]
     return param.validate(value, decl.name)

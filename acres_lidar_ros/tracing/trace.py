@@ -3,8 +3,8 @@ and dynamic boxes (spec "CPU Path" and "The Shader").
 
 Rules of a sub-ray:
 
-* It starts ``START_M`` (0.5 cm) from its origin and ends at ``max_range_m``; ranges are
-  measured from the origin.
+* It starts ``START_M`` (0.5 cm) from its origin, or at a sensor's ``range_offset_m`` beyond
+  that, and ends at ``max_range_m``; ranges are measured from the origin.
 * A solid hit ends it. A foliage hit (``materials.IS_FOLIAGE_CLASS``) is recorded and the
   search continues ``continue_step_m`` behind it, up to ``max_hits`` hits.
 * Leaving a closed foliage proxy (tree crown, shrub, ground cover) is not a hit.
@@ -239,6 +239,7 @@ class Tracer:
         pond_threshold_m: float,
         boxes: Sequence[VehicleBox] = (),
         foliage_solid: bool = False,
+        range_offset_m: float = 0.0,
     ) -> Hits:
         """Hits of ``n`` sub-rays, up to ``max_hits`` each, sorted by range.
 
@@ -260,6 +261,9 @@ class Tracer:
             Dynamic boxes, traced analytically.
         foliage_solid : bool
             True: foliage ends the sub-ray like a solid (ACRES Core).
+        range_offset_m : float
+            A sensor's ``range_offset_m``: each sub-ray starts at ``max(START_M, range_offset_m)``
+            along its direction, so nothing nearer is hit; ranges stay measured from the origin.
 
         Returns
         -------
@@ -275,6 +279,11 @@ class Tracer:
             raise ConfigError(f"max_hits = {max_hits!r}: must be an integer >= 1")
         if not (np.isfinite(continue_step_m) and continue_step_m >= 0):
             raise ConfigError(f"continue_step_m = {continue_step_m!r}: must be a finite number >= 0")
+        if not (np.isfinite(range_offset_m) and 0.0 <= range_offset_m < max_range_m):
+            raise ConfigError(
+                f"range_offset_m = {range_offset_m!r}: must be a finite number >= 0 and below max_range_m"
+            )
+        start_m = max(START_M, float(range_offset_m))
         n, k = len(o), int(max_hits)
         hits = Hits.empty(n, k)
         if n == 0:
@@ -282,19 +291,14 @@ class Tracer:
         d = np.ascontiguousarray(d)
         ol = o - self.local_origin_m
         if boxes:
-            box_t, box_cos, box_instance = trace_boxes(o, d, boxes, START_M)
+            box_t, box_cos, box_instance = trace_boxes(o, d, boxes, start_m)
             box_t[box_t > max_range_m] = np.inf
             limit = np.minimum(max_range_m, box_t)
         else:
             limit = np.array([float(max_range_m)])
         tables = self._tables + (limit, np.nextafter(limit, np.inf), self.local_origin_m)
-        params = (
-            k,
-            bool(foliage_solid),
-            1 if boxes else 0,
-            float(continue_step_m),
-            float(pond_threshold_m),
-        ) + self._params
+        shared = self._params if start_m == START_M else self._params[:3] + (start_m,) + self._params[4:]
+        params = (k, bool(foliage_solid), 1 if boxes else 0, float(continue_step_m), float(pond_threshold_m), *shared)
         out = (
             hits.range_m,
             hits.valid,
