@@ -5,7 +5,8 @@
 
 Arguments: scene (scene file; empty: the built-in farm), sensors (polaris, default or a JSON
 path), use_sim_time, demo (drive the built-in tour: /odom, /tf and, with use_sim_time, /clock),
-rviz (config/polaris.rviz), point_type (XYZI, XYZIRT, velodyne, ouster or nebula; docs/outputs.md).
+rviz (config/polaris.rviz), point_type (XYZI, XYZIRT, velodyne, ouster or nebula; docs/outputs.md),
+labels (instance labels: the XYZIRT_labels layout, XYZIRT + class + instance).
 """
 
 from pathlib import Path
@@ -27,6 +28,7 @@ ARGUMENTS = (
     ("demo", "false", "Drive the built-in tour: /odom, /tf odom -> base_footprint (and /clock)."),
     ("rviz", "false", "Start RViz with config/polaris.rviz."),
     ("point_type", "XYZI", "Cloud layout: XYZI (the vehicle's), XYZIRT, velodyne, ouster or nebula."),
+    ("labels", "false", "Instance labels on every point: the XYZIRT_labels layout (point_type XYZI or XYZIRT)."),
 )
 
 
@@ -35,6 +37,7 @@ def generate_launch_description() -> LaunchDescription:
     sensors = LaunchConfiguration("sensors")
     use_sim_time = LaunchConfiguration("use_sim_time")
     point_type = LaunchConfiguration("point_type")
+    labels = ParameterValue(LaunchConfiguration("labels"), value_type=bool)
     sim_time = ParameterValue(use_sim_time, value_type=bool)
     robot_description = (SHARE / "urdf" / "polaris.urdf").read_text(encoding="utf-8")
 
@@ -64,6 +67,7 @@ def generate_launch_description() -> LaunchDescription:
                         "scene": ParameterValue(scene, value_type=str),
                         "sensors": ParameterValue(sensors, value_type=str),
                         "point_type": ParameterValue(point_type, value_type=str),
+                        "labels": labels,
                         "use_sim_time": sim_time,
                     },
                 ],

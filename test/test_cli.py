@@ -154,9 +154,16 @@ def test_scan_writes_the_pcd_in_the_point_type(tmp_path, capsys):
         (["bench", "--scans", "0"], "--scans 0: expected an integer >= 1"),
         (
             ["scan", "--point-type", "XYZRGB"],
-            "point_type 'XYZRGB' is not a point type; allowed: XYZI, XYZIRT, velodyne, ouster, nebula",
+            "point_type 'XYZRGB' is not a point type; allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula",
         ),
-        (["record", "--point-type", "velodyne_points"], "allowed: XYZI, XYZIRT, velodyne, ouster, nebula"),
+        (
+            ["record", "--point-type", "velodyne_points"],
+            "allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula",
+        ),
+        (
+            ["record", "--labels", "--point-type", "ouster"],
+            "--point-type 'ouster' with labels: labels publish the XYZIRT_labels layout",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_message_and_a_nonzero_exit(tmp_path, capsys, monkeypatch, argv, message):
@@ -238,18 +245,36 @@ def test_record_puts_other_vehicles_from_box_tracks_in_the_scans(tmp_path, capsy
         "--out",
         str(out),
         "--files",
-        "ply",
+        "both",
         "--boxes",
         str(tracks),
         "--no-progress",
+        "--labels",
     )
     assert code == 0
-    for ply in sorted((out / "lidar").glob("scan_*.ply")):
+    plys = sorted((out / "lidar").glob("scan_*.ply"))
+    assert plys
+    for ply in plys:
         points = read_ply(ply)
         far_vehicle = (points["class"] == 12) & (
             np.linalg.norm(np.c_[points["x"], points["y"], points["z"]], axis=1) > 5
         )
         assert far_vehicle.sum() > 50  # the box, not the body (which is within 1.7 m)
+        # --labels: the box's points carry its track's instance, the body's the body's.
+        assert points.dtype.itemsize == 35 and (points["instance"][far_vehicle] == 2**31 + 101).all()
+        assert (points["instance"][(points["class"] == 12) & ~far_vehicle] == 2**32 - 2).all()
+        cloud = read_pcd(ply.with_suffix(".pcd"))
+        assert cloud.dtype.names[-2:] == ("class", "instance") and (cloud["instance"] == 2**31 + 101).any()
+    rows = json.loads((out / "episode.json").read_text())["instances"]["rows"]
+    assert (
+        rows[0] == [0, "terrain", "ground", "terrain"]
+        and [2**31 + 101, "vehicle_101", "vehicle", "vehicle_box"] in rows
+    )
+    assert rows[-1] == [2**32 - 2, "body", "vehicle", "body"]
+    with AnyReader([out / "bag"]) as reader:
+        (connection,) = [c for c in reader.connections if c.topic == "/lidar/points"]
+        _, _, raw = next(iter(reader.messages(connections=[connection])))
+        assert [f.name for f in reader.deserialize(raw, connection.msgtype).fields][-2:] == ["class", "instance"]
     bad = tmp_path / "bad_boxes.json"
     bad.write_text(
         json.dumps({"tracks": [{"object_id": 1, "samples": [{**sample, "t_s": 1.0, "half_extents_m": [0, 1, 1]}]}]})

@@ -34,7 +34,7 @@ LAUNCH = ROOT / "launch" / "polaris.launch.py"
 YAML = ROOT / "config" / "polaris.yaml"
 RVIZ = ROOT / "config" / "polaris.rviz"
 DOCS = ROOT / "docs" / "ros.md"
-DOCUMENTED_ARGUMENTS = {"scene", "sensors", "use_sim_time", "demo", "rviz", "point_type"}
+DOCUMENTED_ARGUMENTS = {"scene", "sensors", "use_sim_time", "demo", "rviz", "point_type", "labels"}
 
 
 def test_launch_file_compiles(tmp_path):
@@ -53,7 +53,7 @@ def test_launch_arguments_are_the_documented_ones():
     arguments = _launch_arguments_by_ast()
     assert set(arguments) == DOCUMENTED_ARGUMENTS
     assert arguments["point_type"] == "XYZI" and arguments["sensors"] == "polaris"
-    assert arguments["demo"] == arguments["rviz"] == arguments["use_sim_time"] == "false"
+    assert arguments["demo"] == arguments["rviz"] == arguments["use_sim_time"] == arguments["labels"] == "false"
     docs = DOCS.read_text()
     for name in DOCUMENTED_ARGUMENTS:
         assert f"`{name}" in docs, f"launch argument {name} is not in docs/ros.md"
@@ -114,6 +114,7 @@ def test_launch_description_declares_its_arguments_and_starts_the_nodes(descript
         "scene": "scene",
         "sensors": "sensors",
         "point_type": "point_type",
+        "labels": "labels",
         "use_sim_time": "use_sim_time",
     }
     robot_description = nodes["robot_state_publisher"].kwargs["parameters"][0]["robot_description"]

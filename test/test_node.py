@@ -593,8 +593,6 @@ def test_node_main_treats_rclpy_context_error_after_sigint_as_shutdown(
 
 
 def test_node_start_up_error_names_the_key(lidar_node):
-    from acres_lidar_ros.errors import ConfigError
-
     with pytest.raises(ConfigError, match="lidar.columns = 2 is out of range"):
         lidar_node(**{"lidar.columns": 2})
 
@@ -741,3 +739,11 @@ def test_node_refuses_a_sensors_file_point_type_that_is_no_profile(lidar_node, t
     )
     with pytest.raises(ConfigError, match=r"lidar\.point_type of .*s\.json 'PCL' is not a point type; allowed: XYZI"):
         lidar_node(sensors=str(sensors))
+
+
+def test_the_labels_parameter_publishes_the_labelled_profile(lidar_node):
+    assert lidar_node(labels=True).settings["point_type"] == "XYZIRT_labels"
+    assert lidar_node(labels=True, point_type="XYZIRT").settings["point_type"] == "XYZIRT_labels"
+    assert lidar_node().settings["point_type"] == "XYZI"
+    with pytest.raises(ConfigError, match="point_type 'ouster' with labels: .*allowed with labels: XYZI, XYZIRT"):
+        lidar_node(labels=True, point_type="ouster")

@@ -101,9 +101,11 @@ def test_timestamp_keeps_microseconds_at_epoch_scale():
 
 
 def test_unknown_point_type_names_the_allowed_ones():
-    with pytest.raises(ConfigError, match="XYZRGB.*XYZI, XYZIRT, velodyne, ouster, nebula"):
+    with pytest.raises(ConfigError, match="XYZRGB.*XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula"):
         layouts.point_cloud(make_scan(), "XYZRGB")
-    with pytest.raises(ConfigError, match="'velodyne' is not an rslidar_sdk point type; allowed: XYZI, XYZIRT"):
+    with pytest.raises(
+        ConfigError, match="'velodyne' is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
+    ):
         layouts.organised_cloud(make_scan(), "velodyne")
 
 

@@ -48,6 +48,16 @@ TABLES = {
         "shape": "columns_by_rings",
         "is_dense": False,
     },
+    # Our labelled profile (docs/outputs.md, "Instance labels"): XYZIRT, then class and instance.
+    "XYZIRT_labels": {
+        "fields": [
+            ("x", 0, F32), ("y", 4, F32), ("z", 8, F32), ("intensity", 12, F32),
+            ("ring", 16, U16), ("timestamp", 18, F64), ("class", 26, U8), ("instance", 27, U32),
+        ],
+        "point_step": 31,
+        "shape": "columns_by_rings",
+        "is_dense": False,
+    },
     # velodyne_pointcloud src/lib/pointcloudXYZIRT.cpp (organize_cloud false): packed, dense.
     "velodyne": {
         "fields": [
@@ -192,7 +202,8 @@ def _expected_points(scan, point_type, header_ns):
             out["ring"][u, c] = u
         out["ambient"] = np.zeros((rings, columns))
         return out
-    out = {k: np.zeros((columns, rings)) for k in ("x", "y", "z", "intensity", "ring", "timestamp")}
+    out = {k: np.zeros((columns, rings)) for k in ("x", "y", "z", "intensity", "ring", "timestamp", "class")}
+    out["instance"] = np.zeros((columns, rings), np.int64)
     for beam in range(columns * rings):
         c, r = divmod(beam, rings)
         s = _primary_slot(rv.return_flags[beam], rv.valid[beam])
@@ -202,7 +213,13 @@ def _expected_points(scan, point_type, header_ns):
         out["intensity"][c, r] = rv.intensity[beam, s] if ok else 0
         out["ring"][c, r] = scan.ring_rank[r]
         out["timestamp"][c, r] = STAMP_NS * 1e-9 + scan.time_offset_s[c]
-    return out if point_type == "XYZIRT" else {k: out[k] for k in ("x", "y", "z", "intensity")}
+        out["class"][c, r] = rv.class_id[beam, s] if ok else 0
+        out["instance"][c, r] = int(rv.instance[beam, s]) if ok else 2**32 - 1  # no return: no instance
+    if point_type == "XYZIRT_labels":
+        return out
+    if point_type == "XYZIRT":
+        return {k: out[k] for k in ("x", "y", "z", "intensity", "ring", "timestamp")}
+    return {k: out[k] for k in ("x", "y", "z", "intensity")}
 
 
 @pytest.mark.parametrize("point_type", sorted(TABLES))
@@ -303,8 +320,8 @@ def test_velodyne_times_may_be_negative_from_a_later_stamp():
 
 @pytest.mark.parametrize(
     ("point_type", "ts_first_point", "sweep_start"),
-    [("XYZI", False, False), ("XYZIRT", True, True), ("velodyne", False, True), ("ouster", False, True),
-     ("nebula", True, True)],
+    [("XYZI", False, False), ("XYZIRT", True, True), ("XYZIRT_labels", False, False), ("velodyne", False, True),
+     ("ouster", False, True), ("nebula", True, True)],
 )  # fmt: skip
 def test_header_stamp_convention(point_type, ts_first_point, sweep_start):
     assert layouts.stamps_sweep_start(point_type, ts_first_point) is sweep_start
@@ -336,5 +353,5 @@ def test_pcd_of_each_profile_names_its_fields(point_type):
 
 @pytest.mark.parametrize("bad", ["XYZRGB", "Velodyne", "", None, 3])
 def test_unknown_point_type_lists_the_profiles(bad):
-    with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, velodyne, ouster, nebula$"):
+    with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula$"):
         layouts.point_profile(bad)

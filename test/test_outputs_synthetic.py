@@ -63,7 +63,8 @@ def make_scan(
         intensity=np.where(valid, rng.integers(0, 256, size=(n, slots)), 0).astype(np.uint8),
         class_id=np.where(valid, rng.integers(0, 14, size=(n, slots)), 0).astype(np.uint8),
         material_id=np.where(valid, rng.integers(0, 17, size=(n, slots)), 0).astype(np.uint8),
-        instance=np.where(valid, rng.integers(0, 50, size=(n, slots)), NO_INSTANCE).astype(np.uint32),
+        # Instance labels spread over the uint32 range (the high bit too: vehicle boxes, body).
+        instance=np.where(valid, rng.integers(0, 50, size=(n, slots)) * 85899345, NO_INSTANCE).astype(np.uint32),
         return_flags=flags,
     )
     # Clockwise sweep starting at column 3: dt_c in [-T, 0), not monotonic in c.

@@ -191,7 +191,9 @@ def test_startup_values_become_overrides_and_bad_ones_name_the_parameter(polaris
     assert polaris.with_overrides(overrides).frame_id == "rslidar"
     with pytest.raises(ConfigError, match=r"lidar\.columns = 2 is out of range: expected an integer >= 4"):
         startup_overrides({"lidar.columns": 2}, polaris)
-    with pytest.raises(ConfigError, match="point_type = 'XYZ': expected one of XYZI, XYZIRT, velodyne, ouster, nebula"):
+    with pytest.raises(
+        ConfigError, match="point_type = 'XYZ': expected one of XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula"
+    ):
         node_values({"point_type": "XYZ"})
     with pytest.raises(ConfigError, match="topic = 'lidar points'"):
         node_values({"topic": "lidar points"})

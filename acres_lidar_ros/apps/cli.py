@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
+from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
@@ -94,6 +95,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--solid-foliage", action="store_true", help="foliage stops beams instead of passing them")
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
+    add_labels_argument(parser)
     for option, key in SENSOR_OPTIONS.items():
         param = LIDAR_PARAM[key]
         unit = f" ({param.unit})" if param.unit else ""
@@ -117,6 +119,10 @@ def _point_type(args: argparse.Namespace, config: SensorConfig) -> str:
         return str(args.point_type)
     _point_profile(config.point_type, f"lidar.point_type of {config.source}")
     return config.point_type
+
+
+def _point_type_key(args: argparse.Namespace, config: SensorConfig) -> str:
+    return "--point-type" if args.point_type is not None else f"lidar.point_type of {config.source}"
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
@@ -348,9 +354,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.sensor.poses import pose_matrix
 
     if args.point_type is not None:
-        _point_profile(args.point_type)  # ConfigError listing the profiles, before the scene is built
+        run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
     config, scene, scanner = _load(args, need_lidar="scan")
-    point_type = _point_type(args, config)
+    point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
         return code
@@ -369,6 +375,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         files=args.format or config.output,
         run=vars_for_json(args),
         point_type=point_type,
+        labels=args.labels,
     )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     if (code := _stopped(args)) is not None:
@@ -388,9 +395,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
     if args.point_type is not None:
-        _point_profile(args.point_type)  # ConfigError listing the profiles, before the scene is built
+        run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
     config, scene, scanner = _load(args)
-    point_type = _point_type(args, config)
+    point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
         return code
@@ -399,11 +406,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     else:
         times, positions, quaternions = read_tum(Path(args.trajectory))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
-    boxes_at = None
+    boxes_at, track_ids = None, []
     if args.boxes is not None:
         from acres_lidar_ros.scene.box_tracks import load_box_tracks
 
-        boxes_at = load_box_tracks(args.boxes).boxes_at
+        tracks = load_box_tracks(args.boxes)
+        boxes_at, track_ids = tracks.boxes_at, [track.object_id for track in tracks.tracks]
     bar = None
     progress = None
     if not args.no_progress:
@@ -429,6 +437,8 @@ def cmd_record(args: argparse.Namespace) -> int:
             run=vars_for_json(args),
             progress=progress,
             should_stop=lambda: args._stop.requested is not None,
+            labels=args.labels,
+            vehicle_object_ids=track_ids,
         )
     finally:
         if bar is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+from acres_lidar_ros.scene.instances import InstanceTable, instance_table
 from acres_lidar_ros.sensor.poses import PoseHistory, sweep_coverage
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
 
@@ -50,6 +51,16 @@ def write_effective_config(out_dir: Path, config: SensorConfig, options: ScanOpt
     write_json(out_dir / "config.json", jsonable({"sensors": config.effective, "options": asdict(options), "run": run}))
 
 
+def run_instances(scanner: Scanner, vehicle_object_ids: Sequence[int] = ()) -> InstanceTable:
+    """The instance table of a run of ``scanner``: its scene's objects, the vehicle boxes of
+    ``vehicle_object_ids`` (the box tracks' ``object_id``), the body when the scans have its self
+    returns and the clutter when they have rain or fog clutter (``scene.instances``)."""
+    clutter = scanner.options.radiometry and scanner.options.weather_on(scanner.config) and scanner.model.has_clutter
+    return instance_table(
+        scanner.tracer.scene, vehicle_object_ids, body=scanner.applied_self_table is not None, clutter=clutter
+    )
+
+
 def write_scan_outputs(
     scan: Scan,
     out_dir: Path,
@@ -57,10 +68,12 @@ def write_scan_outputs(
     config: SensorConfig,
     cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
+    labels: bool = False,
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
-    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``."""
+    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``. With ``labels``
+    the PLY file carries each point's instance label."""
     from acres_lidar_ros.outputs.records import scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files
 
@@ -76,6 +89,7 @@ def write_scan_outputs(
         period_s=config.period_s,
         cloud=cloud,
         pose_coverage=pose_coverage,
+        labels=labels,
     )
 
 
@@ -135,9 +149,11 @@ def single_scan(
     files: str = "both",
     run: dict | None = None,
     point_type: str = "XYZI",
+    labels: bool = False,
 ) -> Scan:
     """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
-    its PCD file in ``point_type``'s layout (``layouts.point_cloud``)."""
+    its PCD file in ``point_type``'s layout (``layouts.point_cloud``). With ``labels`` the PLY file
+    has each point's instance label and ``episode.json`` the instance table (``run_instances``)."""
     from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud
     from acres_lidar_ros.outputs.records import episode_dict
 
@@ -149,8 +165,10 @@ def single_scan(
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
     header_ns = header_stamp_ns(point_type, scan.stamp_ns, scanner.config.period_s)
-    write_scan_outputs(scan, out_dir, files, scanner.config, point_cloud(scan, point_type, header_ns))
-    write_json(out_dir / "episode.json", episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials))
+    write_scan_outputs(scan, out_dir, files, scanner.config, point_cloud(scan, point_type, header_ns), labels=labels)
+    instances = run_instances(scanner) if labels else None
+    episode = episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials, instances=instances)
+    write_json(out_dir / "episode.json", episode)
     return scan
 
 
@@ -165,6 +183,8 @@ def record_drive(
     run: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    labels: bool = False,
+    vehicle_object_ids: Sequence[int] = (),
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
@@ -193,7 +213,9 @@ def record_drive(
     and its files whole and then raises ``OutputError`` saying so.
 
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
-    ``progress(done, total)`` is called after each scan.
+    ``progress(done, total)`` is called after each scan. With ``labels`` the PLY files carry each
+    point's instance label and ``episode.json`` the instance table (``run_instances``, with the
+    boxes' tracks of ``vehicle_object_ids``); the clouds' layout stays ``point_type``'s.
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
@@ -201,6 +223,7 @@ def record_drive(
 
     point_bytes = point_dtype(point_type).itemsize  # an unknown point type fails before the run dir exists
     config = scanner.config
+    instances = run_instances(scanner, vehicle_object_ids) if labels else None  # bad ids fail before the run dir
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
     t_start, t_end = trajectory.start_s, trajectory.end_s
@@ -254,7 +277,7 @@ def record_drive(
         bag_bytes = bag.size_bytes
         bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage, labels)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.held_first_pose += pose_coverage == "before_first_pose"
@@ -297,7 +320,9 @@ def record_drive(
     except BaseException as error:
         summary.seconds = time.perf_counter() - started
         try:
-            _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config)
+            _write_run_end(
+                out_dir, summary, written["samples"], sample_times, positions, quaternions, config, instances
+            )
         except OutputError as late:
             error.add_note(f"writing the run's last files also failed: {late}")
         if isinstance(error, OutputError) and not (out_dir / "bag" / "metadata.yaml").exists():
@@ -307,7 +332,7 @@ def record_drive(
             )
         raise
     summary.seconds = time.perf_counter() - started
-    _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config)
+    _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config, instances)
     if disk_full is not None:
         raise OutputError(disk_full)
     return summary
@@ -321,8 +346,10 @@ def _write_run_end(
     positions: np.ndarray,
     quaternions: np.ndarray,
     config: SensorConfig,
+    instances: InstanceTable | None = None,
 ) -> None:
-    """The ground-truth trajectory written so far and ``episode.json`` (at the end of a drive)."""
+    """The ground-truth trajectory written so far and ``episode.json`` (at the end of a drive),
+    with the run's instance table when it has labels."""
     from acres_lidar_ros.outputs.records import episode_dict
     from acres_lidar_ros.outputs.tum import write_tum
 
@@ -337,5 +364,6 @@ def _write_run_end(
             scans_across_pose_gap=summary.across_pose_gap,
             scans_before_time_zero=summary.before_time_zero,
             material_table=config.materials,
+            instances=instances,
         ),
     )

@@ -2,8 +2,9 @@
 publishes them, and the spec's all-returns point records.
 
 ``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
-rslidar_sdk layouts (``organised_cloud``), ouster_ros's rings-by-columns grid, or the dense
-velodyne and nebula lists. ``all_returns`` gives the PLY records.
+rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
+grid, or the dense velodyne and nebula lists. ``all_returns`` gives the PLY records (with
+``labels``, their instance too).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from acres_lidar_ros.outputs.point_types import (
     NEBULA,
     OUSTER,
     PLY_POINT,
+    PLY_POINT_LABELS,
     POINT_TYPES,
     PROFILES,
     VELODYNE,
     XYZI,
     XYZIRT,
+    XYZIRT_LABELS,
     PointProfile,
     header_stamp_ns,
     point_dtype,
@@ -31,16 +34,19 @@ from acres_lidar_ros.outputs.point_types import (
 )
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
     "NEBULA",
     "OUSTER",
     "PLY_POINT",
+    "PLY_POINT_LABELS",
     "POINT_TYPES",
     "PROFILES",
     "VELODYNE",
     "XYZI",
     "XYZIRT",
+    "XYZIRT_LABELS",
     "PointProfile",
     "all_returns",
     "default_stamp_ns",
@@ -94,7 +100,7 @@ def default_stamp_ns(scan: Scan, point_type: str) -> int:
     """The header stamp of a scan's cloud when none is given: the first column's firing time for
     a profile stamped at the sweep start, else ``scan.stamp_ns`` (the end of the sweep)."""
     if point_profile(point_type).stamp == "sweep_start":
-        return int(scan.stamp_ns) + int(np.rint(np.min(scan.time_offset_s) * 1e9))
+        return int(scan.stamp_ns) + int(np.rint(np.min(scan.cell_time_offset_s) * 1e9))
     return int(scan.stamp_ns)
 
 
@@ -139,18 +145,23 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     Parameters
     ----------
     scan : Scan
-    point_type : {"XYZI", "XYZIRT"}
+    point_type : {"XYZI", "XYZIRT", "XYZIRT_labels"}
 
     Returns
     -------
-    (columns, rings) structured array of ``XYZI`` or ``XYZIRT``
+    (columns, rings) structured array of ``XYZI``, ``XYZIRT`` or ``XYZIRT_LABELS``
         x, y, z: the point in the sensor frame, m. intensity: the intensity byte as float.
         ring (XYZIRT): ``scan.ring_rank[r]``, rank of the ring's elevation (0 = lowest).
-        timestamp (XYZIRT): absolute firing time of the column, ``stamp_s + time_offset_s[c]``,
-        s, also in cells without a return.
+        timestamp (XYZIRT): absolute firing time of the cell, ``stamp_s + cell_time_offset_s``,
+        s (its column's time where all rings of a column fire together), also in cells without
+        a return.
+        class, instance (XYZIRT_labels): of the primary return (``Returns.class_id``,
+        ``Returns.instance``); 0 and ``NO_INSTANCE`` in cells without a return.
     """
-    if point_type not in ("XYZI", "XYZIRT"):
-        raise ConfigError(f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT")
+    if point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+        raise ConfigError(
+            f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
+        )
     dtype = POINT_TYPES[point_type]
     # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
     xyzi = _primary_xyzi(
@@ -161,10 +172,21 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     cloud = np.empty(scan.columns * scan.rings, dtype=dtype)
     for axis, name in enumerate(("x", "y", "z", "intensity")):
         cloud[name] = xyzi[:, axis]
+    if dtype == XYZIRT_LABELS:
+        returns = scan.returns
+        beams = np.arange(scan.columns * scan.rings)
+        slot = _primary(scan)
+        valid = returns.valid[beams, slot]
+        cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
+        cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
     cloud = cloud.reshape(scan.columns, scan.rings)
     cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
-    column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
-    cloud["timestamp"] = column_time_s[:, None]
+    if scan.fire_time_s is None:
+        column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
+        cloud["timestamp"] = column_time_s[:, None]
+    else:
+        cell_time_s = scan.stamp_ns * 1e-9 + scan.cell_time_offset_s
+        cloud["timestamp"] = cell_time_s.reshape(scan.columns, scan.rings)
     return cloud
 
 
@@ -178,18 +200,20 @@ def _primary(scan: Scan) -> np.ndarray:
     return np.zeros(scan.columns * scan.rings, np.int64) if slots == 1 else scan.returns.primary_index()
 
 
-def _column_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
-    """(columns,) int64: each column's firing time minus the header stamp, ns."""
-    offset_ns = np.rint(np.asarray(scan.time_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
+def _cell_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
+    """(columns * rings,) int64: each cell's own firing time minus the header stamp, ns."""
+    offset_ns = np.rint(scan.cell_time_offset_s * 1e9).astype(np.int64)
     relative_ns = (int(scan.stamp_ns) - stamp_ns) + offset_ns
     if unsigned:
         early, late = int(np.argmin(relative_ns)), int(np.argmax(relative_ns))
         if relative_ns[early] < 0 or relative_ns[late] > _UINT32_MAX:
             c = early if relative_ns[early] < 0 else late
             when = f"{-relative_ns[c]} ns before" if c == early else f"{relative_ns[c]} ns after"
+            column, ring = divmod(c, scan.rings)
             raise OutputError(
-                f"point_type {point_type}: column {c} fires {when} the header stamp {stamp_ns}; its time "
-                f"field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the sweep start"
+                f"point_type {point_type}: column {column} fires {when} the header stamp {stamp_ns} (ring {ring}); "
+                f"its time field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the "
+                "sweep start"
             )
     return relative_ns
 
@@ -202,14 +226,14 @@ def _returns_in_cell_order(scan: Scan) -> tuple[np.ndarray, np.ndarray]:
 
 def _velodyne(scan: Scan, stamp_ns: int) -> np.ndarray:
     beam, slot = _returns_in_cell_order(scan)
-    column, ring = np.divmod(beam, scan.rings)
-    time_ns = _column_time_ns(scan, stamp_ns, "velodyne", unsigned=False)
+    ring = beam % scan.rings
+    time_ns = _cell_time_ns(scan, stamp_ns, "velodyne", unsigned=False)
     cloud = np.empty(beam.size, dtype=VELODYNE)
     for axis, name in enumerate("xyz"):
         cloud[name] = scan.points_sensor[beam, slot, axis]
     cloud["intensity"] = scan.returns.intensity[beam, slot]
     cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[ring]
-    cloud["time"] = time_ns[column] * 1e-9
+    cloud["time"] = time_ns[beam] * 1e-9
     return cloud.reshape(1, -1)
 
 
@@ -218,7 +242,7 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
     beams = np.arange(scan.columns * scan.rings)
     slot = _primary(scan)
     valid = returns.valid[beams, slot]
-    time_ns = _column_time_ns(scan, stamp_ns, "ouster", unsigned=True)
+    time_ns = _cell_time_ns(scan, stamp_ns, "ouster", unsigned=True)
     rank = np.asarray(scan.ring_rank, dtype=np.int64)
     ring_of_row = np.argsort(scan.rings - 1 - rank)  # row 0 = the highest beam
 
@@ -230,7 +254,7 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
     for axis, name in enumerate("xyz"):
         cloud[name] = grid(np.where(valid, scan.points_sensor[beams, slot, axis], np.nan))
     cloud["intensity"] = grid(np.where(valid, returns.signal[beams, slot], 0))
-    cloud["t"] = time_ns[None, :]
+    cloud["t"] = grid(time_ns)
     cloud["reflectivity"] = grid(np.where(valid, returns.intensity[beams, slot], 0))
     cloud["ring"] = np.arange(scan.rings)[:, None]
     cloud["range"] = grid(np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0))
@@ -239,8 +263,8 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
 
 def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
     beam, slot = _returns_in_cell_order(scan)
-    column, ring = np.divmod(beam, scan.rings)
-    time_ns = _column_time_ns(scan, stamp_ns, "nebula", unsigned=True)
+    ring = beam % scan.rings
+    time_ns = _cell_time_ns(scan, stamp_ns, "nebula", unsigned=True)
     p = np.asarray(scan.points_sensor, dtype=np.float64)[beam, slot]
     cloud = np.empty(beam.size, dtype=NEBULA)
     for axis, name in enumerate("xyz"):
@@ -253,28 +277,30 @@ def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
     cloud["azimuth"] = np.mod(np.arctan2(-p[:, 1], p[:, 0]), 2.0 * np.pi)
     cloud["elevation"] = np.arctan2(p[:, 2], np.hypot(p[:, 0], p[:, 1]))
     cloud["distance"] = np.linalg.norm(p, axis=1)
-    cloud["time_stamp"] = time_ns[column]
+    cloud["time_stamp"] = time_ns[beam]
     return cloud.reshape(1, -1)
 
 
 _BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
+    "XYZIRT_labels": _rslidar("XYZIRT_labels"),
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,
 }
 
 
-def all_returns(scan: Scan) -> np.ndarray:
+def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
     """Every return of a scan as point-file records.
 
     Returns
     -------
-    (n_points,) structured array of ``PLY_POINT``
+    (n_points,) structured array of ``PLY_POINT``, with ``labels`` of ``PLY_POINT_LABELS``
         Beams in cell order (column x rings + ring), the returns of a beam in range order.
         ``return_index`` counts from 1 within the beam, ``num_returns`` is the beam's count,
-        ``time_offset_s`` is the column's ``dt_c``.
+        ``time_offset_s`` is the beam's own firing time minus the stamp (its column's ``dt_c``
+        where all rings of a column fire together); ``instance`` is the return's instance label.
     """
     returns = scan.returns
     valid = np.asarray(returns.valid, dtype=bool)
@@ -282,7 +308,7 @@ def all_returns(scan: Scan) -> np.ndarray:
     return_index = np.cumsum(valid, axis=1)[beam, slot]
     num_returns = valid.sum(axis=1)[beam]
     column = scan.cell_column[beam]
-    points = np.empty(beam.size, dtype=PLY_POINT)
+    points = np.empty(beam.size, dtype=PLY_POINT_LABELS if labels else PLY_POINT)
     for axis, name in enumerate("xyz"):
         points[name] = scan.points_sensor[beam, slot, axis]
     points["reflectivity"] = returns.reflectivity[beam, slot]
@@ -295,7 +321,9 @@ def all_returns(scan: Scan) -> np.ndarray:
     points["return_index"] = return_index
     points["num_returns"] = num_returns
     points["return_flags"] = returns.return_flags[beam, slot]
-    points["time_offset_s"] = np.asarray(scan.time_offset_s)[column]
+    points["time_offset_s"] = scan.cell_time_offset_s[beam]
+    if labels:
+        points["instance"] = returns.instance[beam, slot]
     return points
 
 

@@ -1,7 +1,8 @@
 """All returns of a scan as a binary little-endian PLY file (spec "Point File").
 
-One ``vertex`` element with the ``PLY_POINT`` properties (31 bytes per point), the header
-derived from the dtype. Comments carry the scan number, stamp and frame.
+One ``vertex`` element with the ``PLY_POINT`` properties (31 bytes per point), or with
+``labels`` the ``PLY_POINT_LABELS`` ones (``instance`` uint32 added: 35 bytes), the header derived
+from the dtype. Comments carry the scan number, stamp and frame.
 """
 
 from __future__ import annotations
@@ -57,15 +58,16 @@ def encode_ply(points: np.ndarray, comments: tuple[str, ...] = ()) -> bytes:
     return "\n".join(lines).encode("ascii") + points.tobytes()
 
 
-def write_ply(path: str | os.PathLike[str], scan: Scan) -> Path:
-    """Write every return of the scan (``layouts.all_returns``) to a new PLY file (atomic)."""
+def write_ply(path: str | os.PathLike[str], scan: Scan, labels: bool = False) -> Path:
+    """Write every return of the scan (``layouts.all_returns``, with ``labels`` their instance
+    labels too) to a new PLY file (atomic)."""
     comments = (
         "acres_lidar_ros point file",
         f"scan_index {scan.index}",
         f"stamp_ns {scan.stamp_ns}",
         f"frame_id {scan.frame_id}",
     )
-    return atomic_write(path, encode_ply(all_returns(scan), comments))
+    return atomic_write(path, encode_ply(all_returns(scan, labels), comments))
 
 
 def read_ply(path: str | os.PathLike[str]) -> np.ndarray:

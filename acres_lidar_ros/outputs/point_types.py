@@ -14,7 +14,13 @@ This module needs numpy only, so the CLI and the node's parameters list the prof
 * ``OUSTER``: ouster_ros's ``Point`` (PCL point with a padded xyz; t uint32 ns after the header
   stamp, reflectivity, ring, ambient, range mm; 48 bytes).
 * ``NEBULA``: nebula's (Autoware's) ``PointXYZIRCAEDT`` (32 bytes).
+* ``XYZIRT_LABELS``: the labelled profile: ``XYZIRT`` + class uint8 + instance uint32 (31 bytes),
+  the point's semantic class and instance label (``scene.instances``) of its primary return.
 * ``PLY_POINT``: the spec's point file record (31 bytes, see "Output Formats").
+* ``PLY_POINT_LABELS``: ``PLY_POINT`` + instance uint32 (35 bytes), the point file of ``--labels``.
+
+``labels`` (``--labels``, the node's ``labels`` parameter) selects ``XYZIRT_labels`` for the
+rslidar_sdk layouts (``labelled_point_type``) and ``PLY_POINT_LABELS`` for the point file.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ XYZIRT = np.dtype(
         ("timestamp", "<f8"),
     ]
 )
+
+# XYZIRT and the labels of the primary return, packed like XYZIRT.
+XYZIRT_LABELS = np.dtype(XYZIRT.descr + [("class", "u1"), ("instance", "<u4")])
 
 # velodyne_pointcloud adds its fields one after the other (sensor_msgs addPointField): packed.
 VELODYNE = np.dtype(
@@ -96,6 +105,8 @@ PLY_POINT = np.dtype(
     ]
 )
 
+PLY_POINT_LABELS = np.dtype(PLY_POINT.descr + [("instance", "<u4")])
+
 
 @dataclass(frozen=True)
 class PointProfile:
@@ -149,6 +160,14 @@ PROFILES: dict[str, PointProfile] = {
             "sweep_end",
             "kept: NaN x, y, z, intensity 0, ring and timestamp filled",
         ),
+        PointProfile(
+            "XYZIRT_labels",
+            XYZIRT_LABELS,
+            "columns_by_rings",
+            "primary",
+            "sweep_end",
+            "kept: NaN x, y, z, intensity 0, class 0, instance 4294967295; ring and timestamp filled",
+        ),
         PointProfile("velodyne", VELODYNE, "dense", "all", "sweep_start", "dropped"),
         PointProfile(
             "ouster",
@@ -173,6 +192,32 @@ def point_profile(point_type: str, where: str = "point_type") -> PointProfile:
         return PROFILES[point_type]
     except (KeyError, TypeError):
         raise ConfigError(f"{where} {point_type!r} is not a point type; allowed: {', '.join(PROFILES)}") from None
+
+
+LABELLED_POINT_TYPE = "XYZIRT_labels"
+"""The profile ``labels`` selects."""
+LABELLED_FROM = ("XYZI", "XYZIRT", LABELLED_POINT_TYPE)
+"""The point types ``labels`` turns into ``LABELLED_POINT_TYPE`` (rslidar_sdk's layouts)."""
+
+
+def labelled_point_type(point_type: str, labels: bool, what: str = "point_type") -> str:
+    """The point type a run publishes: ``point_type``, or with ``labels`` the labelled profile.
+
+    Raises
+    ------
+    ConfigError
+        ``point_type`` is no profile, or ``labels`` is on with a consumer's layout that has no room
+        for labels (velodyne, ouster, nebula); ``what`` names the setting in the message.
+    """
+    point_profile(point_type)
+    if not labels or point_type == LABELLED_POINT_TYPE:
+        return point_type
+    if point_type not in LABELLED_FROM:
+        raise ConfigError(
+            f"{what} {point_type!r} with labels: labels publish the {LABELLED_POINT_TYPE} layout (XYZIRT + class + "
+            f"instance); allowed with labels: {', '.join(LABELLED_FROM)}"
+        )
+    return LABELLED_POINT_TYPE
 
 
 def point_dtype(point_type: str) -> np.dtype:

@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 from acres_lidar_ros.config.materials import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scene.instances import InstanceTable
 
 # One short text per model part, for episode.json.
 MODEL_PARTS: dict[str, str] = {
@@ -115,9 +116,9 @@ def scan_row(
     None when unknown or not finite) and files.
     """
     valid = np.asarray(scan.returns.valid, dtype=bool)
-    time_offset_s = np.asarray(scan.time_offset_s, dtype=np.float64)
+    time_offset_s = scan.cell_time_offset_s
     if T_world_sensor_stamp is None:
-        T_world_sensor_stamp = np.asarray(scan.T_world_sensor)[int(np.argmax(time_offset_s))]
+        T_world_sensor_stamp = scan.T_world_sensor_of(np.array([int(np.argmax(time_offset_s))]))[0]
     sample_time_s = scan.stamp_ns * 1e-9
     return {
         "scan_index": int(scan.index),
@@ -151,6 +152,7 @@ def episode_dict(
     material_table: Any = None,
     model_parts: Mapping[str, str] = MODEL_PARTS,
     extra: Mapping[str, Any] | None = None,
+    instances: InstanceTable | None = None,
     **more_counters: int,
 ) -> dict[str, Any]:
     """The ``episode.json`` content of a run.
@@ -168,6 +170,9 @@ def episode_dict(
         Part name -> short text (default ``MODEL_PARTS``).
     extra : mapping, optional
         More JSON data to include under its own keys (e.g. the effective config).
+    instances : InstanceTable, optional
+        The run's instance labels (``scene.instances.instance_table``), under ``instances``: column
+        names and one ``[instance, name, class, type]`` row per object.
     """
     counters = {**(counters or {}), **more_counters}
     bad = {
@@ -212,6 +217,8 @@ def episode_dict(
         "model": dict(model_parts),
         "counters": {key: int(value) for key, value in counters.items()},
     }
+    if instances is not None:
+        episode["instances"] = instances.rows()
     if extra:
         clash = set(extra) & set(episode)
         if clash:

@@ -39,6 +39,7 @@ def write_scan_files(
     preview: bool = True,
     cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
+    labels: bool = False,
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
 
@@ -61,6 +62,8 @@ def write_scan_files(
         the bag), so the PCD does not make it again.
     pose_coverage : str
         How the poses covered the sweep, for the row (``records.scan_row``).
+    labels : bool
+        The PLY file carries each point's instance label (``ply.write_ply``).
 
     Returns
     -------
@@ -86,7 +89,7 @@ def write_scan_files(
     stem = scan_file_stem(scan.stamp_ns)
     files = []
     if output in ("ply", "both"):
-        files.append(write_ply(scan_dir / f"{stem}.ply", scan))
+        files.append(write_ply(scan_dir / f"{stem}.ply", scan, labels))
     if output in ("pcd", "both"):
         files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud))
     if preview:

@@ -40,7 +40,7 @@ from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
-from acres_lidar_ros.outputs.point_types import point_profile
+from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.ros.params import (
     ParamDecl,
@@ -156,6 +156,8 @@ class LidarNode(Node):
         if not self.settings["point_type"]:
             point_profile(config.point_type, f"lidar.point_type of {config.source}")
             self.settings["point_type"] = config.point_type
+        # labels: the labelled profile is the published point type (ConfigError for ouster & co.)
+        self.settings["point_type"] = labelled_point_type(self.settings["point_type"], self.settings["labels"])
         scanner = Scanner(
             config,
             self._load_scene(option_values(values).get("seed", 0)),

@@ -195,6 +195,13 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         empty_means="the sensors file's lidar.point_type",
     ),
     NodeParam(
+        "labels",
+        "bool",
+        False,
+        "Instance labels on every point: publish the XYZIRT_labels layout (XYZIRT + class + instance of the "
+        "primary return; point_type XYZI or XYZIRT), docs/outputs.md.",
+    ),
+    NodeParam(
         "qos_depth",
         "integer",
         100,
