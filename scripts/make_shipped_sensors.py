@@ -348,7 +348,7 @@ def pandar_xt32() -> dict[str, Any]:
             "hz": HZ,
             "frame_id": "hesai_lidar",
             "topic": "/lidar_points",
-            "point_type": "XYZIRT",
+            "point_type": "hesai",
             "spin_direction": "cw",
             # Hesai 0 deg is the encoder at the block's time; the sweep's first firing comes 6 us later.
             "scan_start_azimuth_deg": round(90.0 + _turn_deg(first), 9),
@@ -403,7 +403,7 @@ def ft120(path: Path) -> dict[str, Any]:
             "hz": HZ,
             "frame_id": "hesai_lidar",
             "topic": "/lidar_points",
-            "point_type": "XYZIRT",
+            "point_type": "hesai",
             "scan_type": "solid_state",
             "sub_rays": 1,
             "emitters": {

@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 import pytest
-from acres_lidar_ros.sensor.emitters import FiringPattern
 
 from acres_lidar_ros.config.sensors import NAMED_SENSORS, config_dir, load_sensor_config
 from acres_lidar_ros.outputs.point_types import PROFILES
+from acres_lidar_ros.sensor.emitters import FiringPattern
 
 SHIPPED = ("helios5515", "vlp16", "hdl32e", "os1_64", "pandar_xt32", "ft120")
 HZ = 10.0
@@ -62,8 +62,8 @@ def test_each_shipped_sensor_is_named_and_names_its_drivers_identity(name):
         ("vlp16", "velodyne", "/velodyne_points", "velodyne"),  # velodyne_driver frame_id, transform node topic
         ("hdl32e", "velodyne", "/velodyne_points", "velodyne"),
         ("os1_64", "os_lidar", "/ouster/points", "ouster"),  # ouster-ros: ns ouster, point_cloud_frame os_lidar
-        ("pandar_xt32", "hesai_lidar", "/lidar_points", "XYZIRT"),  # HesaiLidar_ROS_2.0 config.yaml
-        ("ft120", "hesai_lidar", "/lidar_points", "XYZIRT"),
+        ("pandar_xt32", "hesai_lidar", "/lidar_points", "hesai"),  # HesaiLidar_ROS_2.0 config.yaml
+        ("ft120", "hesai_lidar", "/lidar_points", "hesai"),
     ],
 )
 def test_driver_defaults(name, frame, topic, point_type):
@@ -207,3 +207,32 @@ def test_ft120_is_one_flash_of_the_correction_files_pixels():
         assert math.degrees(cells.elevation_rad[0, e]) == pytest.approx(elevation, abs=1e-9)
         assert int(cells.bank[0, e]) == column and int(cells.channel_id[0, e]) == row  # the driver's channel
         assert _time_from_stamp_s(pattern, cells, 0, e) == pytest.approx(-T, abs=1e-12)
+
+
+def test_pandar_xt32_cloud_in_its_drivers_layout():
+    """The XT32 over the plane z = 0 in HesaiLidar_ROS_2.0's layout: a dense cloud whose ring is
+    the channel index (0 = the +15 deg beam, which never reaches the ground) and whose timestamp
+    is each point's own firing time: 50 us per block plus 1.512 us per channel."""
+    from acres_lidar_ros.outputs.layouts import point_cloud
+    from acres_lidar_ros.scan import Scanner, ScanOptions
+    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.sensor.poses import PoseHistory
+    from acres_lidar_ros.tracing.trace import Tracer
+
+    ground = Tracer(SceneBuilder(TerrainGrid(np.array([-200.0, -200.0]), 400.0, np.zeros((2, 2)))).build())
+    config = load_sensor_config("pandar_xt32").with_overrides({"sub_rays": 1})
+    stamp_ns = 1_000_000_000
+    t = np.array([0.0, 2.0])
+    poses = PoseHistory.from_arrays(t, np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), np.tile([0, 0, 0, 1.0], (2, 1)))
+    scan = Scanner(config, tracer=ground, options=ScanOptions(radiometry=False, self_returns=False)).scan(
+        poses, stamp_ns
+    )
+    cloud = point_cloud(scan, "hesai")
+    assert cloud.shape[0] == 1 and cloud.shape[1] == int(scan.returns.valid.sum()) > 0
+    ring = cloud["ring"][0].astype(int)
+    assert ring.min() == 17  # channel 18 (-2 deg) is the highest to reach the ground from 1.9 m
+    assert ring.max() == 31
+    assert np.all(cloud["z"][0] == pytest.approx(-1.9, abs=1e-3))
+    start_s = stamp_ns * 1e-9 - T
+    block = np.rint((cloud["timestamp"][0] - start_s - 1.512e-6 * ring) / 50e-6)
+    assert np.abs(cloud["timestamp"][0] - (start_s + 50e-6 * block + 1.512e-6 * ring)).max() < 1e-8

@@ -3,7 +3,7 @@ publishes them, and the spec's all-returns point records.
 
 ``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
 rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
-grid, or the dense velodyne and nebula lists. ``all_returns`` gives the PLY records (with
+grid, or the dense velodyne, nebula and Hesai lists. ``all_returns`` gives the PLY records (with
 ``labels``, their instance too).
 """
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
+    HESAI,
     NEBULA,
     OUSTER,
     PLY_POINT,
@@ -37,6 +38,7 @@ from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
+    "HESAI",
     "NEBULA",
     "OUSTER",
     "PLY_POINT",
@@ -281,6 +283,33 @@ def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
     return cloud.reshape(1, -1)
 
 
+def cell_channel_ids(scan: Scan) -> np.ndarray:
+    """(columns * rings,) uint32: each cell's vendor channel id (the firing pattern's; for a
+    rings x columns sensor, the ring index, as its pattern numbers them)."""
+    if scan.cells is not None:
+        return np.asarray(scan.cells.channel_id, dtype=np.uint32).reshape(-1)
+    return np.tile(np.arange(scan.rings, dtype=np.uint32), scan.columns)
+
+
+def _hesai(scan: Scan, stamp_ns: int) -> np.ndarray:
+    """HesaiLidar_ROS_2.0's dense cloud: every return, ``ring`` the channel index (the vendor's
+    channel id), ``timestamp`` the point's absolute firing time in s."""
+    beam, slot = _returns_in_cell_order(scan)
+    channel = cell_channel_ids(scan)
+    if channel.size and int(channel.max()) > np.iinfo(np.uint16).max:
+        e = int(np.argmax(channel))
+        raise OutputError(
+            f"point_type hesai: cell {e} has channel id {int(channel[e])}, beyond its ring field (uint16, 0 to 65535)"
+        )
+    cloud = np.empty(beam.size, dtype=HESAI)
+    for axis, name in enumerate("xyz"):
+        cloud[name] = scan.points_sensor[beam, slot, axis]
+    cloud["intensity"] = scan.returns.intensity[beam, slot]
+    cloud["ring"] = channel[beam]
+    cloud["timestamp"] = scan.stamp_ns * 1e-9 + np.asarray(scan.cell_time_offset_s)[beam]
+    return cloud.reshape(1, -1)
+
+
 _BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
@@ -288,6 +317,7 @@ _BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,
+    "hesai": _hesai,
 }
 
 

@@ -14,6 +14,8 @@ This module needs numpy only, so the CLI and the node's parameters list the prof
 * ``OUSTER``: ouster_ros's ``Point`` (PCL point with a padded xyz; t uint32 ns after the header
   stamp, reflectivity, ring, ambient, range mm; 48 bytes).
 * ``NEBULA``: nebula's (Autoware's) ``PointXYZIRCAEDT`` (32 bytes).
+* ``HESAI``: HesaiLidar_ROS_2.0's cloud (``XYZI`` + ring uint16, the channel index, + timestamp
+  float64, absolute s; 26 bytes, packed: the fields of ``XYZIRT``, in a dense cloud).
 * ``XYZIRT_LABELS``: the labelled profile: ``XYZIRT`` + class uint8 + instance uint32 (31 bytes),
   the point's semantic class and instance label (``scene.instances``) of its primary return.
 * ``PLY_POINT``: the spec's point file record (31 bytes, see "Output Formats").
@@ -83,6 +85,18 @@ NEBULA = np.dtype(
         ("elevation", "<f4"),
         ("distance", "<f4"),
         ("time_stamp", "<u4"),
+    ]
+)
+
+# HesaiLidar_ROS_2.0 source_driver_ros2.hpp ToRosMsg: addPointField one after the other (packed).
+HESAI = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("intensity", "<f4"),
+        ("ring", "<u2"),
+        ("timestamp", "<f8"),
     ]
 )
 
@@ -178,6 +192,7 @@ PROFILES: dict[str, PointProfile] = {
             "kept: NaN x, y, z, range 0, intensity 0, reflectivity 0; t and ring filled",
         ),
         PointProfile("nebula", NEBULA, "dense", "all", "sweep_start", "dropped"),
+        PointProfile("hesai", HESAI, "dense", "all", "sweep_start", "dropped"),
     )
 }
 
