@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
+from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
@@ -45,6 +46,7 @@ NUMBER_OPTIONS = {
     "--scans": 1,
 }
 NUMBER_OPTIONS.update({option: 1 for option, key in SENSOR_OPTIONS.items() if LIDAR_PARAM[key].kind != "str"})
+NUMBER_OPTIONS.update(OUTPUT_NUMBER_OPTIONS)
 
 EXAMPLES = """\
 examples:
@@ -150,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(scan)
+    add_output_flags(scan)
     scan.add_argument(
         "--pose",
         nargs=6,
@@ -172,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(record)
+    add_output_flags(record)
     record.add_argument(
         "--trajectory",
         default="default",
@@ -302,6 +306,7 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
 
     options = _options(args)
     config = apply_sensor_overrides(load_sensor_config(args.sensor), {**sensor_overrides(args), **(overrides or {})})
+    config = apply_output_flags(config, args)
     if not config.enabled:
         if need_lidar:
             raise ConfigError(

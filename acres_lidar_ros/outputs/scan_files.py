@@ -21,6 +21,7 @@ from acres_lidar_ros.outputs.pcd import write_pcd
 from acres_lidar_ros.outputs.ply import write_ply
 from acres_lidar_ros.outputs.preview import render_top_view, write_png
 from acres_lidar_ros.outputs.records import scan_row
+from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.scan import Scan
 
 OUTPUT_MODES = ("ply", "pcd", "both")
@@ -39,6 +40,7 @@ def write_scan_files(
     preview: bool = True,
     cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
+    shaped: ShapedScan | None = None,
     labels: bool = False,
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
@@ -62,6 +64,9 @@ def write_scan_files(
         the bag), so the PCD does not make it again.
     pose_coverage : str
         How the poses covered the sweep, for the row (``records.scan_row``).
+    shaped : ShapedScan, optional
+        The scan in its output frame and coordinates (``shaping.shape_scan``) for the PLY;
+        default the scan as traced (sensor frame, Cartesian).
     labels : bool
         The PLY file carries each point's instance label (``ply.write_ply``).
 
@@ -89,7 +94,7 @@ def write_scan_files(
     stem = scan_file_stem(scan.stamp_ns)
     files = []
     if output in ("ply", "both"):
-        files.append(write_ply(scan_dir / f"{stem}.ply", scan, labels))
+        files.append(write_ply(scan_dir / f"{stem}.ply", scan if shaped is None else shaped, labels))
     if output in ("pcd", "both"):
         files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud))
     if preview:

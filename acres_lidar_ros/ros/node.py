@@ -40,8 +40,9 @@ from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
-from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
+from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
+from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.params import (
     ParamDecl,
     by_name,
@@ -58,7 +59,7 @@ from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
-from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+from acres_lidar_ros.scan import Scanner, ScanOptions
 
 POLL_PERIOD_S = 0.002
 TF_POSE_PERIOD_S = 0.02
@@ -158,6 +159,7 @@ class LidarNode(Node):
             self.settings["point_type"] = config.point_type
         # labels: the labelled profile is the published point type (ConfigError for ouster & co.)
         self.settings["point_type"] = labelled_point_type(self.settings["point_type"], self.settings["labels"])
+        point_dtype(self.settings["point_type"], config.outputs.coordinates)  # spherical: a layout that has it
         scanner = Scanner(
             config,
             self._load_scene(option_values(values).get("seed", 0)),
@@ -278,17 +280,20 @@ class LidarNode(Node):
             if not self.context.ok():
                 return
             try:
-                self._cloud_pub.publish(job.result)
+                for message in job.result if isinstance(job.result, list) else [job.result]:  # slices in order
+                    self._cloud_pub.publish(message)
             except Exception:
                 if self.context.ok():
                     raise
                 return
             job.result = None
 
-    def _pack(self, scan: Scan, job: ScanJob) -> PointCloud2:
-        """In a worker: the scan's cloud in ``point_type``'s layout as a PointCloud2."""
-        cloud = point_cloud(scan, self.settings["point_type"], job.stamp_ns)
-        return cloud_message(cloud, scan.frame_id, job.stamp_ns)
+    def _pack(self, shaped: ShapedScan, job: ScanJob) -> PointCloud2:
+        """In a worker: the scan's (or a slice's) cloud in ``point_type``'s layout as a
+        PointCloud2, in its output frame, stamped at the start or the end of what it covers."""
+        s = self.settings
+        stamp = shaped.header_stamp_ns(stamps_sweep_start(s["point_type"], s["ts_first_point"]))
+        return cloud_message(point_cloud(shaped, s["point_type"], stamp), shaped.frame_id, stamp)
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -382,6 +387,11 @@ class LidarNode(Node):
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes = {p.name: p.value for p in params if p.name in self._decls}  # use_sim_time etc.: rclpy's
         ok, reason = check_changes(changes, self._decls, self.config)
+        if ok and changes.get("lidar.coordinates") == "spherical":
+            try:
+                point_dtype(self.settings["point_type"], "spherical")
+            except ConfigError as exc:
+                ok, reason = False, str(exc)
         if not ok:
             self.get_logger().warning(f"parameter change refused: {reason}")
             return SetParametersResult(successful=False, reason=reason)

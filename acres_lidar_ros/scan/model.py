@@ -140,6 +140,6 @@ class ScanOptions:
         return self.weather and not self.ideal and config.weather.enabled
 
     def motion_on(self, config: SensorConfig) -> bool:
-        if self.ideal:
+        if self.ideal or config.outputs.instant:  # instant: the whole scan at the stamp pose
             return False
         return config.motion_distortion if self.motion_distortion is None else self.motion_distortion
