@@ -370,8 +370,10 @@ def lidar_node(node_module, monkeypatch):
     monkeypatch.setattr(node_module, "Scanner", StandInScanner)
     monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: None)
     monkeypatch.setattr(node_module, "trace_pool", InlineExecutor)  # deterministic: work runs in the call
+    import acres_lidar_ros.runtime.messages as messages
+
     monkeypatch.setattr(
-        node_module,
+        messages,
         "point_cloud",
         lambda scan, point_type, stamp_ns: small_cloud(XYZI if point_type == "XYZI" else XYZIRT, 1800, 32),
     )
@@ -427,6 +429,14 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     assert StandInScanner.instances[-1].warmed  # kernels compiled before the first due scan
     table = StandInScanner.instances[-1].self_table  # the node loads the sensor's table for it
     assert table.path == node.config.self_returns and (table.columns, table.rings) == (1800, 32)
+
+
+def test_the_truth_parameter_turns_on_the_scans_truth_and_its_topic(lidar_node):
+    node = lidar_node(truth=True, truth_topic="/sim/truth")
+    assert set(node.publishers) == {"/lidar/points", "/sim/truth", "/diagnostics"}
+    assert node.publishers["/sim/truth"].msg_type is node.publishers["/lidar/points"].msg_type
+    assert StandInScanner.instances[-1].options.truth
+    assert node.descriptors["truth"].read_only and node.descriptors["truth_topic"].read_only  # start-up only
 
 
 def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(lidar_node):
@@ -495,7 +505,9 @@ def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_
     assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
     # With the context still up, a failing publish is an error, not swallowed.
     node.context.alive = True
-    job = SimpleNamespace(result="cloud")
+    from acres_lidar_ros.runtime.messages import ScanMessages
+
+    job = SimpleNamespace(result=ScanMessages("cloud"))
     with pytest.raises(FakePublisherAfterShutdown):
         node._publish([job])
 

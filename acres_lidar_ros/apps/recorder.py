@@ -76,15 +76,17 @@ def write_scan_outputs(
     labels: bool = False,
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
-    preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
-    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``; ``shaped`` the
-    scan in its output frame for the PLY (``shaping.shape_scan``). With ``labels`` the PLY file
+    preview), its truth file when it has its cell truth (``--truth``), and then its
+    ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the PCD's cloud
+    (``layouts.point_cloud``); default the spec's organised ``XYZI``; ``shaped`` the scan in its
+    output frame for the PLY (``shaping.shape_scan``). With ``labels`` the PLY file
     carries each point's instance label."""
     from acres_lidar_ros.outputs.records import scan_row
-    from acres_lidar_ros.outputs.scan_files import write_scan_files
+    from acres_lidar_ros.outputs.scan_files import write_scan_files, write_truth_file
 
     if files == "none":
-        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s, pose_coverage=pose_coverage)
+        names = [] if scan.truth is None else [write_truth_file(out_dir, scan).relative_to(out_dir).as_posix()]
+        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s, files=names, pose_coverage=pose_coverage)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
     return write_scan_files(
