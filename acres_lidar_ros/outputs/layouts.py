@@ -162,6 +162,24 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
             f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
         )
     dtype = POINT_TYPES[point_type]
+    column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
+    if dtype == XYZIRT_LABELS:
+        returns = scan.returns
+        labelled = np.empty(scan.columns * scan.rings, dtype=XYZIRT_LABELS)
+        _fill_labelled(
+            labelled,
+            np.asarray(scan.points_sensor, dtype=np.float64),
+            returns.valid,
+            returns.intensity,
+            returns.class_id,
+            returns.instance,
+            _primary(scan),
+            np.asarray(scan.ring_rank, dtype=np.uint16),
+            column_time_s,
+            scan.rings,
+            np.uint32(NO_INSTANCE),
+        )
+        return labelled.reshape(scan.columns, scan.rings)
     # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
     xyzi = _primary_xyzi(
         np.asarray(scan.points_sensor, dtype=np.float64), scan.returns.valid, scan.returns.intensity, _primary(scan)
@@ -171,16 +189,8 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     cloud = np.empty(scan.columns * scan.rings, dtype=dtype)
     for axis, name in enumerate(("x", "y", "z", "intensity")):
         cloud[name] = xyzi[:, axis]
-    if dtype == XYZIRT_LABELS:
-        returns = scan.returns
-        beams = np.arange(scan.columns * scan.rings)
-        slot = _primary(scan)
-        valid = returns.valid[beams, slot]
-        cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
-        cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
     cloud = cloud.reshape(scan.columns, scan.rings)
     cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
-    column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
     cloud["timestamp"] = column_time_s[:, None]
     return cloud
 
@@ -317,6 +327,35 @@ def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
     if labels:
         points["instance"] = returns.instance[beam, slot]
     return points
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_labelled(
+    out, points_sensor, valid, intensity, class_id, instance, primary, ring_rank, column_time_s, rings, none
+):
+    """``XYZIRT_LABELS`` records of each beam's primary return in one pass (field by field numpy
+    assignment into the packed records cost seven times as much): the ``XYZIRT`` values of
+    ``organised_cloud`` plus class and instance; NaN x, y, z, intensity 0, class 0 and ``none``
+    for a beam without a return."""
+    for i in range(primary.size):
+        j = primary[i]
+        rec = out[i]
+        if valid[i, j]:
+            rec.x = points_sensor[i, j, 0]
+            rec.y = points_sensor[i, j, 1]
+            rec.z = points_sensor[i, j, 2]
+            rec.intensity = intensity[i, j]
+            rec["class"] = class_id[i, j]
+            rec.instance = instance[i, j]
+        else:
+            rec.x = np.nan
+            rec.y = np.nan
+            rec.z = np.nan
+            rec.intensity = 0.0
+            rec["class"] = 0
+            rec.instance = none
+        rec.ring = ring_rank[i % rings]
+        rec.timestamp = column_time_s[i // rings]
 
 
 @numba.njit(cache=True, nogil=True)
