@@ -31,23 +31,30 @@ reported reflectivity is ``R_lambda``. docs/detection.md says when each model fi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.clutter import kept_slabs
+from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
-from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
+from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.radiometry.physics import intensity_byte, range_sigma_m, reflectance_limit, signal_counts
+from acres_lidar_ros.radiometry.physics import intensity_byte, reflectance_limit
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
+from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts
+from acres_lidar_ros.radiometry.scalar_physics import range_sigma_m as range_sigma_of
+from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
 from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
 PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
 MAX_SIGNAL_COUNTS = 65535
+MIN_ECHOES_PER_PART = 4096
 
 
 @dataclass(frozen=True)
@@ -154,15 +161,82 @@ def draw_positions(cell: np.ndarray, columns: int, rings: int) -> np.ndarray:
     ``cell`` (e,) is the beam of each echo, beams in cell order and echoes in range order (the
     echoes of a beam together). Returns (e,) int64: a permutation of ``0 .. e - 1``.
     """
-    n_echo = cell.size
-    if n_echo == 0:
-        return np.zeros(0, np.int64)
-    count = np.bincount(cell, minlength=columns * rings)
-    first = np.cumsum(count) - count  # first echo of each cell
-    rank = np.arange(n_echo) - first[cell]
-    count_rm = count[ring_major_cells(columns, rings)]
-    offset_rm = np.cumsum(count_rm) - count_rm
-    return offset_rm[(cell % rings) * columns + cell // rings] + rank
+    cell = np.asarray(cell, dtype=np.int64)
+    if cell.size and (cell.min() < 0 or cell.max() >= columns * rings):
+        raise ValueError(f"draw_positions: a cell outside 0 .. {columns * rings - 1}")
+    return _draw_positions(cell, int(columns), int(rings))
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_positions(cell, columns, rings):
+    """``draw_positions``: each echo's place is the echoes of the beams before its beam in the
+    ring-major sequence, plus its rank among its beam's echoes."""
+    count = np.zeros(columns * rings, np.int64)
+    for i in range(cell.shape[0]):
+        count[cell[i]] += 1
+    offset = np.empty(columns * rings, np.int64)  # by cell: first place of its echoes
+    total = 0
+    for r in range(rings):
+        for c in range(columns):
+            offset[c * rings + r] = total
+            total += count[c * rings + r]
+    out = np.empty(cell.shape[0], np.int64)
+    for i in range(cell.shape[0]):
+        out[i] = offset[cell[i]]
+        offset[cell[i]] += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _echo_signals(
+    reflectance,
+    range_m,
+    peak,
+    cell,
+    rings,
+    signal_at_10pct_counts,
+    ring_range_at_10pct_m,
+    overlap_range_m,
+    alpha_per_m,
+    ambient_counts,
+    std_m,
+    range_std_low_snr_m,
+    noise,
+    n1,
+    n2,
+    draw,
+    max_range_m,
+    lo,
+    hi,
+    clear,
+    signal,
+    measured,
+    range_meas,
+):
+    """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
+    and ``R_meas``, written into the four output arrays."""
+    for i in range(lo, hi):
+        r = range_m[i]
+        s_clear = signal_counts_of(
+            reflectance[i],
+            r,
+            peak[i],
+            signal_at_10pct_counts,
+            ring_range_at_10pct_m[cell[i] % rings],
+            overlap_range_m,
+            0.0,
+        )
+        s = s_clear * math.exp(-2.0 * alpha_per_m * r) if alpha_per_m > 0.0 else s_clear
+        clear[i] = s_clear
+        signal[i] = s
+        if noise:
+            measured[i] = measured_signal_counts(s, ambient_counts, n1[draw[i]])
+            sigma = range_sigma_of(s, ambient_counts, signal_at_10pct_counts, std_m, range_std_low_snr_m)
+            moved = r + sigma * n2[draw[i]]
+        else:
+            measured[i] = s
+            moved = r
+        range_meas[i] = min(max(moved, 0.0), max_range_m) if moved == moved else moved
 
 
 def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) -> tuple[Returns, ScanEchoes]:
@@ -173,27 +247,31 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     n_echo = echoes.cell.size
     n1_drawn, n2_drawn = streams.noise_pairs(n_echo)
     draw = draw_positions(echoes.cell, config.columns, config.rings)
-    ring = echoes.cell % config.rings
-    clear = signal_counts(
+    clear, signal, measured, range_meas = (np.empty(n_echo) for _ in range(4))
+
+    def part(lo: int, hi: int) -> None:
+        _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
+
+    inputs = (
         echoes.reflectance,
         echoes.range_m,
         echoes.peak,
-        rad.signal_at_10pct_counts,
-        rad.ring_range_at_10pct_m[ring],
-        rad.overlap_range_m,
+        echoes.cell,
+        config.rings,
+        float(rad.signal_at_10pct_counts),
+        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
+        float(rad.overlap_range_m),
+        float(model.atmosphere.alpha_per_m),
+        float(rad.ambient_counts),
+        float(config.std_m),
+        float(rad.range_std_low_snr_m),
+        bool(model.noise),
+        n1_drawn,
+        n2_drawn,
+        draw,
+        float(config.range_m),
     )
-    alpha = model.atmosphere.alpha_per_m
-    signal = clear * np.exp(-2.0 * alpha * echoes.range_m) if alpha > 0.0 else clear
-    if model.noise:
-        n1, n2 = n1_drawn[draw], n2_drawn[draw]
-        measured = signal + np.sqrt(np.maximum(signal + rad.ambient_counts, 0.0)) * n1
-        sigma_r = range_sigma_m(
-            signal, rad.ambient_counts, rad.signal_at_10pct_counts, config.std_m, rad.range_std_low_snr_m
-        )
-        range_meas = np.clip(echoes.range_m + sigma_r * n2, 0.0, config.range_m)
-    else:
-        measured = signal
-        range_meas = np.clip(echoes.range_m, 0.0, config.range_m)
+    map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
         n2_or_none = n2_drawn[draw] if model.noise else None

@@ -39,16 +39,10 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS
+from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.radiometry.hit_passes import ground_keys, lit_contributions, reached_hits
 from acres_lidar_ros.radiometry.model import BeamModel
-from acres_lidar_ros.radiometry.noise import place_normal, roughness_normal
-from acres_lidar_ros.radiometry.physics import (
-    MAX_TILT_RAD,
-    footprint_range_spread_m,
-    minnaert_backscatter,
-    pulse_peak_factor,
-    rough_range_sigma_m,
-)
-from acres_lidar_ros.radiometry.returns import segment_first_argmax
+from acres_lidar_ros.radiometry.noise import hash_normal, place_seed_term, roughness_seed_term
 from acres_lidar_ros.tracing.hits import Hits
 
 _ByCell = TypeVar("_ByCell", bound=Any)
@@ -193,11 +187,39 @@ def prepare_block(
     directions = np.asarray(ray_directions_world, dtype=np.float64)
     if origins.shape != (n_rows, 3) or directions.shape != (n_rows, 3):
         raise ValueError(f"ray origins {origins.shape} and directions {directions.shape} must both be ({n_rows}, 3)")
-    contributions, nearest_solid = contributions_of_hits(
-        hits, origins, directions, weights, model, seed, scan_index, cells
+
+    def part(lo: int, hi: int) -> BeamBlock:  # beams lo .. hi - 1 of the block
+        rows = slice(lo * weights.size, hi * weights.size)
+        contributions, nearest_solid = contributions_of_hits(
+            _hits_rows(hits, rows), origins[rows], directions[rows], weights, model, seed, scan_index, cells[lo:hi]
+        )
+        echoes = None if model.has_clutter else form_echoes(contributions, model.config.min_return_separation_m)
+        return BeamBlock(cells[lo:hi], nearest_solid, contributions, echoes)
+
+    # A beam's result depends on its own hits only: a large block is split between the cores.
+    blocks = map_parts(part, split_bounds(cells.size, MIN_BEAMS_PER_PART))
+    if len(blocks) == 1:
+        return blocks[0]
+    return BeamBlock(
+        cells,
+        np.concatenate([b.nearest_solid_m for b in blocks]),
+        _joined(Contributions, [b.contributions for b in blocks]),
+        None if model.has_clutter else _joined(Echoes, [b.echoes for b in blocks]),
     )
-    echoes = None if model.has_clutter else form_echoes(contributions, model.config.min_return_separation_m)
-    return BeamBlock(cells, nearest_solid, contributions, echoes)
+
+
+MIN_BEAMS_PER_PART = 4096
+
+
+def _hits_rows(hits: Hits, rows: slice) -> Hits:
+    """The hits of some rows (views)."""
+    return Hits(**{name: getattr(hits, name)[rows] for name in Hits.__dataclass_fields__})
+
+
+def _joined(kind: type[_ByCell], parts: list[Any]) -> _ByCell:
+    """Records of consecutive parts of a block, in the block's beam order."""
+    names = kind.__dataclass_fields__
+    return kind(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
 
 
 def contributions_of_hits(
@@ -216,125 +238,120 @@ def contributions_of_hits(
     mats = config.materials
     n_sub = weights.size
     k_slots = hits.shape[1]
-
-    # --- 1. Which hits light reaches, and the foliage transmission in front of each. ---
-    # Valid slots are a prefix of each row (the Hits contract), so in the flat list of valid
-    # hits the hit in front of slot k > 0 is the previous entry.
-    flat = np.flatnonzero(hits.valid.ravel())
-    slot = flat % k_slots
-    cls = hits.class_id.ravel()[flat]
-    mat = hits.material_id.ravel()[flat].astype(np.intp)
-    passes = np.zeros(flat.size, bool) if model.foliage_solid else IS_FOLIAGE_CLASS[cls]
-    tau_hit = np.where(passes, mats.transmission[mat], 0.0)
-    t_hit = np.ones(flat.size)
-    for k in range(1, k_slots):  # over the hit slots of a sub-ray (a handful), not beams
-        at = np.flatnonzero(slot == k)
-        if at.size == 0:
-            break
-        t_hit[at] = t_hit[at - 1] * tau_hit[at - 1]
-    reached = np.flatnonzero(t_hit > 0.0)
-    if reached.size != flat.size:
-        flat, cls, mat = flat[reached], cls[reached], mat[reached]
-        passes, tau_hit, t_hit = passes[reached], tau_hit[reached], t_hit[reached]
-    row = flat // k_slots
-    beam = row // n_sub  # the block's beam
-    sub_ray = row - beam * n_sub
-    range_m = hits.range_m.ravel()[flat]
-    if range_m.size and not (np.all(range_m >= 0.0) and np.all(np.isfinite(range_m))):
+    class_id = hits.class_id.ravel()
+    material_id = hits.material_id.ravel()
+    range_m = hits.range_m.ravel()
+    cos_incidence = hits.cos_incidence.ravel()
+    # 1. Which hits light reaches, and the foliage transmission in front of each.
+    flat, t_front, tau, passes = reached_hits(
+        hits.valid, hits.class_id, hits.material_id, IS_FOLIAGE_CLASS, mats.transmission, model.foliage_solid
+    )
+    # 2. The keys of the ground terms, and their normals in one vectorised call.
+    ground_at, slope_at, albedo_at, rough_at, cos_ground, keys = ground_keys(
+        flat,
+        k_slots,
+        n_sub,
+        class_id,
+        material_id,
+        range_m,
+        cos_incidence,
+        origins,
+        directions,
+        cells,
+        GROUND_CLASS,
+        mats.micro_slope_rad,
+        mats.reflectivity_sd,
+        mats.roughness_m,
+        place_seed_term(seed),
+        place_seed_term(seed + 1),
+        roughness_seed_term(seed),
+        scan_index,
+        MICRO_SLOPE_CELL_M,
+        ALBEDO_CELL_M,
+    )
+    z = np.asarray(hash_normal(keys), dtype=np.float64)
+    theta_ground = np.arccos(cos_ground)
+    # 3. Tilt, texture, roughness, backscatter, contribution and echo stretch of each hit.
+    bad_range, nearest_solid, *fields = lit_contributions(
+        flat,
+        t_front,
+        tau,
+        passes,
+        ground_at,
+        slope_at,
+        albedo_at,
+        rough_at,
+        theta_ground,
+        z,
+        k_slots,
+        n_sub,
+        weights,
+        cells,
+        range_m,
+        cos_incidence,
+        class_id,
+        material_id,
+        hits.instance.ravel(),
+        hits.wetness.ravel(),
+        mats.reflectivity,
+        mats.incidence_exponent,
+        mats.specular,
+        mats.specular_width_rad,
+        mats.wet_darkening,
+        mats.micro_slope_rad,
+        mats.reflectivity_sd,
+        mats.roughness_m,
+        MIN_ROUGH_RANGE_M,
+        float(config.pulse_length_m),
+        float(config.beam_divergence_rad),
+        float(config.beam_divergence_v_rad),
+    )
+    if bad_range:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
-    cos_theta = np.clip(np.abs(hits.cos_incidence.ravel()[flat]), 0.0, 1.0)
-    albedo = np.ones(flat.size)
-
-    # --- 2. Ground relief and texture. ---
-    ground = np.flatnonzero(cls == GROUND_CLASS)
-    is_ground = np.zeros(flat.size, bool)
-    is_ground[ground] = True
-    if ground.size:
-        g_mat = mat[ground]
-        g_row = row[ground]
-        g_range = range_m[ground]
-        point_x = origins[g_row, 0] + g_range * directions[g_row, 0]
-        point_y = origins[g_row, 1] + g_range * directions[g_row, 1]
-        sigma_t = mats.micro_slope_rad[g_mat]
-        tilt = np.flatnonzero(sigma_t > 0.0)
-        theta = np.arccos(cos_theta[ground])
-        if tilt.size:
-            z_slope = place_normal(point_x[tilt], point_y[tilt], MICRO_SLOPE_CELL_M, seed)
-            theta[tilt] += sigma_t[tilt] * z_slope
-        g_cos = np.cos(np.clip(theta, 0.0, MAX_TILT_RAD))
-        cos_theta[ground] = g_cos
-        s_rho = mats.reflectivity_sd[g_mat]
-        tex = np.flatnonzero(s_rho > 0.0)
-        if tex.size:
-            z_albedo = place_normal(point_x[tex], point_y[tex], ALBEDO_CELL_M, seed + 1)
-            albedo[ground[tex]] = np.exp(s_rho[tex] * z_albedo - 0.5 * s_rho[tex] ** 2)
-        sigma_h = mats.roughness_m[g_mat]
-        rough = np.flatnonzero(sigma_h > 0.0)
-        if rough.size:
-            hit = ground[rough]
-            z_rough = roughness_normal(seed, scan_index, cells[beam[hit]], sub_ray[hit])
-            moved = g_range[rough] + rough_range_sigma_m(sigma_h[rough], g_cos[rough]) * z_rough
-            range_m[hit] = np.maximum(MIN_ROUGH_RANGE_M, moved)
-
-    # --- Contribution and echo stretch of each hit. ---
-    rho_bs = minnaert_backscatter(
-        cos_theta,
-        mats.reflectivity[mat],
-        mats.incidence_exponent[mat],
-        mats.specular[mat],
-        mats.specular_width_rad[mat],
-        mats.wet_darkening[mat],
-        hits.wetness.ravel()[flat],
-    )
-    power = weights[sub_ray] * t_hit * t_hit * (1.0 - tau_hit) * rho_bs * albedo
-    if config.pulse_length_m > 0.0:
-        divergence = np.where(is_ground, config.beam_divergence_v_rad, config.beam_divergence_rad)
-        stretch = pulse_peak_factor(config.pulse_length_m, footprint_range_spread_m(range_m, cos_theta, divergence))
-        peak = np.where(passes, 1.0, stretch)
-    else:
-        peak = np.ones(flat.size)
-
-    nearest_solid = (
-        _nearest_solid(beam, range_m, passes, cells.size) if model.has_clutter else np.full(cells.size, np.inf)
-    )
-
-    lit = np.flatnonzero(power > 0.0)
-    beam, range_m, power, peak = beam[lit], range_m[lit], power[lit], peak[lit]
-    cls, mat_out, obj = cls[lit], mat[lit].astype(np.uint8), hits.instance.ravel()[flat[lit]]
-    # By beam, then range (stable: ties keep the sub-ray and slot order).
-    if not _sorted_by_beam_and_range(beam, range_m):
-        order = _order_within_beams(beam, range_m)
-        beam, range_m, power, peak = beam[order], range_m[order], power[order], peak[order]
-        cls, mat_out, obj = cls[order], mat_out[order], obj[order]
-    return (
-        Contributions(cells[beam], range_m, power, peak, cls.astype(np.uint8), mat_out, obj.astype(np.uint32)),
-        nearest_solid,
-    )
+    return Contributions(*fields), nearest_solid
 
 
 def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
     """Step 4 of the module notes: the echoes of contributions in beam and range order."""
     c = contributions
-    if c.cell.size == 0:
-        empty = np.zeros(0)
-        return Echoes(
-            np.zeros(0, np.int64), empty, empty, empty, *(np.zeros(0, t) for t in (np.uint8, np.uint8, np.int32))
-        )
     start = np.flatnonzero(_echo_opens(c.cell, c.range_m, float(separation_m)))
-    rho_e = np.add.reduceat(c.power, start)
-    range_e = np.add.reduceat(c.power * c.range_m, start) / rho_e
-    peak_e = np.add.reduceat(c.power * c.peak, start) / rho_e
-    largest = segment_first_argmax(c.power, start)
-    return Echoes(
-        c.cell[start], range_e, rho_e, peak_e, c.class_id[largest], c.material_id[largest], c.instance[largest]
+    return Echoes(*_echoes_of(start, c.cell, c.range_m, c.power, c.peak, c.class_id, c.material_id, c.instance))
+
+
+@numba.njit(cache=True, nogil=True)
+def _echoes_of(start, cell, range_m, power, peak, class_id, material_id, instance):
+    """The echo of each run ``[start[e], start[e + 1])`` of contributions: ``rho_e = sum P``,
+    ``R_e`` and ``g_e`` the ``P``-weighted means (sums in order), and the fields of the first
+    largest ``P``."""
+    n_echo = start.shape[0]
+    out_range = np.empty(n_echo)
+    out_rho = np.empty(n_echo)
+    out_peak = np.empty(n_echo)
+    largest = np.empty(n_echo, np.int64)
+    for e in range(n_echo):
+        lo = start[e]
+        hi = start[e + 1] if e + 1 < n_echo else cell.shape[0]
+        sum_p = sum_pr = sum_pg = 0.0
+        best = lo
+        for i in range(lo, hi):
+            sum_p += power[i]
+            sum_pr += power[i] * range_m[i]
+            sum_pg += power[i] * peak[i]
+            if power[i] > power[best]:
+                best = i
+        out_rho[e] = sum_p
+        out_range[e] = sum_pr / sum_p
+        out_peak[e] = sum_pg / sum_p
+        largest[e] = best
+    return (
+        cell[start],
+        out_range,
+        out_rho,
+        out_peak,
+        class_id[largest],
+        material_id[largest],
+        instance[largest],
     )
-
-
-def _sorted_by_beam_and_range(beam: np.ndarray, range_m: np.ndarray) -> bool:
-    if beam.size < 2:
-        return True
-    step = np.diff(beam)
-    return bool(np.all((step > 0) | ((step == 0) & (range_m[1:] >= range_m[:-1]))))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -367,39 +384,6 @@ def _merge_order(cell_a, range_a, cell_b, range_b):
         else:
             order[at] = i
             i += 1
-    return order
-
-
-@numba.njit(cache=True, nogil=True)
-def _nearest_solid(beam, range_m, passes, n_beams):
-    """Per beam, the smallest range of its hits that do not pass light (inf where none)."""
-    out = np.full(n_beams, np.inf)
-    for i in range(beam.shape[0]):
-        if not passes[i] and range_m[i] < out[beam[i]]:
-            out[beam[i]] = range_m[i]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _order_within_beams(beam, range_m):
-    """The stable order by range within each beam of a list already in beam order (a beam's
-    contributions are a few dozen at most: an insertion sort per beam)."""
-    n = beam.shape[0]
-    order = np.arange(n)
-    start = 0
-    while start < n:
-        end = start + 1
-        while end < n and beam[end] == beam[start]:
-            end += 1
-        for i in range(start + 1, end):
-            item = order[i]
-            r = range_m[item]
-            j = i - 1
-            while j >= start and range_m[order[j]] > r:
-                order[j + 1] = order[j]
-                j -= 1
-            order[j + 1] = item
-        start = end
     return order
 
 

@@ -87,21 +87,43 @@ def _floor_cell(coordinate_m, cell_m):
 
 
 @_jit
+def place_hash_of(x_m: float, y_m: float, cell_m: float, seed_term: np.uint64) -> np.uint64:
+    """``mix(mix(floor(X/s) xor seed_term) xor floor(Y/s))`` of one point (``place_hash``'s
+    equation; ``seed_term = k * 0x632be59bd9b4e019``)."""
+    return _mix(_mix(_floor_cell(x_m, cell_m) ^ seed_term) ^ _floor_cell(y_m, cell_m))
+
+
+@_jit
 def _place_hashes(x_m, y_m, cell_m, seed_term):
-    """``mix(mix(floor(X/s) xor seed_term) xor floor(Y/s))`` of each point."""
     out = np.empty(x_m.shape[0], np.uint64)
     for i in range(x_m.shape[0]):
-        out[i] = _mix(_mix(_floor_cell(x_m[i], cell_m) ^ seed_term) ^ _floor_cell(y_m[i], cell_m))
+        out[i] = place_hash_of(x_m[i], y_m[i], cell_m, seed_term)
     return out
 
 
 @_jit
+def roughness_hash_of(scan: np.uint64, beam: np.uint64, sub_ray: np.uint64, seed_term: np.uint64) -> np.uint64:
+    """``mix(((scan << 24) | (beam << 3) | sub_ray) xor seed_term)`` of one key (``roughness_normal``'s
+    hash; ``seed_term = mix((seed + 2) * 0x632be59bd9b4e019)``)."""
+    return _mix(((scan << _S24) | (beam << _S3) | sub_ray) ^ seed_term)
+
+
+@_jit
 def _roughness_hashes(scan, beam, sub_ray, seed_term):
-    """``mix(((scan << 24) | (beam << 3) | sub_ray) xor seed_term)`` of each key."""
     out = np.empty(beam.shape[0], np.uint64)
     for i in range(beam.shape[0]):
-        out[i] = _mix(((scan[i] << _S24) | (beam[i] << _S3) | sub_ray[i]) ^ seed_term)
+        out[i] = roughness_hash_of(scan[i], beam[i], sub_ray[i], seed_term)
     return out
+
+
+def place_seed_term(seed: int) -> np.uint64:
+    """``k * 0x632be59bd9b4e019`` modulo 2^64: the seed term of ``place_hash`` for the key ``k``."""
+    return _U64((int(seed) * PLACE_SEED_MUL) & MASK64)
+
+
+def roughness_seed_term(seed: int) -> np.uint64:
+    """``mix((seed + 2) * 0x632be59bd9b4e019)``: the seed term of the roughness hash."""
+    return _U64(_mix(place_seed_term(int(seed) + ROUGHNESS_SEED_OFFSET)))
 
 
 @_jit
@@ -247,7 +269,7 @@ def place_hash(x_m: np.ndarray | float, y_m: np.ndarray | float, cell_m: float, 
     -------
     (...) uint64 (0-d for scalar inputs).
     """
-    seed_term = _U64((int(seed) * PLACE_SEED_MUL) & MASK64)
+    seed_term = place_seed_term(seed)
     x, y = np.broadcast_arrays(np.asarray(x_m, dtype=np.float64), np.asarray(y_m, dtype=np.float64))
     shape = x.shape
     h = _place_hashes(
@@ -312,8 +334,7 @@ def roughness_normal(
     -------
     (n,) float64 (broadcast shape of the inputs).
     """
-    seed_term = _mix(_U64(((int(seed) + ROUGHNESS_SEED_OFFSET) * PLACE_SEED_MUL) & MASK64))
-    return keyed_normal(int(seed_term), scan_index, beam, sub_ray)
+    return keyed_normal(int(roughness_seed_term(seed)), scan_index, beam, sub_ray)
 
 
 def keyed_normal(

@@ -19,7 +19,9 @@ import numpy as np
 
 from acres_lidar_ros.config.schema import LIDAR_PARAM, MATERIAL_PARAM
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry import scalar_physics as _scalar
 from acres_lidar_ros.radiometry.noise import Pcg32, mix64, place_normal, uniform_from_hash
+from acres_lidar_ros.radiometry.scalar_physics import COS_FLOOR, MAX_TILT_RAD
 from acres_lidar_ros.sensor.timing import column_time_offset
 
 __all__ = [
@@ -50,15 +52,7 @@ __all__ = [
     "uniform_from_hash",
 ]
 
-COS_FLOOR = 1e-4
-"""The diffuse term and the echo stretch limit ``|cos theta|`` to this value or more."""
-
-MAX_TILT_RAD = 0.5 * math.pi - 1e-4
-"""Upper limit of the tilted incidence ``theta'``."""
-
-ROUGH_COS_MIN = 0.05
 HURST_EXPONENT = 0.5  # rough_range_sigma_m's exponent 1 + H is written as c sqrt(c)
-SNR_FLOOR = 1e-3
 KOSCHMIEDER_CONSTANT = 3.912
 DB_PER_NEPER_FACTOR = 4.343  # 10 / ln 10: dB to natural-log extinction
 FOG_REFERENCE_WAVELENGTH_NM = 550.0
@@ -95,7 +89,7 @@ def tilted_incidence_rad(
     (...) float64 ``theta'``, rad.
     """
     theta = np.arccos(np.clip(np.abs(_f64(cos_theta)), 0.0, 1.0))
-    return np.clip(theta + _f64(micro_slope_rad) * _f64(z), 0.0, MAX_TILT_RAD)
+    return _scalar.tilted_angle_ufunc(theta, micro_slope_rad, z)
 
 
 def tilted_cos(cos_theta: np.ndarray | float, micro_slope_rad: np.ndarray | float, z: np.ndarray | float) -> np.ndarray:
@@ -123,9 +117,8 @@ def rough_range_sigma_m(roughness_m: np.ndarray | float, cos_theta: np.ndarray |
     -------
     (...) float64, m.
     """
-    c = np.clip(np.abs(_f64(cos_theta)), ROUGH_COS_MIN, 1.0)
     # c^(1 + H) with H = 1/2 is c sqrt(c): a square root instead of a power function.
-    return _f64(roughness_m) / (c * np.sqrt(c))
+    return _scalar.rough_range_sigma_ufunc(roughness_m, cos_theta)
 
 
 def minnaert_backscatter(
@@ -160,29 +153,10 @@ def minnaert_backscatter(
     -------
     (...) float64 ``rho_bs`` >= 0, finite for ``cos theta = 0``.
     """
-    c = np.clip(np.abs(_f64(cos_theta)), 0.0, 1.0)
-    k = _f64(incidence_exponent)
-    floored = np.maximum(c, COS_FLOOR)
-    # |cos|^k; the common exponents 0 (Polaris) and 1 (Lambertian) skip the power function.
-    if not np.any((k != 0.0) & (k != 1.0)):
-        incidence = np.where(k == 1.0, floored, 1.0) if np.any(k == 1.0) else np.ones_like(floored)
-    else:
-        incidence = floored**k
-    wet = _f64(wet_darkening) * _f64(wetness)
-    darkening = np.maximum(0.0, 1.0 - wet) if np.any(wet != 0.0) else 1.0
-    diffuse = _f64(reflectivity) * darkening * incidence
-    spec = _f64(specular)
-    width = _f64(specular_width_rad)
-    shape = np.broadcast_shapes(diffuse.shape, spec.shape, width.shape)
-    rho_bs = np.array(np.broadcast_to(diffuse, shape), dtype=np.float64)
-    lobed = np.broadcast_to((spec > 0.0) & (width > 0.0), shape)
-    if np.any(lobed):
-        # The lobe only where s > 0 and theta_s > 0 (a lobe of no width contributes nothing).
-        theta = np.arccos(np.broadcast_to(c, shape)[lobed])
-        with np.errstate(over="ignore"):
-            ratio = theta / np.broadcast_to(width, shape)[lobed]
-            rho_bs[lobed] += np.broadcast_to(spec, shape)[lobed] * np.exp(-np.square(ratio))
-    return rho_bs if rho_bs.ndim else rho_bs[()]
+    with np.errstate(over="ignore"):  # theta / theta_s of a very narrow lobe: exp(-inf) = 0
+        return _scalar.minnaert_backscatter_ufunc(
+            cos_theta, reflectivity, incidence_exponent, specular, specular_width_rad, wet_darkening, wetness
+        )
 
 
 def footprint_range_spread_m(
@@ -203,9 +177,7 @@ def footprint_range_spread_m(
     -------
     (...) float64, m.
     """
-    c = np.clip(np.abs(_f64(cos_theta)), COS_FLOOR, 1.0)
-    tan_theta = np.sqrt(1.0 - c * c) / c
-    return _f64(range_m) * tan_theta * _f64(divergence_rad)
+    return _scalar.footprint_range_spread_ufunc(range_m, cos_theta, divergence_rad)
 
 
 def pulse_peak_factor(pulse_length_m: np.ndarray | float, range_spread_m: np.ndarray | float) -> np.ndarray:
@@ -222,11 +194,7 @@ def pulse_peak_factor(pulse_length_m: np.ndarray | float, range_spread_m: np.nda
     -------
     (...) float64 in (0, 1].
     """
-    pulse = _f64(pulse_length_m)
-    spread = _f64(range_spread_m)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = pulse / np.hypot(pulse, spread)
-    return np.where(pulse > 0.0, g, 1.0)
+    return _scalar.pulse_peak_factor_ufunc(pulse_length_m, range_spread_m)
 
 
 def in_plane_divergence(
@@ -304,23 +272,16 @@ def signal_counts(
     -------
     (...) float64, counts.
     """
-    r = np.abs(_f64(range_m))
-    r_ov = _f64(overlap_range_m)
-    r10 = _f64(range_at_10pct_m)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # (R10 / R)^2 (1 - exp(-x)) with x = (R / R_ov)^2 is R10^2 / R_ov^2 * f(x), where
-        # f(x) = (1 - exp(-x)) / x falls from f(0) = 1; this form has no 0/0 for tiny R.
-        safe_ov = np.where(r_ov > 0.0, r_ov, 1.0)
-        x = np.square(r / safe_ov)
-        f = np.where(x > 0.0, -np.expm1(-x) / np.where(x > 0.0, x, 1.0), 1.0)
-        geometry = f / np.square(safe_ov)
-        if np.any(r_ov <= 0.0):
-            geometry = np.where(r_ov > 0.0, geometry, 1.0 / np.square(np.maximum(r, 1e-3)))
-    signal = _f64(signal_at_10pct_counts) * (_f64(reflectance) / 0.1) * np.square(r10) * geometry * _f64(peak_factor)
-    alpha = _f64(extinction_per_m)
-    if alpha.ndim == 0 and float(alpha) == 0.0:
-        return signal
-    return signal * np.exp(-2.0 * alpha * r)
+    with np.errstate(over="ignore", under="ignore"):
+        return _scalar.signal_counts_ufunc(
+            reflectance,
+            range_m,
+            peak_factor,
+            signal_at_10pct_counts,
+            range_at_10pct_m,
+            overlap_range_m,
+            extinction_per_m,
+        )
 
 
 def _normal_cdf(z: float) -> float:
@@ -412,16 +373,9 @@ def range_sigma_m(
     (...) float64, m.
     """
 
-    signal = _f64(mean_signal_counts)
-    ambient = _f64(ambient_counts)
-    s10 = _f64(signal_at_10pct_counts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        total = signal + ambient
-        snr_echo = np.where(total > 0.0, signal / np.sqrt(total), 0.0)
-        total_spec = s10 + ambient
-        snr_spec = np.where(total_spec > 0.0, s10 / np.sqrt(total_spec), 0.0)
-    low = _f64(range_std_low_snr_m) * snr_spec / np.maximum(snr_echo, SNR_FLOOR)
-    return np.hypot(_f64(std_m), low)
+    return _scalar.range_sigma_ufunc(
+        mean_signal_counts, ambient_counts, signal_at_10pct_counts, std_m, range_std_low_snr_m
+    )
 
 
 def intensity_byte(reflectivity: np.ndarray | float) -> np.ndarray:

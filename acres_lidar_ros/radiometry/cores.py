@@ -1,0 +1,43 @@
+"""The machine's cores for the passes whose items are independent (beams, echoes).
+
+The compiled passes release the GIL (``nogil``) and so do numpy's loops over large arrays, so a
+pass over ``n`` independent items runs as up to two parts in threads. The split never changes a
+result: each item is computed from its own inputs by the same code, whichever part holds it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import numpy as np
+
+_T = TypeVar("_T")
+
+PARTS = max(1, min(2, os.cpu_count() or 1))
+"""Parts a large pass is split into: the cores, at most two."""
+
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _pool() -> ThreadPoolExecutor:
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=PARTS, thread_name_prefix="acres-radiometry"))
+    return _POOL[0]
+
+
+def split_bounds(n: int, min_per_part: int) -> np.ndarray:
+    """(parts + 1,) int64 bounds of consecutive parts of ``n`` items: one part when ``n`` is below
+    ``2 * min_per_part`` (a thread costs more than it saves on a small pass)."""
+    parts = max(1, min(PARTS, n // max(1, min_per_part)))
+    return np.linspace(0, n, parts + 1).astype(np.int64)
+
+
+def map_parts(run: Callable[[int, int], _T], bounds: np.ndarray) -> list[_T]:
+    """``run(lo, hi)`` of each part ``[bounds[i], bounds[i + 1])``, in threads when there are
+    several; results in part order (an exception of a part is raised here)."""
+    if bounds.size <= 2:
+        return [run(int(bounds[0]), int(bounds[-1]))]
+    return list(_pool().map(run, [int(b) for b in bounds[:-1]], [int(b) for b in bounds[1:]]))

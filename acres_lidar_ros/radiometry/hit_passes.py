@@ -1,0 +1,306 @@
+"""The compiled passes from a block's hits to its contributions (steps 1 to 3 of ``echoes``).
+
+Three passes over the valid hits, in the hits' own order (beams one after the other, a beam's
+sub-rays in order, a sub-ray's hits in range order):
+
+1. ``reached_hits``: which hits light reaches, and the foliage transmission ``T`` in front of
+   each (the product of the ``tau`` of the foliage hits before it on its sub-ray).
+2. ``ground_keys``: the hash keys of the ground terms (the 0.25 m micro-slope cell, the 0.1 m
+   albedo cell and the (scan, beam, sub-ray) roughness key, ``noise``); their normals are then
+   formed by ``noise.hash_normals_of`` (numpy's vectorised logarithm and cosine) in one call.
+3. ``lit_contributions``: per hit the tilt, texture, roughness move, backscatter, contribution
+   and echo stretch (each equation from ``scalar_physics``), the nearest solid range of each beam,
+   and the lit contributions of each beam sorted by range (stable).
+
+The equations are those of ``scalar_physics`` and ``noise``; what is here is bookkeeping.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from acres_lidar_ros.radiometry.noise import place_hash_of, roughness_hash_of
+from acres_lidar_ros.radiometry.scalar_physics import (
+    albedo_factor,
+    contribution_power,
+    footprint_range_spread_m,
+    minnaert_backscatter,
+    pulse_peak_factor,
+    rough_range_sigma_m,
+    tilted_angle_rad,
+)
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def reached_hits(
+    valid: np.ndarray,
+    class_id: np.ndarray,
+    material_id: np.ndarray,
+    foliage_class: np.ndarray,
+    transmission: np.ndarray,
+    foliage_solid: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pass 1: flat index ``row * K + slot`` of each hit light reaches, ``T`` in front of it, its
+    ``tau`` (0 for a solid hit) and whether it passes light (foliage, unless solid)."""
+    n_rows, k_slots = valid.shape
+    n_classes = foliage_class.shape[0]
+    n_materials = transmission.shape[0]
+    n_valid = 0
+    for row in range(n_rows):
+        for j in range(k_slots):
+            if valid[row, j]:
+                n_valid += 1
+    flat = np.empty(n_valid, np.int64)
+    t_front = np.empty(n_valid)
+    tau = np.empty(n_valid)
+    passes = np.empty(n_valid, np.bool_)
+    m = 0
+    for row in range(n_rows):
+        t = 1.0
+        for j in range(k_slots):
+            if not valid[row, j] or t <= 0.0:
+                break  # valid slots are a prefix of the row; behind a solid hit no light
+            cls = class_id[row, j]
+            mat = material_id[row, j]
+            if cls < 0 or cls >= n_classes or mat < 0 or mat >= n_materials:
+                raise IndexError("hits: a class or material number outside the tables")
+            lets_through = foliage_class[cls] and not foliage_solid
+            tau_hit = transmission[mat] if lets_through else 0.0
+            flat[m] = row * k_slots + j
+            t_front[m] = t
+            tau[m] = tau_hit
+            passes[m] = lets_through
+            m += 1
+            t = t * tau_hit
+    return flat[:m], t_front[:m], tau[:m], passes[:m]
+
+
+@_jit
+def ground_keys(
+    flat: np.ndarray,
+    k_slots: int,
+    n_sub: int,
+    class_id: np.ndarray,
+    material_id: np.ndarray,
+    range_m: np.ndarray,
+    cos_incidence: np.ndarray,
+    origins: np.ndarray,
+    directions: np.ndarray,
+    cells: np.ndarray,
+    ground_class: int,
+    micro_slope_rad: np.ndarray,
+    reflectivity_sd: np.ndarray,
+    roughness_m: np.ndarray,
+    slope_seed_term: np.uint64,
+    albedo_seed_term: np.uint64,
+    rough_seed_term: np.uint64,
+    scan: int,
+    slope_cell_m: float,
+    albedo_cell_m: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pass 2: for the reached ground hits, their ``|cos theta|`` (one per ground hit, in order)
+    and the hash keys of their terms, all in one uint64 array (each distinct place key once): for hit ``i`` of the reached list,
+    ``ground_at[i]`` is its place among the ground hits (-1: not ground) and ``slope_at``,
+    ``albedo_at``, ``rough_at`` the places of its keys (-1 where the material's term is 0)."""
+    n = flat.shape[0]
+    ground_at = np.full(n, -1, np.int64)
+    slope_at = np.full(n, -1, np.int64)
+    albedo_at = np.full(n, -1, np.int64)
+    rough_at = np.full(n, -1, np.int64)
+    cos_ground = np.empty(n)
+    keys = np.empty(3 * n, np.uint64)
+    n_ground = 0
+    n_keys = 0
+    # Neighbouring hits often fall in the same ground cell: a key seen lately keeps its place
+    # (a direct-mapped table of recent keys), so its normal is formed once.
+    seen_key = np.zeros(_SEEN_SLOTS, np.uint64)
+    seen_at = np.full(_SEEN_SLOTS, -1, np.int64)
+    for i in range(n):
+        f = flat[i]
+        if class_id[f] != ground_class:
+            continue
+        row = f // k_slots
+        mat = material_id[f]
+        cos_ground[n_ground] = min(abs(cos_incidence[f]), 1.0)
+        ground_at[i] = n_ground
+        n_ground += 1
+        r = range_m[f]
+        x = origins[row, 0] + r * directions[row, 0]
+        y = origins[row, 1] + r * directions[row, 1]
+        if micro_slope_rad[mat] > 0.0:
+            slope_at[i], n_keys = _key_place(
+                place_hash_of(x, y, slope_cell_m, slope_seed_term), keys, n_keys, seen_key, seen_at
+            )
+        if reflectivity_sd[mat] > 0.0:
+            albedo_at[i], n_keys = _key_place(
+                place_hash_of(x, y, albedo_cell_m, albedo_seed_term), keys, n_keys, seen_key, seen_at
+            )
+        if roughness_m[mat] > 0.0:
+            beam = row // n_sub
+            keys[n_keys] = roughness_hash_of(
+                np.uint64(scan), np.uint64(cells[beam]), np.uint64(row - beam * n_sub), rough_seed_term
+            )
+            rough_at[i] = n_keys
+            n_keys += 1
+    return ground_at, slope_at, albedo_at, rough_at, cos_ground[:n_ground], keys[:n_keys]
+
+
+_SEEN_SLOTS = 4096
+
+
+@_jit
+def _key_place(key, keys, n_keys, seen_key, seen_at):
+    """The place of ``key`` in ``keys[:n_keys]`` if the table of recent keys holds it, else its
+    new place at the end; returns (place, new n_keys)."""
+    slot = np.int64(key & np.uint64(_SEEN_SLOTS - 1))
+    if seen_at[slot] >= 0 and seen_key[slot] == key:
+        return seen_at[slot], n_keys
+    keys[n_keys] = key
+    seen_key[slot] = key
+    seen_at[slot] = n_keys
+    return n_keys, n_keys + 1
+
+
+@_jit
+def lit_contributions(
+    flat: np.ndarray,
+    t_front: np.ndarray,
+    tau: np.ndarray,
+    passes: np.ndarray,
+    ground_at: np.ndarray,
+    slope_at: np.ndarray,
+    albedo_at: np.ndarray,
+    rough_at: np.ndarray,
+    theta_ground: np.ndarray,
+    z: np.ndarray,
+    k_slots: int,
+    n_sub: int,
+    weights: np.ndarray,
+    cells: np.ndarray,
+    range_m: np.ndarray,
+    cos_incidence: np.ndarray,
+    class_id: np.ndarray,
+    material_id: np.ndarray,
+    instance: np.ndarray,
+    wetness: np.ndarray,
+    reflectivity: np.ndarray,
+    incidence_exponent: np.ndarray,
+    specular: np.ndarray,
+    specular_width_rad: np.ndarray,
+    wet_darkening: np.ndarray,
+    micro_slope_rad: np.ndarray,
+    reflectivity_sd: np.ndarray,
+    roughness_m: np.ndarray,
+    min_rough_range_m: float,
+    pulse_length_m: float,
+    divergence_rad: float,
+    divergence_v_rad: float,
+) -> tuple:
+    """Pass 3: the lit contributions of the block's beams (beam order, range order within a beam,
+    stable) and each beam's nearest solid range (inf where none)."""
+    n = flat.shape[0]
+    n_beams = cells.shape[0]
+    nearest_solid = np.full(n_beams, np.inf)
+    out_cell = np.empty(n, np.int64)
+    out_range = np.empty(n)
+    out_power = np.empty(n)
+    out_peak = np.empty(n)
+    out_class = np.empty(n, np.uint8)
+    out_material = np.empty(n, np.uint8)
+    out_object = np.empty(n, np.uint32)
+    m = 0
+    start = 0  # first contribution of the current beam
+    current = -1
+    bad_range = False
+    for i in range(n):
+        f = flat[i]
+        row = f // k_slots
+        beam = row // n_sub
+        if beam != current:
+            _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
+            start = m
+            current = beam
+        r = range_m[f]
+        if not (r >= 0.0 and math.isfinite(r)):
+            bad_range = True
+            break
+        mat = material_id[f]
+        cos_theta = min(abs(cos_incidence[f]), 1.0)
+        albedo = 1.0
+        g = ground_at[i]
+        if g >= 0:
+            z_slope = z[slope_at[i]] if slope_at[i] >= 0 else 0.0
+            cos_theta = math.cos(tilted_angle_rad(theta_ground[g], micro_slope_rad[mat], z_slope))
+            if albedo_at[i] >= 0:
+                albedo = albedo_factor(reflectivity_sd[mat], z[albedo_at[i]])
+            if rough_at[i] >= 0:
+                moved = r + rough_range_sigma_m(roughness_m[mat], cos_theta) * z[rough_at[i]]
+                r = max(min_rough_range_m, moved)
+        rho_bs = minnaert_backscatter(
+            cos_theta,
+            reflectivity[mat],
+            incidence_exponent[mat],
+            specular[mat],
+            specular_width_rad[mat],
+            wet_darkening[mat],
+            wetness[f],
+        )
+        if not passes[i] and r < nearest_solid[beam]:
+            nearest_solid[beam] = r
+        power = contribution_power(weights[row - beam * n_sub], t_front[i], tau[i], rho_bs, albedo)
+        if not power > 0.0:
+            continue
+        peak = 1.0
+        if pulse_length_m > 0.0 and not passes[i]:
+            divergence = divergence_v_rad if g >= 0 else divergence_rad
+            peak = pulse_peak_factor(pulse_length_m, footprint_range_spread_m(r, cos_theta, divergence))
+        out_cell[m] = cells[beam]
+        out_range[m] = r
+        out_power[m] = power
+        out_peak[m] = peak
+        out_class[m] = class_id[f]
+        out_material[m] = mat
+        out_object[m] = instance[f]
+        m += 1
+    _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
+    return (
+        bad_range,
+        nearest_solid,
+        out_cell[:m],
+        out_range[:m],
+        out_power[:m],
+        out_peak[:m],
+        out_class[:m],
+        out_material[:m],
+        out_object[:m],
+    )
+
+
+@_jit
+def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start, end):
+    """Stable insertion sort of the records ``[start, end)`` by range (a beam's few contributions)."""
+    for i in range(start + 1, end):
+        r = range_m[i]
+        if r >= range_m[i - 1]:
+            continue
+        p, g, c, mt, o = power[i], peak[i], class_id[i], material_id[i], instance[i]
+        j = i - 1
+        while j >= start and range_m[j] > r:
+            range_m[j + 1] = range_m[j]
+            power[j + 1] = power[j]
+            peak[j + 1] = peak[j]
+            class_id[j + 1] = class_id[j]
+            material_id[j + 1] = material_id[j]
+            instance[j + 1] = instance[j]
+            j -= 1
+        range_m[j + 1] = r
+        power[j + 1] = p
+        peak[j + 1] = g
+        class_id[j + 1] = c
+        material_id[j + 1] = mt
+        instance[j + 1] = o
