@@ -30,12 +30,14 @@ def test_column_azimuth_and_ring_offset(polaris):
         e = polaris.elevations_rad[r]
         expected = [math.cos(e) * math.cos(alpha), math.cos(e) * math.sin(alpha), math.sin(e)]
         np.testing.assert_allclose(d[c, r], expected, atol=1e-15)
-    # The lens is on the block azimuth, without the ring offset.
+    # The lens is on the block azimuth, without the ring offset: every ring of a column shares it.
     c = 300
     block = math.radians(-0.2 * c)
-    np.testing.assert_allclose(
-        p.lens_origins_sensor[c], [0.035 * math.cos(block), 0.035 * math.sin(block), 0], atol=1e-15
-    )
+    assert p.lens_origins_sensor.shape == (1800, 32, 3)
+    for r in (0, 17, 31):
+        np.testing.assert_allclose(
+            p.lens_origins_sensor[c, r], [0.035 * math.cos(block), 0.035 * math.sin(block), 0], atol=1e-15
+        )
 
 
 def test_ccw_column_zero_points_forward():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.sensor.pattern import column_azimuths_rad
+from acres_lidar_ros.sensor.emitters import column_azimuths_rad
 from acres_lidar_ros.sensor.timing import column_time_offset
 
 T = 0.1

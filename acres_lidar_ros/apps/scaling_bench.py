@@ -50,7 +50,7 @@ def fixed_pose_rays(config: SensorConfig, yaw_rad: float = 0.0) -> np.ndarray:
     R_world_base = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     R, t = R_world_base @ pattern.R_base_sensor, R_world_base @ pattern.t_base_sensor_m
     directions = pattern.directions_sensor.reshape(-1, 3) @ R.T
-    origins = np.repeat(pattern.lens_origins_sensor, config.rings, axis=0) @ R.T + t
+    origins = pattern.lens_origins_sensor.reshape(-1, 3) @ R.T + t
     return soup_rays(origins, directions)
 
 

@@ -299,7 +299,7 @@ def self_table_from_body(
     R, t = pattern.R_base_sensor, pattern.t_base_sensor_m
     directions_base = pattern.sub_directions_sensor.reshape(-1, 3) @ R.T
     lens_base = pattern.lens_origins_sensor @ R.T + t
-    origins_base = np.broadcast_to(lens_base[:, None, None, :], (n_c, n_r, s, 3)).reshape(-1, 3)
+    origins_base = np.broadcast_to(lens_base[:, :, None, :], (n_c, n_r, s, 3)).reshape(-1, 3)
     range_m, normal, _ = body.trace(origins_base, directions_base)
 
     hit = np.isfinite(range_m)

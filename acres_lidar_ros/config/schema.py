@@ -42,6 +42,23 @@ def P(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Param:
 # The lidar block, in the order of the spec's table. Dotted names are nested objects.
 LIDAR_PARAMS: tuple[Param, ...] = (
     P("enabled", "bool", True, description="Records the LiDAR."),
+    P(
+        "scan_type",
+        "str",
+        "rotary",
+        choices=("rotary", "solid_state"),
+        description="Rotary (ticks around a rotation) or solid state (one tick per scan; needs lidar.emitters).",
+    ),
+    P(
+        "peak_power_w",
+        "float",
+        10.0,
+        "W",
+        low=0,
+        high=1e6,
+        low_open=True,
+        description="Reference peak power; an emitter's peak_power_w scales its signal by the ratio.",
+    ),
     P("hz", "float", 10.0, "Hz", low=1, high=120, description="The scan rate."),
     P("columns", "int", 180, low=4, high=3600, description="N_c, columns (azimuth steps per turn)."),
     P("rings", "int", 8, low=1, high=128, description="N_r without an elevation table."),

@@ -27,6 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from acres_lidar_ros.config.emitters import (
+    MIN_SCAN_RATE_HZ,
+    UNREAD_WITH_EMITTERS,
+    EmittersConfig,
+    effective_block,
+    emitters_of_lidar,
+)
 from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
 from acres_lidar_ros.config.limits import MechanicalNoiseConfig, WindowConfig, mechanical_noise_config, window_config
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
@@ -172,6 +179,9 @@ class SensorConfig:
     radiometry: RadiometryConfig
     weather: WeatherConfig
     materials: MaterialTable
+    scan_type: str = "rotary"
+    peak_power_w: float = 10.0
+    emitters: EmittersConfig | None = field(default=None, repr=False)  # None: the rings x columns keys
     effective: dict = field(repr=False, compare=False, default_factory=dict)
     source: str = ""
     windows: WindowConfig = field(default_factory=WindowConfig)  # seed 004's windows and limits
@@ -185,11 +195,27 @@ class SensorConfig:
         return self.materials
 
     def with_overrides(self, overrides: dict[str, Any]) -> SensorConfig:
-        """A new config with dotted lidar keys replaced (``{"return_mode": "first"}``), validated."""
+        """A new config with dotted lidar keys replaced (``{"return_mode": "first"}``), validated.
+
+        ``"emitters"`` replaces the emitters block (None: the rings x columns keys give the
+        pattern again); a rings x columns key the emitters block leaves unread is refused.
+        """
         merged = _strip_comments(copy.deepcopy(self.effective))
+        unread = () if self.emitters is None or "emitters" in overrides else UNREAD_WITH_EMITTERS
         for key, value in overrides.items():
+            if key == "emitters":
+                if value is None:
+                    merged["lidar"].pop("emitters", None)
+                else:
+                    merged["lidar"]["emitters"] = copy.deepcopy(value)
+                continue
             if key not in LIDAR_PARAM:
-                raise ConfigError(f"lidar.{key}: unknown key; allowed: {', '.join(sorted(LIDAR_PARAM))}")
+                raise ConfigError(f"lidar.{key}: unknown key; allowed: {', '.join(sorted(LIDAR_PARAM))}, emitters")
+            if key in unread:
+                raise ConfigError(
+                    f"lidar.{key} = {value!r}: the sensor's pattern is its lidar.emitters block, which this key does "
+                    "not change (replace the block, or set emitters to null to use the rings x columns keys)"
+                )
             node = merged["lidar"]
             *parents, leaf = key.split(".")
             for parent in parents:
@@ -323,7 +349,7 @@ def _flatten(lidar: dict, where: str) -> dict[str, Any]:
     """Nested lidar block -> dotted keys (materials kept whole); unknown keys are errors."""
     flat: dict[str, Any] = {}
     for key, value in lidar.items():
-        if key == "materials":
+        if key in ("materials", "emitters"):
             flat[key] = value
         elif key in NESTED_BLOCKS:
             if not isinstance(value, dict):
@@ -337,7 +363,7 @@ def _flatten(lidar: dict, where: str) -> dict[str, Any]:
         elif key in LIDAR_PARAM and "." not in key:
             flat[key] = value
         else:
-            allowed = sorted({p.name.split(".")[0] for p in LIDAR_PARAMS} | {"materials"})
+            allowed = sorted({p.name.split(".")[0] for p in LIDAR_PARAMS} | {"materials", "emitters"})
             raise ConfigError(f"{where}.{key}: unknown key; allowed: {', '.join(allowed)}")
     return flat
 
@@ -346,6 +372,12 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
     del base_dir  # relative paths were resolved while reading
     where = "lidar"
     flat = _flatten(raw.get("lidar", {}), where)
+    hz = flat.get("hz")
+    if isinstance(hz, (int, float)) and not isinstance(hz, bool) and 0 < hz < MIN_SCAN_RATE_HZ:
+        raise ConfigError(
+            f"lidar.hz = {hz!r} is below the minimum scan rate of {MIN_SCAN_RATE_HZ} Hz (seed 004: a scan's fire "
+            f"times must fit in 2**31 ns): expected {LIDAR_PARAM['hz'].allowed()}"
+        )
     v: dict[str, Any] = {}
     for param in LIDAR_PARAMS:
         if param.name in flat:  # null only where the schema allows it (validate refuses the rest)
@@ -353,8 +385,13 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         else:
             v[param.name] = copy.deepcopy(param.default)
 
+    emitters = emitters_of_lidar(flat.get("emitters"), v)
     elevations = v["elevations_deg"]
-    if elevations is not None:
+    if emitters is not None:
+        rings = emitters.emitters
+        v["columns"] = emitters.ticks
+        elevations_deg = np.rad2deg(emitters.states[0].elevation_rad)
+    elif elevations is not None:
         rings = len(elevations)
         if len(elevations) > 128:
             raise ConfigError(f"lidar.elevations_deg has {len(elevations)} values: expected 1 to 128")
@@ -386,6 +423,8 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         )
 
     offsets_deg = np.zeros(rings) if v["azimuth_offsets_deg"] is None else np.asarray(v["azimuth_offsets_deg"])
+    if emitters is not None:
+        offsets_deg = np.rad2deg(emitters.states[0].azimuth_rad)
     ring_r10 = (
         np.full(rings, v["radiometry.range_at_10pct_m"])
         if v["radiometry.ring_range_at_10pct_m"] is None
@@ -396,6 +435,8 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
     beta_v = v["beam_divergence_v_mrad"] * 1e-3 or beta
 
     effective = {"lidar": _effective(v, material_rows, rings)}
+    if emitters is not None:
+        effective["lidar"]["emitters"] = effective_block(flat["emitters"])
     self_returns = Path(v["self_returns"]) if v["self_returns"] else None
     return SensorConfig(
         enabled=v["enabled"],
@@ -445,6 +486,9 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         ),
         weather=WeatherConfig(**{k.split(".", 1)[1]: v[k] for k in v if k.startswith("weather.")}),
         materials=materials,
+        scan_type=v["scan_type"],
+        peak_power_w=v["peak_power_w"],
+        emitters=emitters,
         effective=effective,
         source=source,
         windows=window_config(v),

@@ -100,7 +100,7 @@ def default_stamp_ns(scan: Scan, point_type: str) -> int:
     """The header stamp of a scan's cloud when none is given: the first column's firing time for
     a profile stamped at the sweep start, else ``scan.stamp_ns`` (the end of the sweep)."""
     if point_profile(point_type).stamp == "sweep_start":
-        return int(scan.stamp_ns) + int(np.rint(np.min(scan.time_offset_s) * 1e9))
+        return int(scan.stamp_ns) + int(np.rint(np.min(scan.cell_time_offset_s) * 1e9))
     return int(scan.stamp_ns)
 
 
@@ -152,8 +152,9 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
     (columns, rings) structured array of ``XYZI``, ``XYZIRT`` or ``XYZIRT_LABELS``
         x, y, z: the point in the sensor frame, m. intensity: the intensity byte as float.
         ring (XYZIRT): ``scan.ring_rank[r]``, rank of the ring's elevation (0 = lowest).
-        timestamp (XYZIRT): absolute firing time of the column, ``stamp_s + time_offset_s[c]``,
-        s, also in cells without a return.
+        timestamp (XYZIRT): absolute firing time of the cell, ``stamp_s + cell_time_offset_s``,
+        s (its column's time where all rings of a column fire together), also in cells without
+        a return.
         class, instance (XYZIRT_labels): of the primary return (``Returns.class_id``,
         ``Returns.instance``); 0 and ``NO_INSTANCE`` in cells without a return.
     """
@@ -162,7 +163,6 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
             f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
         )
     dtype = POINT_TYPES[point_type]
-    column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
     if dtype == XYZIRT_LABELS:
         returns = scan.returns
         labelled = np.empty(scan.columns * scan.rings, dtype=XYZIRT_LABELS)
@@ -175,7 +175,7 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
             returns.instance,
             _primary(scan),
             np.asarray(scan.ring_rank, dtype=np.uint16),
-            column_time_s,
+            np.ascontiguousarray(_cell_time_s(scan).reshape(-1)),
             scan.rings,
             np.uint32(NO_INSTANCE),
         )
@@ -191,8 +191,18 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
         cloud[name] = xyzi[:, axis]
     cloud = cloud.reshape(scan.columns, scan.rings)
     cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
-    cloud["timestamp"] = column_time_s[:, None]
+    cloud["timestamp"] = _cell_time_s(scan)
     return cloud
+
+
+def _cell_time_s(scan: Scan) -> np.ndarray:
+    """(columns, rings) float64: each cell's absolute firing time, s: its column's, or its own
+    with emitter firing times."""
+    if scan.fire_time_s is None:
+        column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
+        return np.repeat(column_time_s[:, None], scan.rings, axis=1)
+    cell_time_s = scan.stamp_ns * 1e-9 + scan.cell_time_offset_s
+    return cell_time_s.reshape(scan.columns, scan.rings)
 
 
 def _rslidar(point_type: str) -> Callable[[Scan, int], np.ndarray]:
@@ -205,18 +215,20 @@ def _primary(scan: Scan) -> np.ndarray:
     return np.zeros(scan.columns * scan.rings, np.int64) if slots == 1 else scan.returns.primary_index()
 
 
-def _column_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
-    """(columns,) int64: each column's firing time minus the header stamp, ns."""
-    offset_ns = np.rint(np.asarray(scan.time_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
+def _cell_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
+    """(columns * rings,) int64: each cell's own firing time minus the header stamp, ns."""
+    offset_ns = np.rint(scan.cell_time_offset_s * 1e9).astype(np.int64)
     relative_ns = (int(scan.stamp_ns) - stamp_ns) + offset_ns
     if unsigned:
         early, late = int(np.argmin(relative_ns)), int(np.argmax(relative_ns))
         if relative_ns[early] < 0 or relative_ns[late] > _UINT32_MAX:
             c = early if relative_ns[early] < 0 else late
             when = f"{-relative_ns[c]} ns before" if c == early else f"{relative_ns[c]} ns after"
+            column, ring = divmod(c, scan.rings)
             raise OutputError(
-                f"point_type {point_type}: column {c} fires {when} the header stamp {stamp_ns}; its time "
-                f"field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the sweep start"
+                f"point_type {point_type}: column {column} fires {when} the header stamp {stamp_ns} (ring {ring}); "
+                f"its time field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the "
+                "sweep start"
             )
     return relative_ns
 
@@ -229,14 +241,14 @@ def _returns_in_cell_order(scan: Scan) -> tuple[np.ndarray, np.ndarray]:
 
 def _velodyne(scan: Scan, stamp_ns: int) -> np.ndarray:
     beam, slot = _returns_in_cell_order(scan)
-    column, ring = np.divmod(beam, scan.rings)
-    time_ns = _column_time_ns(scan, stamp_ns, "velodyne", unsigned=False)
+    ring = beam % scan.rings
+    time_ns = _cell_time_ns(scan, stamp_ns, "velodyne", unsigned=False)
     cloud = np.empty(beam.size, dtype=VELODYNE)
     for axis, name in enumerate("xyz"):
         cloud[name] = scan.points_sensor[beam, slot, axis]
     cloud["intensity"] = scan.returns.intensity[beam, slot]
     cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[ring]
-    cloud["time"] = time_ns[column] * 1e-9
+    cloud["time"] = time_ns[beam] * 1e-9
     return cloud.reshape(1, -1)
 
 
@@ -245,7 +257,7 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
     beams = np.arange(scan.columns * scan.rings)
     slot = _primary(scan)
     valid = returns.valid[beams, slot]
-    time_ns = _column_time_ns(scan, stamp_ns, "ouster", unsigned=True)
+    time_ns = _cell_time_ns(scan, stamp_ns, "ouster", unsigned=True)
     rank = np.asarray(scan.ring_rank, dtype=np.int64)
     ring_of_row = np.argsort(scan.rings - 1 - rank)  # row 0 = the highest beam
 
@@ -257,7 +269,7 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
     for axis, name in enumerate("xyz"):
         cloud[name] = grid(np.where(valid, scan.points_sensor[beams, slot, axis], np.nan))
     cloud["intensity"] = grid(np.where(valid, returns.signal[beams, slot], 0))
-    cloud["t"] = time_ns[None, :]
+    cloud["t"] = grid(time_ns)
     cloud["reflectivity"] = grid(np.where(valid, returns.intensity[beams, slot], 0))
     cloud["ring"] = np.arange(scan.rings)[:, None]
     cloud["range"] = grid(np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0))
@@ -266,8 +278,8 @@ def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
 
 def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
     beam, slot = _returns_in_cell_order(scan)
-    column, ring = np.divmod(beam, scan.rings)
-    time_ns = _column_time_ns(scan, stamp_ns, "nebula", unsigned=True)
+    ring = beam % scan.rings
+    time_ns = _cell_time_ns(scan, stamp_ns, "nebula", unsigned=True)
     p = np.asarray(scan.points_sensor, dtype=np.float64)[beam, slot]
     cloud = np.empty(beam.size, dtype=NEBULA)
     for axis, name in enumerate("xyz"):
@@ -280,7 +292,7 @@ def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
     cloud["azimuth"] = np.mod(np.arctan2(-p[:, 1], p[:, 0]), 2.0 * np.pi)
     cloud["elevation"] = np.arctan2(p[:, 2], np.hypot(p[:, 0], p[:, 1]))
     cloud["distance"] = np.linalg.norm(p, axis=1)
-    cloud["time_stamp"] = time_ns[column]
+    cloud["time_stamp"] = time_ns[beam]
     return cloud.reshape(1, -1)
 
 
@@ -302,7 +314,8 @@ def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
     (n_points,) structured array of ``PLY_POINT``, with ``labels`` of ``PLY_POINT_LABELS``
         Beams in cell order (column x rings + ring), the returns of a beam in range order.
         ``return_index`` counts from 1 within the beam, ``num_returns`` is the beam's count,
-        ``time_offset_s`` is the column's ``dt_c``; ``instance`` is the return's instance label.
+        ``time_offset_s`` is the beam's own firing time minus the stamp (its column's ``dt_c``
+        where all rings of a column fire together); ``instance`` is the return's instance label.
     """
     returns = scan.returns
     valid = np.asarray(returns.valid, dtype=bool)
@@ -323,7 +336,7 @@ def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
     points["return_index"] = return_index
     points["num_returns"] = num_returns
     points["return_flags"] = returns.return_flags[beam, slot]
-    points["time_offset_s"] = np.asarray(scan.time_offset_s)[column]
+    points["time_offset_s"] = scan.cell_time_offset_s[beam]
     if labels:
         points["instance"] = returns.instance[beam, slot]
     return points
@@ -331,7 +344,7 @@ def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _fill_labelled(
-    out, points_sensor, valid, intensity, class_id, instance, primary, ring_rank, column_time_s, rings, none
+    out, points_sensor, valid, intensity, class_id, instance, primary, ring_rank, cell_time_s, rings, none
 ):
     """``XYZIRT_LABELS`` records of each beam's primary return in one pass (field by field numpy
     assignment into the packed records cost seven times as much): the ``XYZIRT`` values of
@@ -355,7 +368,7 @@ def _fill_labelled(
             rec["class"] = 0
             rec.instance = none
         rec.ring = ring_rank[i % rings]
-        rec.timestamp = column_time_s[i // rings]
+        rec.timestamp = cell_time_s[i]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -116,9 +116,9 @@ def scan_row(
     None when unknown or not finite) and files.
     """
     valid = np.asarray(scan.returns.valid, dtype=bool)
-    time_offset_s = np.asarray(scan.time_offset_s, dtype=np.float64)
+    time_offset_s = scan.cell_time_offset_s
     if T_world_sensor_stamp is None:
-        T_world_sensor_stamp = np.asarray(scan.T_world_sensor)[int(np.argmax(time_offset_s))]
+        T_world_sensor_stamp = scan.T_world_sensor_of(np.array([int(np.argmax(time_offset_s))]))[0]
     sample_time_s = scan.stamp_ns * 1e-9
     return {
         "scan_index": int(scan.index),

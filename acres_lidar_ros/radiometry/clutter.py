@@ -90,12 +90,14 @@ def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tu
         mean_k = np.zeros(most)
         counts = np.zeros(int(per_beam.sum()), np.uint8)
         energy = np.zeros(0)
+    power_rm = np.ones(cells_rm.size) if model.power_ratio is None else model.power_ratio[cells_rm]
     position, k, rho = _kept_slabs(
         per_beam,
         counts,
         energy,
         mean_k,
         unit_signal,
+        power_rm,
         config.columns,
         np.pi * atm.beta_fog_per_m_sr * separation,
         np.pi * atm.beta_rain_per_m_sr * separation,
@@ -123,8 +125,11 @@ def _draw_drop_counts(per_beam, state, inc, cdf, mean_k):
 
 
 @numba.njit(cache=True, nogil=True)
-def _kept_slabs(per_beam, counts, energy, mean_k, unit_signal, columns, fog_term, rain_factor, ambient, threshold):
-    """Pass 3: (ring-major position, slab number, rho_slab) of the slabs the skip rule keeps."""
+def _kept_slabs(
+    per_beam, counts, energy, mean_k, unit_signal, power_rm, columns, fog_term, rain_factor, ambient, threshold
+):
+    """Pass 3: (ring-major position, slab number, rho_slab) of the slabs the skip rule keeps;
+    ``power_rm`` is each beam's emitter power ratio (``BeamModel.power_ratio``), ring-major."""
     n = counts.shape[0]
     position = np.empty(n, np.int64)
     number = np.empty(n, np.int64)
@@ -141,7 +146,7 @@ def _kept_slabs(per_beam, counts, energy, mean_k, unit_signal, columns, fog_term
                 total += 0.5 * e * e
                 drop += 1
             r = slab_reflectance_of(fog_term, rain_factor, mean_k[k], total)
-            if r > 0.0 and not slab_skipped(r * unit_signal[ring, k], ambient, threshold):
+            if r > 0.0 and not slab_skipped(r * unit_signal[ring, k] * power_rm[b], ambient, threshold):
                 position[m] = b
                 number[m] = k
                 rho[m] = r

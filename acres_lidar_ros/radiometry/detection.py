@@ -195,6 +195,7 @@ def _echo_signals(
     cell,
     rings,
     signal_at_10pct_counts,
+    power_ratio,
     ring_range_at_10pct_m,
     overlap_range_m,
     alpha_per_m,
@@ -214,14 +215,15 @@ def _echo_signals(
     range_meas,
 ):
     """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
-    and ``R_meas``, written into the four output arrays."""
+    and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
+    beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``)."""
     for i in range(lo, hi):
         r = range_m[i]
         s_clear = signal_counts_of(
             reflectance[i],
             r,
             peak[i],
-            signal_at_10pct_counts,
+            signal_at_10pct_counts * power_ratio[cell[i]],
             ring_range_at_10pct_m[cell[i] % rings],
             overlap_range_m,
             0.0,
@@ -259,6 +261,7 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
         echoes.cell,
         config.rings,
         float(rad.signal_at_10pct_counts),
+        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
         np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
         float(rad.overlap_range_m),
         float(model.atmosphere.alpha_per_m),

@@ -42,6 +42,9 @@ class BeamModel:
     windows : CellWindows or None
         Each beam's validity windows (``windows``; the scanner builds them from its pattern);
         None: the band ``min_range_m .. range_m`` for every beam.
+    power_ratio : (N_c N_r,) float64 or None
+        Each cell's emitter peak power over the sensor's (``lidar.peak_power_w``): the factor of
+        its signal in the range equation (seed 004 ``emitterPeakPowerW``); None where all are 1.
     """
 
     config: SensorConfig
@@ -50,6 +53,7 @@ class BeamModel:
     atmosphere: Atmosphere
     detection_threshold_counts: float
     windows: CellWindows | None = None
+    power_ratio: np.ndarray | None = None
 
     @classmethod
     def build(
@@ -62,6 +66,7 @@ class BeamModel:
         visibility_m: float = math.inf,
         foliage_solid: bool = False,
         windows: CellWindows | None = None,
+        power_ratio: np.ndarray | None = None,
     ) -> BeamModel:
         """The model of ``config`` under a run's switches.
 
@@ -89,6 +94,7 @@ class BeamModel:
                 rad.signal_at_10pct_counts, rad.ambient_counts, rad.detection_probability_at_spec
             ),
             windows=windows,
+            power_ratio=power_ratio,
         )
 
     @property

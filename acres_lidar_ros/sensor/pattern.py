@@ -1,8 +1,10 @@
-"""Beam geometry of a spinning LiDAR (spec "Scan Pattern", "Sub-Rays"; ACRES Core's planar scan).
+"""Beam geometry of a LiDAR (spec "Scan Pattern", "Sub-Rays"; ACRES Core's planar scan).
 
-Sensor frame is FLU; azimuth is counter-clockwise from forward. Column 0 points forward for
-both column orders. The lens origin of a beam lies on its column's block azimuth, not on the
-ring's azimuth. Cells are ordered column-major: cell = column x rings + ring.
+Sensor frame is FLU; azimuth is counter-clockwise from forward. The beams come from the sensor's
+firing pattern (``emitters.FiringPattern``): a column is a tick and a ring an emitter, cells are
+ordered column-major: cell = column x rings + ring. For the rings x columns keys column 0 points
+forward for both column orders, and the lens origin of a beam lies on its column's block
+azimuth, not on the ring's azimuth.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.sensor.emitters import FiringCells, FiringPattern
 
 # Sub-ray pattern of a 7-sub-ray beam (AcresLidar::SubRayPattern).
 SUB_RAY_OFFSET_FRACTION = 0.35
@@ -43,12 +46,6 @@ def ring_elevations_rad(rings: int, elevation_min_rad: float, elevation_max_rad:
     if rings == 1:
         return np.array([(elevation_min_rad + elevation_max_rad) / 2.0])
     return elevation_min_rad + (elevation_max_rad - elevation_min_rad) * np.arange(rings) / (rings - 1)
-
-
-def column_azimuths_rad(columns: int, azimuth_order: str) -> np.ndarray:
-    """Block azimuth ``alpha_c = +-2 pi c / N_c`` (ccw / cw): (columns,) float64."""
-    sign = 1.0 if azimuth_order == "ccw" else -1.0
-    return sign * 2.0 * np.pi * np.arange(columns) / columns
 
 
 def beam_directions(elevation_rad: np.ndarray, azimuth_rad: np.ndarray) -> np.ndarray:
@@ -110,14 +107,16 @@ class BeamPattern:
 
     Attributes
     ----------
-    column_azimuth_rad : (N_c,) block azimuth of each column
+    column_azimuth_rad : (N_c,) block (tick) azimuth of each column
     directions_sensor : (N_c, N_r, 3) unit beam directions ``d``
     sub_directions_sensor : (N_c, N_r, S, 3) unit sub-ray directions ``d_j``
     sub_ray_weights : (S,) energy weights ``w_j``
-    lens_origins_sensor : (N_c, 3) lens centre ``o`` of each column
+    lens_origins_sensor : (N_c, N_r, 3) origin ``o`` of each beam (the lens centre of its column,
+        or its emitter's offsets)
     R_base_sensor : (3, 3) mount rotation ``M``
     t_base_sensor_m : (3,) mount position in base_footprint
-    ring_rank : (N_r,) elevation rank of each ring
+    ring_rank : (N_r,) elevation rank of each ring (of the first state's emitters)
+    cells : the firing cells the beams come from (fire times, channel ids, corrections, ...)
     """
 
     columns: int
@@ -130,26 +129,33 @@ class BeamPattern:
     R_base_sensor: np.ndarray
     t_base_sensor_m: np.ndarray
     ring_rank: np.ndarray
+    cells: FiringCells
 
     @classmethod
     def from_config(cls, config: SensorConfig, sub_rays: int | None = None) -> BeamPattern:
         """The pattern of a sensor; ``sub_rays`` overrides the configured count (1 or 7)."""
-        alpha_c = column_azimuths_rad(config.columns, config.azimuth_order)
-        azimuth = alpha_c[:, None] + config.azimuth_offsets_rad[None, :]
-        directions = beam_directions(config.elevations_rad[None, :], azimuth)
+        return cls.from_firing(FiringPattern.from_config(config), config, sub_rays)
+
+    @classmethod
+    def from_firing(
+        cls, firing: FiringPattern, config: SensorConfig, sub_rays: int | None = None, index: int = 0
+    ) -> BeamPattern:
+        """The beams of scan ``index`` of ``firing`` (the scan picks a solid-state sensor's state)."""
+        cells = firing.cells(index)
+        directions = beam_directions(cells.elevation_rad, cells.azimuth_rad)
         offsets, weights = sub_ray_pattern(sub_rays or config.sub_rays, config.beam_divergence_rad)
-        lens = config.lens_center_m * np.stack([np.cos(alpha_c), np.sin(alpha_c), np.zeros_like(alpha_c)], axis=1)
         return cls(
-            columns=config.columns,
-            rings=config.rings,
-            column_azimuth_rad=alpha_c,
+            columns=firing.ticks,
+            rings=firing.emitters,
+            column_azimuth_rad=firing.tick_azimuth_rad,
             directions_sensor=directions,
             sub_directions_sensor=sub_ray_directions(directions, offsets),
             sub_ray_weights=weights,
-            lens_origins_sensor=lens,
+            lens_origins_sensor=np.ascontiguousarray(cells.origin_sensor_m),
             R_base_sensor=mount_rotation(config.rpy_rad),
             t_base_sensor_m=np.asarray(config.position_flu_m, dtype=np.float64),
             ring_rank=elevation_rank(config.elevations_rad),
+            cells=cells,
         )
 
     @property
@@ -170,6 +176,8 @@ def planar_config(config: SensorConfig, beams: int = 360, max_range_m: float = 3
     """
     return config.with_overrides(
         {
+            "emitters": None,
+            "scan_type": "rotary",
             "columns": beams,
             "elevations_deg": [0.0],
             "azimuth_offsets_deg": [0.0],

@@ -1,0 +1,284 @@
+"""The ``Scanner`` that traces the scans of one sensor over one scene."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from acres_lidar_ros.body.self_returns import SelfReturnTable
+from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.detection import ScanEchoes
+from acres_lidar_ros.radiometry.model import BeamModel
+from acres_lidar_ros.radiometry.noise import NoiseStreams
+from acres_lidar_ros.radiometry.windows import CellWindows
+from acres_lidar_ros.scan.model import Scan, ScanOptions
+from acres_lidar_ros.scan.sweep import Sweep
+from acres_lidar_ros.sensor.emitters import FiringPattern
+from acres_lidar_ros.sensor.pattern import BeamPattern
+from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.rays import sensor_points, world_rays
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.scene.model import Scene
+    from acres_lidar_ros.tracing.trace import Tracer
+
+
+class Scanner:
+    """Traces scans of one sensor over one scene.
+
+    The scene's acceleration structure is built once; each ``scan`` builds the rays of every
+    column (tick) from the sensor pose at that column's firing time, or of every cell from the
+    pose at its own firing time where a tick's emitters fire at different times (the sensor's
+    ``FiringPattern``), traces them, forms the returns and the points. Scans of one run share the noise streams, so a run is reproducible from its seed
+    when its scans are taken in order.
+
+    Parameters
+    ----------
+    config : SensorConfig
+    scene : Scene (``acres_lidar_ros.scene``); ignored when ``tracer`` is given
+    options : ScanOptions
+    tracer : a ``Tracer`` to reuse (e.g. shared by scanners of one scene)
+    self_table : the sensor's self-return table, loaded by the caller (``body.self_returns.sensor_self_table``),
+        or None for a sensor without one; applied while ``options.self_returns`` is on
+    """
+
+    def __init__(
+        self,
+        config: SensorConfig,
+        scene: Scene | None = None,
+        options: ScanOptions = ScanOptions(),
+        tracer: Tracer | None = None,
+        self_table: SelfReturnTable | None = None,
+    ) -> None:
+        from acres_lidar_ros.tracing.trace import Tracer
+
+        if tracer is None:
+            if scene is None:
+                raise ConfigError("Scanner needs a scene or a tracer")
+            tracer = Tracer(scene)
+        if self_table is not None and (self_table.columns, self_table.rings) != (config.columns, config.rings):
+            raise ConfigError(
+                f"self_table {str(self_table.path) if self_table.path else ''!r} is for {self_table.columns} columns x "
+                f"{self_table.rings} rings; the sensor has {config.columns} x {config.rings}"
+            )
+        self.config = config
+        self.options = options
+        self._set_pattern()
+        self.tracer = tracer
+        self.self_table = self_table
+        self.streams: NoiseStreams | None = self._new_streams()
+        self._models: dict[int, BeamModel] = {}  # phase -> model, built on first use, again after a change
+        self._next_index = 0
+        self.timings_ms: dict[str, float] = {}
+        self.last_echoes: ScanEchoes | None = None
+
+    # -- configuration ---------------------------------------------------------------------
+
+    def _set_pattern(self) -> None:
+        self.firing = FiringPattern.from_config(self.config)
+        self.pattern = BeamPattern.from_firing(self.firing, self.config)
+        self._patterns: dict[int, BeamPattern] = {0: self.pattern}
+
+    def pattern_for(self, index: int) -> BeamPattern:
+        """The beams of scan ``index``: ``pattern``, or a solid-state sensor's state of that scan."""
+        phase = self.firing.phase_of_scan(index)
+        if phase not in self._patterns:
+            self._patterns[phase] = BeamPattern.from_firing(self.firing, self.config, index=index)
+        return self._patterns[phase]
+
+    def _new_streams(self) -> NoiseStreams | None:
+        """The run's noise streams (``noise.NoiseStreams`` of the seed); None without radiometry."""
+        return NoiseStreams(self.options.seed) if self.options.radiometry else None
+
+    @property
+    def applied_self_table(self) -> SelfReturnTable | None:
+        """The self-return table the scans apply: ``self_table`` while ``options.self_returns``."""
+        return self.self_table if self.options.self_returns else None
+
+    @property
+    def model(self) -> BeamModel:
+        """The radiometric model of the current config and options (built on first use and
+        again after ``set_options`` or ``set_runtime_config``; the same object until then)."""
+        return self.model_for(0)
+
+    def model_for(self, index: int) -> BeamModel:
+        """The model of scan ``index``: ``model`` with the emitters' powers of that scan's beams."""
+        phase = self.firing.phase_of_scan(index)
+        if phase not in self._models:
+            options = self.options
+            cells = self.pattern_for(index).cells
+            ratio = cells.power_ratio.reshape(-1)
+            range_id = self.cell_range_id
+            if range_id is None and cells.range_id.any():
+                range_id = cells.range_id.reshape(-1)
+            self._models[phase] = BeamModel.build(
+                self.config,
+                noise=options.noise,
+                weather=options.weather and not options.ideal,
+                rain_mm_per_h=options.rain_mm_per_h,
+                visibility_m=options.visibility_m,
+                foliage_solid=not options.foliage,
+                power_ratio=None if bool((ratio == 1.0).all()) else ratio,
+                windows=CellWindows.build(self.config, self.cell_firing_angle_rad(index), range_id),
+            )
+        return self._models[phase]
+
+    cell_range_id: np.ndarray | None = None
+    """Each beam's range region, replacing its emitter's ``range_id``; None: the emitters' ids."""
+
+    def cell_firing_angle_rad(self, index: int = 0) -> np.ndarray:
+        """Seed 004's firing angle of each beam of scan ``index`` (clockwise from the sweep's start,
+        rad; ``FiringCells.firing_angle_rad``): (cells,) float64, what the valid azimuth window is
+        measured on."""
+        return self.pattern_for(index).cells.firing_angle_rad.reshape(-1)
+
+    @property
+    def windows(self) -> CellWindows:
+        """Each beam's validity windows (``radiometry.windows``) under the current config."""
+        return self.windows_for(0)
+
+    def windows_for(self, index: int) -> CellWindows:
+        """The windows of scan ``index``'s beams."""
+        return self.model_for(index).windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
+
+    def set_options(self, **changes: Any) -> None:
+        """Change options between scans (validated); a new seed restarts the noise streams."""
+        options = replace(self.options, **changes)
+        reseed = options.seed != self.options.seed or options.radiometry != self.options.radiometry
+        self.options = options
+        self._models = {}
+        if reseed:
+            self.streams = self._new_streams()
+
+    def warm_up(self) -> float:
+        """Trace one throw-away scan with a copy of this scanner (same tracer, own streams), so
+        numba's kernels are compiled (or loaded from its cache) before the first real scan;
+        this scanner's noise streams and scan numbers are untouched. Returns the seconds it took."""
+        started = time.perf_counter()
+        spare = Scanner(self.config, options=self.options, tracer=self.tracer, self_table=self.self_table)
+        at_rest = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
+        sweep = spare.start_sweep(int(round(self.config.period_s * 1e9)), index=0)
+        half = np.flatnonzero(sweep.firing_time_s <= np.median(sweep.firing_time_s))
+        sweep.trace_columns(at_rest, half)  # the block path the node takes, too
+        sweep.finish(at_rest)
+        return time.perf_counter() - started
+
+    def set_runtime_config(self, overrides: dict) -> None:
+        """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
+        from acres_lidar_ros.config.schema import LIDAR_PARAM
+
+        # The emitters block sets the cells of a scan (tick and channel identity): fixed, as scan_type.
+        fixed = [key for key in overrides if key == "emitters" or (key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime)]
+        if fixed:
+            raise ConfigError(
+                f"lidar.{fixed[0]} cannot change while running; runtime keys: "
+                + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime)
+            )
+        self.config = self.config.with_overrides(overrides)
+        self._set_pattern()
+        self._models = {}
+
+    @property
+    def sub_rays(self) -> int:
+        return len(self.pattern.sub_ray_weights)
+
+    @property
+    def ray_count(self) -> int:
+        return self.config.columns * self.config.rings * self.sub_rays
+
+    # -- timing -----------------------------------------------------------------------------
+
+    def time_offsets_s(self, index: int = 0) -> np.ndarray:
+        """``dt_c`` of each column (tick) of scan ``index``: (N_c,) float64, zeros without motion
+        distortion. Where the emitters of each tick share one fire time it is included (their
+        common firing time); otherwise the tick's start (``fire_times_s`` gives the delays)."""
+        if not self.options.motion_on(self.config):
+            return np.zeros(self.config.columns)
+        dt = self.firing.tick_time_offset_s
+        if self.firing.shared_fire_times:
+            fire = self.pattern_for(index).cells.fire_time_s[:, 0]
+            return dt + fire if fire.any() else dt
+        return dt
+
+    def fire_times_s(self, index: int = 0) -> np.ndarray | None:
+        """Each cell's delay after its tick's ``time_offsets_s``: (N_c N_r,) float64, or None
+        where every emitter of a tick fires at one time (or without motion distortion)."""
+        if self.firing.shared_fire_times or not self.options.motion_on(self.config):
+            return None
+        return self.pattern_for(index).cells.fire_time_s.reshape(-1)
+
+    def firing_times_s(self, stamp_ns: int, index: int = 0) -> np.ndarray:
+        """Absolute firing time of each column, s: (N_c,) float64."""
+        return stamp_ns * 1e-9 + self.time_offsets_s(index)
+
+    def firing_poses(self, poses: PoseHistory, stamp_ns: int, extrapolate: bool = False) -> np.ndarray:
+        """``T_world_sensor`` at each column's firing time: (N_c, 4, 4) float64."""
+        T_world_base = poses.transforms(self.firing_times_s(stamp_ns), extrapolate=extrapolate)
+        return T_world_base @ self.pattern.T_base_sensor
+
+    # -- rays -------------------------------------------------------------------------------
+
+    def rays_world(
+        self, T_world_sensor: np.ndarray, columns: np.ndarray | None = None, pattern: BeamPattern | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Origins and unit directions of every sub-ray in the world: two (n, 3) float64 arrays.
+
+        ``T_world_sensor`` is (N_c, 4, 4), or (len(columns), 4, 4) for a subset of ``columns``:
+        one pose per column. Row ``(c * N_r + r) * S + j`` is sub-ray ``j`` of ring ``r`` of
+        column ``c`` (counting only the given columns, in their order). ``pattern``: the scan's
+        beams (default ``pattern``).
+        """
+        pattern = self.pattern if pattern is None else pattern
+        sub, origins = pattern.sub_directions_sensor, pattern.lens_origins_sensor
+        if columns is not None:
+            sub, origins = sub[columns], origins[columns]
+        return world_rays(T_world_sensor, sub, origins)
+
+    def rays_world_of_cells(
+        self, T_world_sensor: np.ndarray, cells: np.ndarray, pattern: BeamPattern | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """As ``rays_world`` with one pose per cell: ``T_world_sensor`` (len(cells), 4, 4)."""
+        pattern = self.pattern if pattern is None else pattern
+        sub = pattern.sub_directions_sensor.reshape(-1, 1, self.sub_rays, 3)[cells]
+        origins = pattern.lens_origins_sensor.reshape(-1, 1, 3)[cells]
+        return world_rays(T_world_sensor, sub, origins)
+
+    def points_sensor(self, range_m: np.ndarray, pattern: BeamPattern | None = None) -> np.ndarray:
+        """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
+        the (cells, R) ranges; NaN where the range is NaN."""
+        pattern = self.pattern if pattern is None else pattern
+        directions = np.ascontiguousarray(pattern.directions_sensor).reshape(-1, 3)
+        origins = np.ascontiguousarray(pattern.lens_origins_sensor).reshape(-1, 3)
+        return sensor_points(range_m, directions, origins)
+
+    # -- the scan -----------------------------------------------------------------------------
+
+    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> Sweep:
+        """A scan stamped ``stamp_ns`` to be traced column block by column block (``Sweep``)."""
+        if index is None:
+            index = self._next_index
+        self._next_index = index + 1
+        return Sweep(self, int(stamp_ns), tuple(boxes), index)
+
+    def scan(
+        self,
+        poses: PoseHistory,
+        stamp_ns: int,
+        boxes: Sequence = (),
+        index: int | None = None,
+        extrapolate: bool = False,
+    ) -> Scan:
+        """Trace one scan stamped ``stamp_ns`` (end of the sweep) from the poses in ``poses``.
+
+        ``boxes`` are other vehicles (``boxes.VehicleBox``) in the world at this scan.
+        ``extrapolate`` continues the last pose for columns that fire after it.
+        """
+        sweep = self.start_sweep(stamp_ns, boxes, index)
+        scan = sweep.finish(poses, extrapolate=extrapolate)
+        self.timings_ms, self.last_echoes = sweep.timings_ms, sweep.echoes
+        return scan

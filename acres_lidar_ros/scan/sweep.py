@@ -1,0 +1,316 @@
+"""One scan traced tick block by tick block as the pose history covers its firing times."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
+from acres_lidar_ros.config.limits import trace_key
+from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
+from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
+from acres_lidar_ros.radiometry.mechanical import block_rays
+from acres_lidar_ros.radiometry.model import BeamModel
+from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
+from acres_lidar_ros.scan.model import Scan
+from acres_lidar_ros.sensor.emitters import FiringCells
+from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.tracing.hits import Hits
+
+
+@dataclass
+class _Block:
+    """One traced column block of a sweep: its rays, hits and (with radiometry) its beams'
+    contributions and echoes, prepared with ``model``."""
+
+    columns: np.ndarray
+    cells: np.ndarray
+    origins: np.ndarray
+    directions: np.ndarray
+    hits: Hits
+    trace_key: tuple
+    beams: BeamBlock | None = None
+    model: BeamModel | None = None
+
+
+class Sweep:
+    """One scan traced in column (tick) blocks as the pose history covers their firing times.
+
+    A tick is traced once the history covers its last emitter's firing time. Where the emitters
+    of a tick share one fire time the tick's rays come from one pose; otherwise each cell's rays
+    come from the pose at its own firing time (``Scanner.fire_times_s``).
+
+    The ROS 2 node starts a sweep when the scan is due and calls ``trace_covered`` whenever
+    odometry arrives, so when the sweep ends only the columns that fired after the last pose are
+    left; ``finish`` traces those and forms the scan. With radiometry, the part that needs only
+    a beam's own hits (contributions and echoes: ``echoes.prepare_block``) runs on each block as
+    it is traced, and the noise pairs the scan will take are formed ahead
+    (``NoiseStreams.draw_ahead``); ``finish`` runs the rest over all beams at once
+    (``detection.finish_returns``: clutter, noise draws, detection, returns), because the noise
+    and rain streams run over the beams in ring-major order. A block prepared with another model
+    than the scanner's at the finish (``set_options``, ``set_runtime_config``), or one whose
+    hits were refused, is prepared again there (which raises the refusal). Either way the result
+    is the same scan as one ``Scanner.scan`` with the same poses.
+
+    Attributes
+    ----------
+    timings_ms : dict
+        After ``finish``: ``rays_ms``, ``trace_ms``, ``returns_ms`` (the radiometry of the blocks
+        while they were traced, and of the finish, and the self returns), ``points_ms``.
+    echoes : ScanEchoes or None
+        After ``finish`` with radiometry: every echo of the scan after detection.
+    pattern : BeamPattern
+        The beams of this scan (``Scanner.pattern_for``).
+    """
+
+    def __init__(self, scanner: Any, stamp_ns: int, boxes: tuple, index: int) -> None:
+        """``scanner``: the ``Scanner`` whose scan this is."""
+        self.scanner = scanner
+        self.stamp_ns = stamp_ns
+        self.boxes = boxes
+        self.index = index
+        columns, rings = scanner.config.columns, scanner.config.rings
+        self.pattern = scanner.pattern_for(index)
+        self.time_offset_s = scanner.time_offsets_s(index)
+        self.firing_time_s = stamp_ns * 1e-9 + self.time_offset_s
+        self.fire_time_s = scanner.fire_times_s(index)
+        self.T_world_sensor = np.empty((columns, 4, 4))
+        self.emitter_T_world_sensor: np.ndarray | None = None
+        self._covered_time_s = self.firing_time_s  # when a tick's last emitter has fired
+        if self.fire_time_s is not None:
+            self.emitter_T_world_sensor = np.empty((columns * rings, 4, 4))
+            self._covered_time_s = self.firing_time_s + self.fire_time_s.reshape(columns, rings).max(axis=1)
+        self.traced = np.zeros(columns, dtype=bool)
+        self._blocks: list[_Block] = []
+        self._self_decision: tuple[tuple, SelfDecision] | None = None  # (key, decision) once decided
+        self.rays_s = 0.0
+        self.trace_s = 0.0
+        self.prepare_s = 0.0
+        self.timings_ms: dict[str, float] = {}
+        self.echoes: ScanEchoes | None = None
+
+    @property
+    def done(self) -> bool:
+        return bool(self.traced.all())
+
+    def self_decision(self, table: SelfReturnTable) -> SelfDecision:
+        """The body's part of this scan from ``table`` (the scanner's ``applied_self_table``;
+        ``self_returns.decide_self_returns``), decided once, while the sweep runs; decided again
+        if the seed, noise or range noise changed since."""
+        scanner = self.scanner
+        key = (self.index, scanner.options.seed, scanner.options.noise, scanner.config.std_m)
+        if self._self_decision is None or self._self_decision[0] != key:
+            from acres_lidar_ros.body.self_returns import decide_self_returns
+
+            decision = decide_self_returns(
+                table,
+                self.index,
+                scanner.options.seed,
+                scanner.config.std_m,
+                scanner.options.noise,
+            )
+            self._self_decision = (key, decision)
+        return self._self_decision[1]
+
+    def trace_covered(self, poses: PoseHistory, min_columns: int = 1) -> int:
+        """Trace the untraced columns that fire at or before the newest pose, if there are at
+        least ``min_columns`` of them (a tiny block costs more than it saves); return how many."""
+        if not len(poses):
+            return 0
+        columns = np.flatnonzero(~self.traced & (self._covered_time_s <= poses.end_s))
+        if columns.size < max(min_columns, 1):
+            return 0
+        self.trace_columns(poses, columns)
+        return int(columns.size)
+
+    def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
+        """Trace what is left (and blocks traced under another ``trace_key``: a
+        runtime change since) and form the scan."""
+        scanner = self.scanner
+        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
+        for block in [block for block in self._blocks if block.trace_key != key]:
+            self.traced[block.columns] = False
+            self._blocks.remove(block)
+        columns = np.flatnonzero(~self.traced)
+        if columns.size:
+            self.trace_columns(poses, columns, extrapolate)
+        config, options = scanner.config, scanner.options
+        t2 = time.perf_counter()
+        returns = self._returns()
+        table = scanner.applied_self_table
+        if table is not None:
+            from acres_lidar_ros.body.self_returns import merge_self_returns
+
+            # The returns were just made for this scan and nothing else holds them: merge in place.
+            returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
+        returns = emitter_corrections(returns, self.pattern.cells)
+        t3 = time.perf_counter()
+        points = scanner.points_sensor(returns.range_m, self.pattern)
+        t4 = time.perf_counter()
+        weather_on = options.weather_on(config)
+        self.timings_ms = {
+            "rays_ms": self.rays_s * 1e3,
+            "trace_ms": self.trace_s * 1e3,
+            "returns_ms": (t3 - t2 + self.prepare_s) * 1e3,
+            "points_ms": (t4 - t3) * 1e3,
+        }
+        return Scan(
+            index=self.index,
+            stamp_ns=self.stamp_ns,
+            columns=config.columns,
+            rings=config.rings,
+            returns=returns,
+            points_sensor=points,
+            time_offset_s=self.time_offset_s,
+            ring_rank=scanner.pattern.ring_rank,
+            T_world_sensor=self.T_world_sensor,
+            fire_time_s=self.fire_time_s,
+            emitter_T_world_sensor=self.emitter_T_world_sensor,
+            cells=self.pattern.cells,
+            frame_id=config.frame_id,
+            weather={
+                "rain_mm_per_h": options.rain_mm_per_h if weather_on else 0.0,
+                "visibility_m": options.visibility_m if weather_on else math.inf,
+            },
+        )
+
+    def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
+        """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
+        beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
+        scanner, config = self.scanner, self.scanner.config
+        table = scanner.applied_self_table
+        if table is not None and self._self_decision is None:
+            self.self_decision(table)  # the body's part needs no poses: decide it before the stamp
+        t0 = time.perf_counter()
+        T_base_sensor = self.pattern.T_base_sensor
+        T_world_sensor = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate) @ T_base_sensor
+        self.T_world_sensor[columns] = T_world_sensor
+        cells = (columns[:, None] * config.rings + np.arange(config.rings)).reshape(-1)
+        if self.fire_time_s is None:
+            everything = columns.size == config.columns
+            origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns, self.pattern)
+            R_firings = T_world_sensor[:, :3, :3]  # one per column
+        else:  # each emitter from the pose at its own firing time
+            assert self.emitter_T_world_sensor is not None
+            times_s = np.repeat(self.firing_time_s[columns], config.rings) + self.fire_time_s[cells]
+            T_cells = poses.transforms(times_s, extrapolate=extrapolate) @ T_base_sensor
+            self.emitter_T_world_sensor[cells] = T_cells
+            origins, directions = scanner.rays_world_of_cells(T_cells, cells, self.pattern)
+            R_firings = T_cells[:, :3, :3]  # one per beam
+        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
+        origins, directions = block_rays(config.mechanical_noise, *key, R_firings, beam_directions, origins, directions)
+        t1 = time.perf_counter()
+        hits = scanner.tracer.trace(
+            origins,
+            directions,
+            max_range_m=config.range_m,
+            max_hits=config.max_hits_per_sub_ray,
+            continue_step_m=config.continue_step_m,
+            pond_threshold_m=config.pond_threshold_m,
+            boxes=self.boxes,
+            foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
+        )
+        t2 = time.perf_counter()
+        self.rays_s += t1 - t0
+        self.trace_s += t2 - t1
+        self.traced[columns] = True
+        block = _Block(
+            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+        )
+        self._blocks.append(block)
+        if scanner.options.radiometry:
+            try:
+                self._prepare(block)
+            except (ValueError, IndexError):
+                block.beams = None  # refused: finish prepares it again and raises there
+            streams = scanner.streams
+            if not self.done and streams is not None:
+                # The noise pairs depend on the stream's position alone: form them now, before
+                # the stamp, so that finish only takes them (no number changes). Every block
+                # checks, because the previous scan may finish (and move the stream on) meanwhile.
+                used = streams.pairs_used_last
+                streams.draw_ahead(used + used // 4 + 1024 if used else config.columns * config.rings)
+            self.prepare_s += time.perf_counter() - t2
+
+    def _prepare(self, block: _Block) -> None:
+        scanner = self.scanner
+        model = scanner.model_for(self.index)
+        block.model = model
+        block.beams = prepare_block(
+            block.hits,
+            block.origins,
+            block.directions,
+            self.pattern.sub_ray_weights,
+            model,
+            scanner.options.seed,
+            self.index,
+            block.cells,
+        )
+
+    def _returns(self) -> Returns:
+        scanner = self.scanner
+        if scanner.options.radiometry:
+            model = scanner.model_for(self.index)
+            for block in self._blocks:
+                if block.beams is None or block.model is not model:
+                    self._prepare(block)
+            assert scanner.streams is not None
+            beams = [block.beams for block in self._blocks if block.beams is not None]
+            self._blocks = []
+            returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index)
+            return returns
+        config = scanner.config
+        if len(self._blocks) == 1:
+            hits = self._blocks[0].hits
+        else:
+            order = np.argsort(np.concatenate([block.columns for block in self._blocks]), kind="stable")
+            per_column = config.rings * scanner.sub_rays
+            rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
+            hits = _concatenate_hits([block.hits for block in self._blocks], rows)
+        self._blocks = []
+        windows = scanner.windows_for(self.index)
+        return nearest_hit_returns(
+            hits,
+            self.pattern.sub_ray_weights,
+            np.where(windows.azimuth_inside, windows.near_m, np.inf),
+            windows.far_m,
+            config.materials.reflectivity,
+            windows.separation_m,
+        )
+
+
+def _concatenate_hits(blocks: list[Hits], rows: np.ndarray) -> Hits:
+    """Hits of several column blocks in one array set, rows put back in cell order."""
+    fields = Hits.__dataclass_fields__
+    return Hits(**{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in fields})
+
+
+def emitter_corrections(returns: Returns, cells: FiringCells) -> Returns:
+    """The emitters' own corrections of a scan's returns (seed 004), in place where there are any.
+
+    * An ROI state's emitter that does not fire at a tick (``cells.fires`` False) has no return.
+    * ``distance_correction_m`` is subtracted from every range the emitter reports; a return whose
+      corrected range falls below 0 is no return.
+    """
+    fires = cells.fires.reshape(-1)
+    correction = cells.distance_correction_m.reshape(-1)
+    if fires.all() and not correction.any():
+        return returns
+    valid = returns.valid & fires[:, None]
+    range_m = returns.range_m - correction[:, None]
+    valid &= ~(range_m < 0.0)
+    if valid.all() and not correction.any():
+        return returns
+    dropped = returns.valid & ~valid
+    none = empty_returns(*valid.shape)  # what a slot without a return holds, field by field
+    fields = {
+        name: np.where(dropped, getattr(none, name), getattr(returns, name)) for name in Returns.__dataclass_fields__
+    }
+    fields.update(range_m=np.where(valid, range_m, np.nan), valid=valid)
+    return Returns(**fields)
