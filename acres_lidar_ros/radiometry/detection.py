@@ -43,10 +43,10 @@ from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.radiometry.physics import intensity_byte, reflectance_limit
+from acres_lidar_ros.radiometry.physics import reflectance_limit
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
-from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts
-from acres_lidar_ros.radiometry.scalar_physics import range_sigma_m as range_sigma_of
+from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
+from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, range_sigma_of_snr, snr
 from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
 from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
@@ -217,6 +217,7 @@ def _echo_signals(
     """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
     and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
     beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``)."""
+    snr_spec = snr(signal_at_10pct_counts, ambient_counts)
     for i in range(lo, hi):
         r = range_m[i]
         s_clear = signal_counts_of(
@@ -233,7 +234,7 @@ def _echo_signals(
         signal[i] = s
         if noise:
             measured[i] = measured_signal_counts(s, ambient_counts, n1[draw[i]])
-            sigma = range_sigma_of(s, ambient_counts, signal_at_10pct_counts, std_m, range_std_low_snr_m)
+            sigma = range_sigma_of_snr(snr(s, ambient_counts), snr_spec, std_m, range_std_low_snr_m)
             moved = r + sigma * n2[draw[i]]
         else:
             measured[i] = s
@@ -298,24 +299,76 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     lit_row, slot_col = np.nonzero(chosen >= 0)
     pick = det[chosen[lit_row, slot_col]]  # echo of each return
     at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
-    ret_measured = measured[pick]
-    ret_clear = clear[pick]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reflectivity = np.where(
-            ret_clear > 0.0, echoes.reflectance[pick] * np.maximum(ret_measured, 0.0) / ret_clear, 0.0
-        )
-    out.range_m.reshape(-1)[at] = range_meas[pick]
-    out.valid.reshape(-1)[at] = True
-    out.reflectivity.reshape(-1)[at] = reflectivity
-    out.signal.reshape(-1)[at] = np.floor(
-        np.clip(ret_measured, 0.0, min(rad.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5
+    _write_returns(
+        pick,
+        at,
+        flags[lit_row, slot_col],
+        measured,
+        clear,
+        echoes.reflectance,
+        range_meas,
+        echoes.class_id,
+        echoes.material_id,
+        echoes.instance,
+        float(min(rad.saturation_counts, MAX_SIGNAL_COUNTS)),
+        *(getattr(out, name).reshape(-1) for name in _RETURN_FIELDS),
     )
-    out.intensity.reshape(-1)[at] = intensity_byte(reflectivity)
-    out.class_id.reshape(-1)[at] = echoes.class_id[pick]
-    out.material_id.reshape(-1)[at] = echoes.material_id[pick]
-    out.instance.reshape(-1)[at] = echoes.instance[pick]
-    out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out, scan_echoes
+
+
+_RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its order
+    "range_m",
+    "valid",
+    "reflectivity",
+    "signal",
+    "intensity",
+    "class_id",
+    "material_id",
+    "instance",
+    "return_flags",
+)
+
+
+@numba.njit(cache=True, nogil=True)
+def _write_returns(
+    pick,
+    at,
+    return_flags,
+    measured,
+    clear,
+    reflectance,
+    range_meas,
+    class_id,
+    material_id,
+    instance,
+    max_signal_counts,
+    out_range,
+    out_valid,
+    out_reflectivity,
+    out_signal,
+    out_intensity,
+    out_class,
+    out_material,
+    out_instance,
+    out_flags,
+):
+    """The fields of each return ``k`` (echo ``pick[k]``, flat slot ``at[k]``): ``rho_rep = rho_e
+    max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up (negative gives 0), the
+    intensity byte."""
+    for k in range(pick.shape[0]):
+        e = pick[k]
+        a = at[k]
+        m = measured[e]
+        rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
+        out_range[a] = range_meas[e]
+        out_valid[a] = True
+        out_reflectivity[a] = rho
+        out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
+        out_intensity[a] = intensity_byte_of(rho)
+        out_class[a] = class_id[e]
+        out_material[a] = material_id[e]
+        out_instance[a] = instance[e]
+        out_flags[a] = return_flags[k]
 
 
 def reflectance_limit_detection(

@@ -237,19 +237,18 @@ def contributions_of_hits(
     config = model.config
     mats = config.materials
     n_sub = weights.size
-    k_slots = hits.shape[1]
     class_id = hits.class_id.ravel()
     material_id = hits.material_id.ravel()
     range_m = hits.range_m.ravel()
     cos_incidence = hits.cos_incidence.ravel()
     # 1. Which hits light reaches, and the foliage transmission in front of each.
-    flat, t_front, tau, passes = reached_hits(
+    flat, rows, t_front, tau, passes = reached_hits(
         hits.valid, hits.class_id, hits.material_id, IS_FOLIAGE_CLASS, mats.transmission, model.foliage_solid
     )
     # 2. The keys of the ground terms, and their normals in one vectorised call.
     ground_at, slope_at, albedo_at, rough_at, cos_ground, keys = ground_keys(
         flat,
-        k_slots,
+        rows,
         n_sub,
         class_id,
         material_id,
@@ -274,6 +273,7 @@ def contributions_of_hits(
     # 3. Tilt, texture, roughness, backscatter, contribution and echo stretch of each hit.
     bad_range, nearest_solid, *fields = lit_contributions(
         flat,
+        rows,
         t_front,
         tau,
         passes,
@@ -283,7 +283,6 @@ def contributions_of_hits(
         rough_at,
         theta_ground,
         z,
-        k_slots,
         n_sub,
         weights,
         cells,
