@@ -32,7 +32,7 @@ reported reflectivity is ``R_lambda``. docs/detection.md says when each model fi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
@@ -48,6 +48,7 @@ from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_re
 from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
 from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, range_sigma_of_snr, snr
 from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
+from acres_lidar_ros.radiometry.weather import CLEAR_AIR
 from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
@@ -79,6 +80,8 @@ class ScanEchoes:
         Why a window drops the echo: the ``windows.WINDOW_*`` bits (near, far, azimuth,
         separation), 0 inside every window. An echo the detector sees with a reason set is one
         a window dropped.
+    truth : EchoTruth or None
+        What the per-cell truth output needs (``model.truth`` only).
     """
 
     index: int
@@ -88,6 +91,30 @@ class ScanEchoes:
     measured_counts: np.ndarray
     detected: np.ndarray
     outside_window: np.ndarray
+    truth: EchoTruth | None = None
+
+
+@dataclass(frozen=True)
+class EchoTruth:
+    """Per echo, what the truth output reads (``radiometry.truth``), kept only with ``model.truth``.
+
+    Attributes
+    ----------
+    echoes : Echoes
+        The scan's echoes (class, material, instance and incidence of each one's largest
+        contribution).
+    signal_detected : (e,) bool
+        The signal test alone, before the windows.
+    clear_air_detected : (e,) bool or None
+        The signal test with the same draws in clear air (``alpha = 0``); None in clear air.
+    return_echo : (n_beams, R) int64
+        The echo of each return slot (-1 for an empty slot).
+    """
+
+    echoes: Echoes
+    signal_detected: np.ndarray
+    clear_air_detected: np.ndarray | None
+    return_echo: np.ndarray
 
 
 def finish_returns(
@@ -152,6 +179,7 @@ def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid
         np.full(m, PRECIPITATION_CLASS, np.uint8),
         np.full(m, PRECIPITATION_MATERIAL, np.uint8),
         np.full(m, CLUTTER_INSTANCE, np.uint32),
+        np.full(m, np.nan) if model.truth else None,  # a slab has no surface, so no incidence
     )
 
 
@@ -255,26 +283,7 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     def part(lo: int, hi: int) -> None:
         _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
 
-    inputs = (
-        echoes.reflectance,
-        echoes.range_m,
-        echoes.peak,
-        echoes.cell,
-        config.rings,
-        float(rad.signal_at_10pct_counts),
-        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
-        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
-        float(rad.overlap_range_m),
-        float(model.atmosphere.alpha_per_m),
-        float(rad.ambient_counts),
-        float(config.std_m),
-        float(rad.range_std_low_snr_m),
-        bool(model.noise),
-        n1_drawn,
-        n2_drawn,
-        draw,
-        float(config.range_m),
-    )
+    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m)
     map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
@@ -284,7 +293,12 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
     outside = windows.outside(echoes.cell, echoes.range_m, seen)
     detected = seen & (outside == 0)
-    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside)
+    truth = None
+    if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
+        n2 = n2_drawn[draw] if model.noise else None
+        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, n2)
+        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
+    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
     if det.size == 0:
@@ -299,6 +313,8 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     lit_row, slot_col = np.nonzero(chosen >= 0)
     pick = det[chosen[lit_row, slot_col]]  # echo of each return
     at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
+    if truth is not None:
+        truth.return_echo.reshape(-1)[at] = pick
     _write_returns(
         pick,
         at,
@@ -369,6 +385,49 @@ def _write_returns(
         out_material[a] = material_id[e]
         out_instance[a] = instance[e]
         out_flags[a] = return_flags[k]
+
+
+def _signal_inputs(
+    echoes: Echoes, model: BeamModel, n1: np.ndarray, n2: np.ndarray, draw: np.ndarray, alpha_per_m: float
+) -> tuple:
+    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``."""
+    config = model.config
+    rad = config.radiometry
+    return (
+        echoes.reflectance,
+        echoes.range_m,
+        echoes.peak,
+        echoes.cell,
+        config.rings,
+        float(rad.signal_at_10pct_counts),
+        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
+        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
+        float(rad.overlap_range_m),
+        float(alpha_per_m),
+        float(rad.ambient_counts),
+        float(config.std_m),
+        float(rad.range_std_low_snr_m),
+        bool(model.noise),
+        n1,
+        n2,
+        draw,
+        float(config.range_m),
+    )
+
+
+def _clear_air_seen(
+    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, n2: np.ndarray | None
+) -> np.ndarray | None:
+    """The signal test of ``detect`` again with the same draws (``draws``: the scan's n1, n2 and
+    each echo's place in them) and no extinction; None in clear air, where it is the test itself."""
+    if model.atmosphere.alpha_per_m <= 0.0:
+        return None
+    if model.config.radiometry.detection_model == "reflectance_limit":
+        return reflectance_limit_detection(echoes, clear, n2, replace(model, atmosphere=CLEAR_AIR))[2]
+    n_echo = echoes.cell.size
+    out = tuple(np.empty(n_echo) for _ in range(4))
+    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0), 0, n_echo, *out)  # type: ignore[call-arg]
+    return out[2] >= model.detection_threshold_counts
 
 
 def reflectance_limit_detection(

@@ -208,9 +208,12 @@ def lit_contributions(
     pulse_length_m: float,
     divergence_rad: float,
     divergence_v_rad: float,
+    keep_cos: bool = False,
 ) -> tuple:
     """Pass 3: the lit contributions of the block's beams (beam order, range order within a beam,
-    stable) and each beam's nearest solid range (inf where none)."""
+    stable) and each beam's nearest solid range (inf where none); with ``keep_cos`` also each
+    contribution's ``|cos theta|`` as the backscatter used it (the truth output's), else an
+    empty array."""
     n = flat.shape[0]
     n_beams = cells.shape[0]
     nearest_solid = np.full(n_beams, np.inf)
@@ -221,6 +224,7 @@ def lit_contributions(
     out_class = np.empty(n, np.uint8)
     out_material = np.empty(n, np.uint8)
     out_object = np.empty(n, np.uint32)
+    out_cos = np.empty(n if keep_cos else 0)
     m = 0
     start = 0  # first contribution of the current beam
     current = -1
@@ -230,7 +234,7 @@ def lit_contributions(
         row = rows[i]
         beam = _beam_of(row, n_sub)
         if beam != current:
-            _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
+            _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, out_cos, start, m)
             start = m
             current = beam
         r = range_m[f]
@@ -274,8 +278,10 @@ def lit_contributions(
         out_class[m] = class_id[f]
         out_material[m] = mat
         out_object[m] = instance[f]
+        if keep_cos:
+            out_cos[m] = cos_theta
         m += 1
-    _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
+    _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, out_cos, start, m)
     return (
         bad_range,
         nearest_solid,
@@ -286,17 +292,21 @@ def lit_contributions(
         out_class[:m],
         out_material[:m],
         out_object[:m],
+        out_cos[:m] if keep_cos else out_cos,
     )
 
 
 @_jit
-def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start, end):
-    """Stable insertion sort of the records ``[start, end)`` by range (a beam's few contributions)."""
+def _sort_by_range(range_m, power, peak, class_id, material_id, instance, cos, start, end):
+    """Stable insertion sort of the records ``[start, end)`` by range (a beam's few contributions);
+    ``cos`` moves with them unless it is empty."""
+    move_cos = cos.shape[0] > 0
     for i in range(start + 1, end):
         r = range_m[i]
         if r >= range_m[i - 1]:
             continue
         p, g, c, mt, o = power[i], peak[i], class_id[i], material_id[i], instance[i]
+        k = cos[i] if move_cos else 0.0
         j = i - 1
         while j >= start and range_m[j] > r:
             range_m[j + 1] = range_m[j]
@@ -305,6 +315,8 @@ def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start,
             class_id[j + 1] = class_id[j]
             material_id[j + 1] = material_id[j]
             instance[j + 1] = instance[j]
+            if move_cos:
+                cos[j + 1] = cos[j]
             j -= 1
         range_m[j + 1] = r
         power[j + 1] = p
@@ -312,3 +324,5 @@ def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start,
         class_id[j + 1] = c
         material_id[j + 1] = mt
         instance[j + 1] = o
+        if move_cos:
+            cos[j + 1] = k
