@@ -3,7 +3,7 @@ publishes them, and the spec's all-returns point records.
 
 ``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
 rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
-grid, or the dense velodyne and nebula lists. ``all_returns`` gives the PLY records (with
+grid, or the dense velodyne, nebula and Hesai lists. ``all_returns`` gives the PLY records (with
 ``labels``, their instance too).
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
     CARTESIAN_FIELDS,
+    HESAI,
     NEBULA,
     OUSTER,
     PLY_POINT,
@@ -41,6 +42,7 @@ from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
+    "HESAI",
     "NEBULA",
     "OUSTER",
     "PLY_POINT",
@@ -317,6 +319,36 @@ def _nebula(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
     return cloud.reshape(1, -1)
 
 
+def cell_channel_ids(shaped: ShapedScan) -> np.ndarray:
+    """(cells,) uint32: the vendor channel id of each of ``shaped``'s cells (the firing pattern's;
+    for a rings x columns sensor, the ring index, as its pattern numbers them)."""
+    scan = shaped.scan
+    if scan.cells is not None:
+        ids = np.asarray(scan.cells.channel_id, dtype=np.uint32).reshape(scan.columns, scan.rings)
+        return ids[np.asarray(shaped.column_ids, dtype=np.int64)].reshape(-1)
+    return np.tile(np.arange(shaped.rings, dtype=np.uint32), len(shaped.column_ids))
+
+
+def _hesai(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+    """HesaiLidar_ROS_2.0's dense cloud: every return, ``ring`` the channel index (the vendor's
+    channel id), ``timestamp`` the point's absolute firing time in s."""
+    beam, slot = _returns_in_cell_order(shaped)
+    channel = cell_channel_ids(shaped)
+    if channel.size and int(channel.max()) > np.iinfo(np.uint16).max:
+        e = int(np.argmax(channel))
+        raise OutputError(
+            f"point_type hesai: cell {e} has channel id {int(channel[e])}, beyond its ring field (uint16, 0 to 65535)"
+        )
+    cloud = np.empty(beam.size, dtype=point_dtype("hesai", shaped.coordinates))
+    coordinates = _coordinates(shaped)
+    for axis, name in enumerate(_coordinate_fields(shaped)):
+        cloud[name] = coordinates[beam, slot, axis]
+    cloud["intensity"] = shaped.returns.intensity[beam, slot]
+    cloud["ring"] = channel[beam]
+    cloud["timestamp"] = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)[beam]
+    return cloud.reshape(1, -1)
+
+
 _BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
@@ -324,6 +356,7 @@ _BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,
+    "hesai": _hesai,
 }
 
 
