@@ -192,20 +192,30 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
         )
     shaped = as_shaped(scan)
     dtype = point_dtype(point_type, shaped.coordinates)
+    returns = shaped.returns
+    if point_type == "XYZIRT_labels":
+        # Every field of every record in one compiled pass (the cloud seen through positional names).
+        labelled = np.empty(shaped.columns * shaped.rings, dtype=dtype)
+        _fill_labelled(
+            labelled.view(_positional(dtype)),
+            _coordinates(shaped),
+            returns.valid,
+            returns.intensity,
+            returns.class_id,
+            returns.instance,
+            _primary(shaped),
+            np.asarray(shaped.ring_rank, dtype=np.uint16),
+            shaped.stamp_ns * 1e-9,
+            np.asarray(shaped.time_offset_s, dtype=np.float64).reshape(-1),
+        )
+        return labelled.reshape(shaped.columns, shaped.rings)
     # The three coordinates and intensity as one contiguous float32 block: XYZI is exactly its view.
-    xyzi = _primary_xyzi(_coordinates(shaped), shaped.returns.valid, shaped.returns.intensity, _primary(shaped))
+    xyzi = _primary_xyzi(_coordinates(shaped), returns.valid, returns.intensity, _primary(shaped))
     if point_type == "XYZI":
         return xyzi.view(dtype).reshape(shaped.columns, shaped.rings)
     cloud = np.empty(shaped.columns * shaped.rings, dtype=dtype)
     for axis, name in enumerate((*_coordinate_fields(shaped), "intensity")):
         cloud[name] = xyzi[:, axis]
-    if point_type == "XYZIRT_labels":
-        returns = shaped.returns
-        beams = np.arange(shaped.columns * shaped.rings)
-        slot = _primary(shaped)
-        valid = returns.valid[beams, slot]
-        cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
-        cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
     cloud = cloud.reshape(shaped.columns, shaped.rings)
     cloud["ring"] = np.asarray(shaped.ring_rank, dtype=np.uint16)[None, :]
     cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
@@ -375,3 +385,50 @@ def _primary_xyzi(points_sensor, valid, intensity, primary):
             out[i, 2] = np.nan
             out[i, 3] = 0.0
     return out
+
+
+_POSITIONAL_NAMES = ("c0", "c1", "c2", "intensity", "ring", "timestamp", "class_id", "instance")
+
+
+def _positional(dtype: np.dtype) -> np.dtype:
+    """``XYZIRT_LABELS`` (or its spherical twin) with its fields named by position
+    (``_POSITIONAL_NAMES``), same types and offsets: one compiled filler for both coordinates."""
+    assert dtype.names is not None and dtype.fields is not None and len(dtype.names) == len(_POSITIONAL_NAMES)
+    fields = [dtype.fields[n] for n in dtype.names]
+    return np.dtype(
+        {
+            "names": list(_POSITIONAL_NAMES),
+            "formats": [f[0] for f in fields],
+            "offsets": [f[1] for f in fields],
+            "itemsize": dtype.itemsize,
+        }
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_labelled(
+    cloud, coordinates, valid, intensity, class_id, instance, primary, ring_rank, stamp_s, time_offset_s
+):
+    """Fill the (cells,) ``XYZIRT_labels`` records (positional names) from each beam's primary
+    return, as ``organised_cloud`` documents: NaN coordinates, intensity 0, class 0 and
+    ``NO_INSTANCE`` for a beam without one; ring rank and firing time for every cell."""
+    rings = ring_rank.shape[0]
+    for i in range(primary.size):
+        j = primary[i]
+        record = cloud[i]
+        if valid[i, j]:
+            record.c0 = coordinates[i, j, 0]
+            record.c1 = coordinates[i, j, 1]
+            record.c2 = coordinates[i, j, 2]
+            record.intensity = intensity[i, j]
+            record.class_id = class_id[i, j]
+            record.instance = instance[i, j]
+        else:
+            record.c0 = np.nan
+            record.c1 = np.nan
+            record.c2 = np.nan
+            record.intensity = 0.0
+            record.class_id = 0
+            record.instance = NO_INSTANCE
+        record.ring = ring_rank[i % rings]
+        record.timestamp = stamp_s + time_offset_s[i]
