@@ -28,8 +28,11 @@ from acres_lidar_ros.config.sensors import config_dir
 from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
+from acres_lidar_ros.radiometry.returns import empty_returns
 from acres_lidar_ros.ros.demo_drive import TourDrive
 from acres_lidar_ros.runtime.loop import InlineExecutor
+from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.sensor.pattern import BeamPattern
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 MS = 1_000_000
@@ -312,12 +315,26 @@ class StandInScanner:
     def __init__(self, config, scene=None, options=None, tracer=None, self_table=None):
         self.config, self.options, self.tracer = config, options, tracer or "tracer"
         self.self_table = self_table
+        self.pattern = BeamPattern.from_config(config)  # the mount, which the loop's output shaping reads
         self.calls, self.option_changes, self.pretraced = [], [], []
         StandInScanner.instances.append(self)
 
     def scan(self, poses, stamp_ns, boxes=(), index=None):
+        """A scan without returns (the node's ``point_cloud`` is replaced by a small cloud)."""
         self.calls.append((poses.end_s, stamp_ns, index))
-        return SimpleNamespace(stamp_ns=stamp_ns, frame_id=self.config.frame_id)
+        columns, rings = self.config.columns, self.config.rings
+        return Scan(
+            index=index or 0,
+            stamp_ns=stamp_ns,
+            columns=columns,
+            rings=rings,
+            returns=empty_returns(columns * rings, 1),
+            points_sensor=np.full((columns * rings, 1, 3), np.nan),
+            time_offset_s=-self.config.period_s + self.config.period_s * np.arange(columns) / columns,  # a sweep
+            ring_rank=np.arange(rings, dtype=np.uint16),
+            T_world_sensor=np.broadcast_to(np.eye(4), (columns, 4, 4)),
+            frame_id=self.config.frame_id,
+        )
 
     def start_sweep(self, stamp_ns, boxes=(), index=None):
         scanner = self
@@ -353,8 +370,10 @@ def lidar_node(node_module, monkeypatch):
     monkeypatch.setattr(node_module, "Scanner", StandInScanner)
     monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: None)
     monkeypatch.setattr(node_module, "trace_pool", InlineExecutor)  # deterministic: work runs in the call
+    import acres_lidar_ros.runtime.messages as messages
+
     monkeypatch.setattr(
-        node_module,
+        messages,
         "point_cloud",
         lambda scan, point_type, stamp_ns: small_cloud(XYZI if point_type == "XYZI" else XYZIRT, 1800, 32),
     )
@@ -412,6 +431,14 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     assert table.path == node.config.self_returns and (table.columns, table.rings) == (1800, 32)
 
 
+def test_the_truth_parameter_turns_on_the_scans_truth_and_its_topic(lidar_node):
+    node = lidar_node(truth=True, truth_topic="/sim/truth")
+    assert set(node.publishers) == {"/lidar/points", "/sim/truth", "/diagnostics"}
+    assert node.publishers["/sim/truth"].msg_type is node.publishers["/lidar/points"].msg_type
+    assert StandInScanner.instances[-1].options.truth
+    assert node.descriptors["truth"].read_only and node.descriptors["truth_topic"].read_only  # start-up only
+
+
 def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(lidar_node):
     node = lidar_node()
     on_odom = node.subscriptions["/odom"][1]
@@ -435,6 +462,23 @@ def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(li
     # No TF mount: the sensors file's mount, with one warning.
     mount_warnings = [m for level, m in node.log_lines if level == "warning" and "no TF base_footprint" in m]
     assert len(mount_warnings) == 1
+
+
+def test_node_publishes_the_slices_of_a_scan_in_order_in_the_output_frame(lidar_node):
+    """partial_output with 4 slices in the world frame: four messages on /lidar/points, stamped at
+    the ends of their 25 ms of the sweep (XYZI), in the odometry frame."""
+    node = lidar_node(**{"lidar.partial_output": True, "lidar.partial_slices": 4, "lidar.output_frame": "world"})
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    for k in range(6):
+        on_odom(odometry((900 + 20 * k) * MS, float(k)))
+    on_odom(odometry(1_000 * MS, 6.0))
+    node.clock.ns = 1_012 * MS
+    _poll(node)
+    points = node.publishers["/lidar/points"].messages
+    stamps = [cloud.header.stamp.sec * 10**9 + cloud.header.stamp.nanosec for cloud in points]
+    assert stamps == [925 * MS, 950 * MS, 975 * MS, 1_000 * MS]
+    assert {cloud.header.frame_id for cloud in points} == {"odom"}
 
 
 def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_node, caplog):
@@ -461,7 +505,9 @@ def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_
     assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
     # With the context still up, a failing publish is an error, not swallowed.
     node.context.alive = True
-    job = SimpleNamespace(result="cloud")
+    from acres_lidar_ros.runtime.messages import ScanMessages
+
+    job = SimpleNamespace(result=ScanMessages("cloud"))
     with pytest.raises(FakePublisherAfterShutdown):
         node._publish([job])
 
@@ -501,6 +547,19 @@ def test_node_parameters_at_start_up_and_at_runtime(lidar_node):
     # A runtime key changes the running scanner (its noise streams go on), no rebuild.
     assert len(StandInScanner.instances) == before and node.config.return_mode == "last"
     assert StandInScanner.instances[-1].option_changes[-1] == {"return_mode": "last"}
+
+
+def test_node_output_parameters_change_live_and_spherical_needs_a_layout_with_it(lidar_node):
+    node = lidar_node(point_type="ouster")
+    on_set = node.set_callbacks[0]
+    P = lambda name, value: SimpleNamespace(name=name, value=value)  # noqa: E731
+    refused = on_set([P("lidar.coordinates", "spherical")])
+    assert not refused.successful and "with point_type 'ouster'" in refused.reason
+    assert node.config.outputs.coordinates == "cartesian"  # nothing changed
+    assert on_set([P("lidar.output_frame", "world"), P("lidar.include_invalid_points", False)]).successful
+    assert node.config.outputs.output_frame == "world" and not node.config.outputs.include_invalid_points
+    refused = on_set([P("lidar.custom_frame_xyz_rpy", [0.0, 0.0, 0.0])])
+    assert not refused.successful and "lidar.custom_frame_xyz_rpy has 3 values" in refused.reason
 
 
 def test_node_clears_the_poses_when_ros_time_jumps_back(lidar_node):

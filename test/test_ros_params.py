@@ -53,6 +53,16 @@ def test_only_the_runtime_keys_are_writable(decls):
             "lidar.motion_distortion",
             "lidar.radiometry.range_std_low_snr_m",
             "lidar.weather.enabled",
+            # the output keys (seed 004: output settings support runtime edits)
+            "lidar.coordinates",
+            "lidar.output_frame",
+            "lidar.custom_frame_xyz_rpy",
+            "lidar.custom_frame_id",
+            "lidar.motion_compensation",
+            "lidar.include_invalid_points",
+            "lidar.partial_output",
+            "lidar.partial_slices",
+            "lidar.instant",
             # issue 10: windows, limits and mechanical noise change at the next scan
             "lidar.range_count",
             "lidar.ranges_min_m",

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
+from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
+from acres_lidar_ros.apps.truth_cli import add_truth_argument, truth_summary
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
 
@@ -45,6 +47,7 @@ NUMBER_OPTIONS = {
     "--scans": 1,
 }
 NUMBER_OPTIONS.update({option: 1 for option, key in SENSOR_OPTIONS.items() if LIDAR_PARAM[key].kind != "str"})
+NUMBER_OPTIONS.update(OUTPUT_NUMBER_OPTIONS)
 
 EXAMPLES = """\
 examples:
@@ -95,6 +98,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--solid-foliage", action="store_true", help="foliage stops beams instead of passing them")
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
+    add_truth_argument(parser)
     add_labels_argument(parser)
     for option, key in SENSOR_OPTIONS.items():
         param = LIDAR_PARAM[key]
@@ -150,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(scan)
+    add_output_flags(scan)
     scan.add_argument(
         "--pose",
         nargs=6,
@@ -172,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(record)
+    add_output_flags(record)
     record.add_argument(
         "--trajectory",
         default="default",
@@ -236,6 +242,7 @@ def _options(args):
         visibility_m=args.visibility,
         seed=args.seed,
         ideal=args.ideal,
+        truth=args.truth,
     )
 
 
@@ -302,6 +309,7 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
 
     options = _options(args)
     config = apply_sensor_overrides(load_sensor_config(args.sensor), {**sensor_overrides(args), **(overrides or {})})
+    config = apply_output_flags(config, args)
     if not config.enabled:
         if need_lidar:
             raise ConfigError(
@@ -378,6 +386,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
         labels=args.labels,
     )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
+    if scan.truth is not None:
+        print(truth_summary(scan))
     if (code := _stopped(args)) is not None:
         print(
             f"acres-lidar scan: stopped by {args._stop.name}; the scan in work was finished -> {out}", file=sys.stderr
@@ -455,7 +465,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb
+    from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb, plain_and_variant
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
@@ -473,7 +483,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tour = _tour(scene)
     freeze_startup_objects()  # as the node and record do
     point_type = _point_type(argparse.Namespace(point_type=None), config)  # the sensor's driver layout
-    result = bench_scans(scanner, tour, n_scans=args.scans, point_type=point_type)
+    plain, variant = plain_and_variant(scanner, args.labels)
+    variant_point_type = run_point_type(point_type, args.labels, f"lidar.point_type of {config.source}")
+    result = bench_scans(plain, tour, args.scans, point_type, variant=variant, variant_point_type=variant_point_type)
     result.update(
         sensor=args.sensor,
         point_type=point_type,
@@ -499,6 +511,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"  bare cast  {result['bare_cast_ms_median']:8.2f} ms (median)")
     print(f"  ratio      {result['ratio']:8.2f} (scan / bare cast)")
     print(f"  peak memory {result['peak_memory_mb']:.0f} MiB; {result['points_per_scan_median']:.0f} points per scan")
+    if variant is not None:
+        v = result["variant"]
+        print(
+            f"  with {' '.join('--' + name for name in v['options'])}: scan {v['scan_ms_median']:.2f} ms (median), "
+            f"{v['overhead_pct']:+.1f} % over the plain scan ({v['paired_overhead_pct_median']:+.1f} % paired)"
+        )
     if args.schedule:
         print(f"  schedule   {json_text(jsonable(result['schedule']), indent=None)}", end="")
     return 0

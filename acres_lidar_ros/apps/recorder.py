@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -25,6 +26,9 @@ from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.scene.instances import InstanceTable, instance_table
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.sensor.poses import PoseHistory, sweep_coverage
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
 
@@ -68,17 +72,21 @@ def write_scan_outputs(
     config: SensorConfig,
     cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
+    shaped: ShapedScan | None = None,
     labels: bool = False,
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
-    preview) and then its ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the
-    PCD's cloud (``layouts.point_cloud``); default the spec's organised ``XYZI``. With ``labels``
-    the PLY file carries each point's instance label."""
+    preview), its truth file when it has its cell truth (``--truth``), and then its
+    ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the PCD's cloud
+    (``layouts.point_cloud``); default the spec's organised ``XYZI``; ``shaped`` the scan in its
+    output frame for the PLY (``shaping.shape_scan``). With ``labels`` the PLY file
+    carries each point's instance label."""
     from acres_lidar_ros.outputs.records import scan_row
-    from acres_lidar_ros.outputs.scan_files import write_scan_files
+    from acres_lidar_ros.outputs.scan_files import write_scan_files, write_truth_file
 
     if files == "none":
-        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s, pose_coverage=pose_coverage)
+        names = [] if scan.truth is None else [write_truth_file(out_dir, scan).relative_to(out_dir).as_posix()]
+        row = scan_row(scan, delay_s=config.delay_s, period_s=config.period_s, files=names, pose_coverage=pose_coverage)
         append_jsonl(out_dir / "lidar.jsonl", row)
         return row
     return write_scan_files(
@@ -89,7 +97,19 @@ def write_scan_outputs(
         period_s=config.period_s,
         cloud=cloud,
         pose_coverage=pose_coverage,
+        shaped=shaped,
         labels=labels,
+    )
+
+
+def whole_output(scanner: Scanner, scan: Scan, poses: PoseHistory) -> ShapedScan:
+    """The whole scan in the output frame and coordinates of the sensors file's output keys
+    (``shaping.shape_scan``; the world is the odometry frame ``odom``)."""
+    from acres_lidar_ros.outputs.shaping import shape_scan
+
+    config = scanner.config
+    return shape_scan(
+        scan, config.outputs, poses, scanner.pattern.T_base_sensor, world_frame_id="odom", period_s=config.period_s
     )
 
 
@@ -154,9 +174,10 @@ def single_scan(
     """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
     its PCD file in ``point_type``'s layout (``layouts.point_cloud``). With ``labels`` the PLY file
     has each point's instance label and ``episode.json`` the instance table (``run_instances``)."""
-    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud
+    from acres_lidar_ros.outputs.layouts import point_cloud, point_dtype, stamps_sweep_start
     from acres_lidar_ros.outputs.records import episode_dict
 
+    point_dtype(point_type, scanner.config.outputs.coordinates)  # fails before the run dir exists
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, scanner.config, scanner.options, run or {})
     position = T_world_base[:3, 3]
@@ -164,8 +185,10 @@ def single_scan(
     poses = PoseHistory.from_arrays(np.zeros(1), position[None], quaternion[None], where="--pose")
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
-    header_ns = header_stamp_ns(point_type, scan.stamp_ns, scanner.config.period_s)
-    write_scan_outputs(scan, out_dir, files, scanner.config, point_cloud(scan, point_type, header_ns), labels=labels)
+    shaped = whole_output(scanner, scan, poses)
+    header_ns = shaped.header_stamp_ns(stamps_sweep_start(point_type, False))
+    cloud = point_cloud(shaped, point_type, header_ns)
+    write_scan_outputs(scan, out_dir, files, scanner.config, cloud, shaped=shaped, labels=labels)
     instances = run_instances(scanner) if labels else None
     episode = episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials, instances=instances)
     write_json(out_dir / "episode.json", episode)
@@ -219,10 +242,12 @@ def record_drive(
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_dtype
+    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_dtype, stamps_sweep_start
+    from acres_lidar_ros.outputs.shaping import slice_scan
 
-    point_bytes = point_dtype(point_type).itemsize  # an unknown point type fails before the run dir exists
     config = scanner.config
+    # An unknown point type, or spherical coordinates in one without them, fail before the run dir exists.
+    point_bytes = point_dtype(point_type, config.outputs.coordinates).itemsize
     instances = run_instances(scanner, vehicle_object_ids) if labels else None  # bad ids fail before the run dir
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
@@ -240,10 +265,12 @@ def record_drive(
         stamps_ns = []
     # A layout stamped at the sweep start (velodyne, ouster, ...) cannot stamp the scan due at a
     # trajectory start of 0 s: ROS time has no negative stamps. That scan is left out (counted).
-    before_zero = sum(header_stamp_ns(point_type, s, period_s) < 0 for s in stamps_ns)
+    # With partial_output the slices are stamped inside the sweep: a sweep starting before 0 is left out.
+    sweep_ns = int(round(period_s * 1e9)) if config.outputs.partial_output else 0
+    before_zero = sum(header_stamp_ns(point_type, s, period_s) < 0 or s - sweep_ns < 0 for s in stamps_ns)
     stamps_ns = stamps_ns[before_zero:]
     n_scans = len(stamps_ns)
-    sweep_s = period_s if config.motion_distortion else 0.0
+    sweep_s = period_s if scanner.options.motion_on(config) else 0.0
     pose_times = trajectory.times_s
 
     times = trajectory.times_s
@@ -272,12 +299,21 @@ def record_drive(
     def write_scan(bag, scan: Scan, release_ns: int, pose_coverage: str) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
         write_poses_up_to(bag, release_ns)
-        header_ns = header_stamp_ns(point_type, scan.stamp_ns, period_s)
-        cloud = point_cloud(scan, point_type, header_ns)  # made once, for the bag and the PCD
+        shaped = whole_output(scanner, scan, trajectory)  # the output keys of the sensors file
+        sweep_start = stamps_sweep_start(point_type, False)
+        cloud = point_cloud(shaped, point_type, shaped.header_stamp_ns(sweep_start))  # the bag's and the PCD's
         bag_bytes = bag.size_bytes
-        bag.write_cloud(header_ns, cloud, log_time_ns=release_ns)
+        if config.outputs.partial_output:  # the slices on /lidar/points, the whole scan in the files
+            for part in slice_scan(shaped, config.outputs.partial_slices, period_s):
+                part_ns = part.header_stamp_ns(sweep_start)
+                part_cloud = point_cloud(part, point_type, part_ns)
+                bag.write_cloud(part_ns, part_cloud, log_time_ns=release_ns, frame_id=part.frame_id)
+        else:
+            bag.write_cloud(
+                shaped.header_stamp_ns(sweep_start), cloud, log_time_ns=release_ns, frame_id=shaped.frame_id
+            )
         bag.flush()  # on the disk before the jsonl row says the scan is complete
-        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage, labels)
+        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage, shaped=shaped, labels=labels)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.held_first_pose += pose_coverage == "before_first_pose"

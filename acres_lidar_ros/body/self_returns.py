@@ -55,6 +55,7 @@ from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
+from acres_lidar_ros.radiometry.truth import BLOCKED_BY_BODY, RETURNED, CellTruth
 from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")
@@ -294,6 +295,35 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
         table.intensity_byte,
     )
     return out
+
+
+def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDecision) -> CellTruth:
+    """The scan's cell truth (``radiometry.truth``) with the body's part put in, as new arrays.
+
+    A blocked cell gets the reason ``blocked_by_body`` and keeps what the scene gave it (the
+    range, signal and labels of the surface the body hid). A body cell is ``returned`` from the
+    body: its noise-free range ``max(0.2 m, table range)``, class and material vehicle, object
+    ``BODY_INSTANCE``, and NaN signal and incidence (the table has neither).
+    """
+    n = truth.reason.shape[0]
+    if n != table.cells:
+        raise ConfigError(
+            f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells; the truth has {n}"
+        )
+    body = decision.body_cells
+    range_m = truth.range_m.copy()
+    range_m[body] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body])
+    incidence, signal = truth.incidence_rad.copy(), truth.signal_counts.copy()
+    incidence[body] = np.nan
+    signal[body] = np.nan
+    class_id, material_id, instance = truth.class_id.copy(), truth.material_id.copy(), truth.instance.copy()
+    class_id[body] = SELF_CLASS_ID
+    material_id[body] = SELF_MATERIAL_ID
+    instance[body] = BODY_INSTANCE
+    reason = truth.reason.copy()
+    reason[decision.blocked] = BLOCKED_BY_BODY
+    reason[body] = RETURNED
+    return CellTruth(range_m, incidence, class_id, material_id, instance, signal, truth.threshold_counts, reason)
 
 
 class SelfReturnResult(NamedTuple):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from acres_lidar_ros.config.output_options import output_params
+
 # Param and its helpers live in config.param; imported here under their own names for the modules that
 # take them from the schema.
 from acres_lidar_ros.config.param import FLOAT32_MAX as FLOAT32_MAX
@@ -353,6 +355,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("weather.rain_drops_exponent", "float", 0.21, low=0, high=5, description="Exponent of n_d."),
     P("weather.exit_diameter_m", "float", 0.01, "m", low=0, high=1, description="d_exit."),
     P("weather.clutter_max_range_m", "float", 10.0, "m", low=0, high=1000, description="Range limit of the clutter."),
+    *output_params(P),  # seed 004 "Output shaping and cadence" (config/output_options.py)
     # Mechanical noise (seed 004; docs/sensors.md "Mechanical noise"): sensor.mechanical draws it.
     P(
         "mechanical_noise.azimuth_error_mean_deg",

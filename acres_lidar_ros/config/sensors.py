@@ -37,6 +37,7 @@ from acres_lidar_ros.config.emitters import (
 from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
 from acres_lidar_ros.config.limits import MechanicalNoiseConfig, WindowConfig, mechanical_noise_config, window_config
 from acres_lidar_ros.config.materials import MATERIAL_NAMES
+from acres_lidar_ros.config.output_options import OutputConfig
 from acres_lidar_ros.config.schema import (
     DEFAULT_SPECTRA,
     LIDAR_PARAM,
@@ -184,6 +185,7 @@ class SensorConfig:
     emitters: EmittersConfig | None = field(default=None, repr=False)  # None: the rings x columns keys
     effective: dict = field(repr=False, compare=False, default_factory=dict)
     source: str = ""
+    outputs: OutputConfig = field(default_factory=OutputConfig)  # the output keys (config/output_options.py)
     windows: WindowConfig = field(default_factory=WindowConfig)  # seed 004's windows and limits
     mechanical_noise: MechanicalNoiseConfig = field(default_factory=MechanicalNoiseConfig)
 
@@ -491,6 +493,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         emitters=emitters,
         effective=effective,
         source=source,
+        outputs=OutputConfig.from_values(v),
         windows=window_config(v),
         mechanical_noise=mechanical_noise_config(v),
     )

@@ -37,6 +37,7 @@ import numpy as np
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import refuse_existing
 from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud, point_profile
+from acres_lidar_ros.outputs.point_types import SPHERICAL_POINT_TYPES
 from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message, qos_profile_dict, time_message
 from acres_lidar_ros.scan import Scan
 
@@ -337,8 +338,11 @@ class BagWriter:
         clock = self.typestore.types["rosgraph_msgs/msg/Clock"](clock=time_message(stamp_ns, self.typestore))
         self._write(CLOCK_TOPIC, stamp_ns, clock)
 
-    def write_cloud(self, stamp_ns: int, cloud: np.ndarray, *, log_time_ns: int | None = None) -> None:
-        """Write a cloud on ``/lidar/points`` in the lidar frame.
+    def write_cloud(
+        self, stamp_ns: int, cloud: np.ndarray, *, log_time_ns: int | None = None, frame_id: str | None = None
+    ) -> None:
+        """Write a cloud on ``/lidar/points`` in the lidar frame (or ``frame_id``: a cloud in the
+        world or a custom frame, ``shaping.ShapedScan.frame_id``).
 
         Parameters
         ----------
@@ -351,11 +355,13 @@ class BagWriter:
             default ``stamp_ns``.
         """
         cloud = np.asarray(cloud)
-        if cloud.dtype != self.point_dtype:
+        if cloud.dtype not in (self.point_dtype, SPHERICAL_POINT_TYPES.get(self.point_type)):
             raise OutputError(
-                f"cloud dtype {cloud.dtype} is not the bag's point type {self.point_type} ({self.point_dtype})"
+                f"cloud dtype {cloud.dtype} is not the bag's point type {self.point_type} ({self.point_dtype}, or its "
+                "spherical layout)"
             )
-        message = pointcloud2_message(cloud, self.lidar_frame, stamp_ns, self.typestore)
+        frame = self.lidar_frame if frame_id is None else frame_id
+        message = pointcloud2_message(cloud, frame, stamp_ns, self.typestore)
         self._write(self.cloud_topic, stamp_ns if log_time_ns is None else log_time_ns, message)
 
     def write_scan(self, scan: Scan, *, stamp_ns: int | None = None, log_time_ns: int | None = None) -> None:

@@ -16,12 +16,14 @@ import numpy as np
 
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
+    CARTESIAN_FIELDS,
     NEBULA,
     OUSTER,
     PLY_POINT,
     PLY_POINT_LABELS,
     POINT_TYPES,
     PROFILES,
+    SPHERICAL_FIELDS,
     VELODYNE,
     XYZI,
     XYZIRT,
@@ -30,8 +32,10 @@ from acres_lidar_ros.outputs.point_types import (
     header_stamp_ns,
     point_dtype,
     point_profile,
+    spherical_dtype,
     stamps_sweep_start,
 )
+from acres_lidar_ros.outputs.shaping import ShapedScan, as_shaped, spherical
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
 from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
@@ -96,20 +100,24 @@ _RETURN_TYPE_OF_FLAGS = _return_type_table()
 _UINT32_MAX = 2**32 - 1
 
 
-def default_stamp_ns(scan: Scan, point_type: str) -> int:
-    """The header stamp of a scan's cloud when none is given: the first column's firing time for
-    a profile stamped at the sweep start, else ``scan.stamp_ns`` (the end of the sweep)."""
-    if point_profile(point_type).stamp == "sweep_start":
-        return int(scan.stamp_ns) + int(np.rint(np.min(scan.cell_time_offset_s) * 1e9))
-    return int(scan.stamp_ns)
+def default_stamp_ns(scan: Scan | ShapedScan, point_type: str) -> int:
+    """The header stamp of a scan's cloud when none is given: the start of what it covers for a
+    profile stamped at the sweep start (a ``Scan``: its first firing time), else its end
+    (``scan.stamp_ns`` for a whole scan: the end of the sweep)."""
+    shaped = as_shaped(scan)
+    return shaped.header_stamp_ns(point_profile(point_type).stamp == "sweep_start")
 
 
-def point_cloud(scan: Scan, point_type: str = "XYZI", stamp_ns: int | None = None) -> np.ndarray:
+def point_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI", stamp_ns: int | None = None) -> np.ndarray:
     """The scan's cloud in a point type's layout, as that consumer's driver publishes it.
 
     Parameters
     ----------
-    scan : Scan
+    scan : Scan or ShapedScan
+        A ``Scan`` is laid out as it is (sensor frame, Cartesian, organised where the profile
+        is); a ``ShapedScan`` (``shaping.shape_scan``, a slice of ``shaping.slice_scan``) in its
+        frame and coordinates (``spherical_dtype`` of the profile's dtype), dense when it leaves
+        out invalid points (height 1, the cells with a return, in the organised grid's order).
     point_type : str
         A key of ``PROFILES``.
     stamp_ns : int, optional
@@ -130,11 +138,29 @@ def point_cloud(scan: Scan, point_type: str = "XYZI", stamp_ns: int | None = Non
         unsigned count from the stamp.
     """
     profile = point_profile(point_type)
-    stamp_ns = default_stamp_ns(scan, point_type) if stamp_ns is None else stamp_ns
-    return _BUILDERS[profile.name](scan, int(stamp_ns))
+    shaped = as_shaped(scan)
+    point_dtype(point_type, shaped.coordinates)  # ConfigError for a profile without spherical coordinates
+    stamp_ns = shaped.header_stamp_ns(profile.stamp == "sweep_start") if stamp_ns is None else stamp_ns
+    cloud = _BUILDERS[profile.name](shaped, int(stamp_ns))
+    if profile.organised and not shaped.include_invalid_points:
+        flat = cloud.reshape(-1)
+        first = (SPHERICAL_FIELDS if shaped.coordinates == "spherical" else CARTESIAN_FIELDS)[0]
+        cloud = flat[~np.isnan(flat[first])].reshape(1, -1)
+    return cloud
 
 
-def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
+def _coordinates(shaped: ShapedScan) -> np.ndarray:
+    """(cells, R, 3) float64 of what fills the coordinate fields: x, y, z, or azimuth, elevation
+    and range (``shaping.spherical``)."""
+    points = np.asarray(shaped.points, dtype=np.float64)
+    return spherical(points) if shaped.coordinates == "spherical" else points
+
+
+def _coordinate_fields(shaped: ShapedScan) -> tuple[str, str, str]:
+    return SPHERICAL_FIELDS if shaped.coordinates == "spherical" else CARTESIAN_FIELDS
+
+
+def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.ndarray:
     """The organised cloud of a scan in rslidar_sdk's layout, one cell per beam, as the driver
     publishes it.
 
@@ -149,67 +175,64 @@ def organised_cloud(scan: Scan, point_type: str = "XYZI") -> np.ndarray:
 
     Returns
     -------
-    (columns, rings) structured array of ``XYZI``, ``XYZIRT`` or ``XYZIRT_LABELS``
-        x, y, z: the point in the sensor frame, m. intensity: the intensity byte as float.
-        ring (XYZIRT): ``scan.ring_rank[r]``, rank of the ring's elevation (0 = lowest).
-        timestamp (XYZIRT): absolute firing time of the cell, ``stamp_s + cell_time_offset_s``,
-        s (its column's time where all rings of a column fire together), also in cells without
-        a return.
-        class, instance (XYZIRT_labels): of the primary return (``Returns.class_id``,
-        ``Returns.instance``); 0 and ``NO_INSTANCE`` in cells without a return.
+    (columns, rings) structured array of ``XYZI``, ``XYZIRT`` or ``XYZIRT_LABELS`` (or their
+    ``spherical_dtype``)
+        x, y, z: the point in the sensor frame (a ``ShapedScan``: in its frame), m; azimuth,
+        elevation (rad) and range (m) instead in spherical coordinates. intensity: the
+        intensity byte as float. ring (XYZIRT): ``scan.ring_rank[r]``, rank of the ring's
+        elevation (0 = lowest). timestamp (XYZIRT): absolute firing time of the cell,
+        ``stamp_s + time_offset_s``, s, also in cells without a return. class, instance
+        (XYZIRT_labels): of the primary return (``Returns.class_id``, ``Returns.instance``); 0 and
+        ``NO_INSTANCE`` in cells without a return. Always organised: the dense form is
+        ``point_cloud``'s.
     """
     if point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
         raise ConfigError(
             f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
         )
-    dtype = POINT_TYPES[point_type]
-    # x, y, z, intensity as one contiguous float32 block: XYZI is exactly its view.
-    xyzi = _primary_xyzi(
-        np.asarray(scan.points_sensor, dtype=np.float64), scan.returns.valid, scan.returns.intensity, _primary(scan)
-    )
-    if dtype == XYZI:
-        return xyzi.view(XYZI).reshape(scan.columns, scan.rings)
-    cloud = np.empty(scan.columns * scan.rings, dtype=dtype)
-    for axis, name in enumerate(("x", "y", "z", "intensity")):
+    shaped = as_shaped(scan)
+    dtype = point_dtype(point_type, shaped.coordinates)
+    # The three coordinates and intensity as one contiguous float32 block: XYZI is exactly its view.
+    xyzi = _primary_xyzi(_coordinates(shaped), shaped.returns.valid, shaped.returns.intensity, _primary(shaped))
+    if point_type == "XYZI":
+        return xyzi.view(dtype).reshape(shaped.columns, shaped.rings)
+    cloud = np.empty(shaped.columns * shaped.rings, dtype=dtype)
+    for axis, name in enumerate((*_coordinate_fields(shaped), "intensity")):
         cloud[name] = xyzi[:, axis]
-    if dtype == XYZIRT_LABELS:
-        returns = scan.returns
-        beams = np.arange(scan.columns * scan.rings)
-        slot = _primary(scan)
+    if point_type == "XYZIRT_labels":
+        returns = shaped.returns
+        beams = np.arange(shaped.columns * shaped.rings)
+        slot = _primary(shaped)
         valid = returns.valid[beams, slot]
         cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
         cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
-    cloud = cloud.reshape(scan.columns, scan.rings)
-    cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[None, :]
-    if scan.fire_time_s is None:
-        column_time_s = scan.stamp_ns * 1e-9 + np.asarray(scan.time_offset_s, dtype=np.float64)
-        cloud["timestamp"] = column_time_s[:, None]
-    else:
-        cell_time_s = scan.stamp_ns * 1e-9 + scan.cell_time_offset_s
-        cloud["timestamp"] = cell_time_s.reshape(scan.columns, scan.rings)
+    cloud = cloud.reshape(shaped.columns, shaped.rings)
+    cloud["ring"] = np.asarray(shaped.ring_rank, dtype=np.uint16)[None, :]
+    cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
+    cloud["timestamp"] = cell_time_s.reshape(shaped.columns, shaped.rings)
     return cloud
 
 
-def _rslidar(point_type: str) -> Callable[[Scan, int], np.ndarray]:
-    return lambda scan, _stamp_ns: organised_cloud(scan, point_type)
+def _rslidar(point_type: str) -> Callable[[ShapedScan, int], np.ndarray]:
+    return lambda shaped, _stamp_ns: organised_cloud(shaped, point_type)
 
 
-def _primary(scan: Scan) -> np.ndarray:
+def _primary(shaped: ShapedScan) -> np.ndarray:
     """(n_beams,) int64 slot of each beam's primary return."""
-    slots = scan.returns.valid.shape[1]
-    return np.zeros(scan.columns * scan.rings, np.int64) if slots == 1 else scan.returns.primary_index()
+    slots = shaped.returns.valid.shape[1]
+    return np.zeros(shaped.columns * shaped.rings, np.int64) if slots == 1 else shaped.returns.primary_index()
 
 
-def _cell_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
-    """(columns * rings,) int64: each cell's own firing time minus the header stamp, ns."""
-    offset_ns = np.rint(scan.cell_time_offset_s * 1e9).astype(np.int64)
-    relative_ns = (int(scan.stamp_ns) - stamp_ns) + offset_ns
-    if unsigned:
+def _cell_time_ns(shaped: ShapedScan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
+    """(cells,) int64: each cell's own firing time minus the header stamp, ns."""
+    offset_ns = np.rint(np.asarray(shaped.time_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
+    relative_ns = (shaped.stamp_ns - stamp_ns) + offset_ns
+    if unsigned and relative_ns.size:
         early, late = int(np.argmin(relative_ns)), int(np.argmax(relative_ns))
         if relative_ns[early] < 0 or relative_ns[late] > _UINT32_MAX:
-            c = early if relative_ns[early] < 0 else late
-            when = f"{-relative_ns[c]} ns before" if c == early else f"{relative_ns[c]} ns after"
-            column, ring = divmod(c, scan.rings)
+            i = early if relative_ns[early] < 0 else late
+            column, ring = int(shaped.column_ids[i // shaped.rings]), i % shaped.rings
+            when = f"{-relative_ns[i]} ns before" if i == early else f"{relative_ns[i]} ns after"
             raise OutputError(
                 f"point_type {point_type}: column {column} fires {when} the header stamp {stamp_ns} (ring {ring}); "
                 f"its time field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the "
@@ -218,60 +241,62 @@ def _cell_time_ns(scan: Scan, stamp_ns: int, point_type: str, unsigned: bool) ->
     return relative_ns
 
 
-def _returns_in_cell_order(scan: Scan) -> tuple[np.ndarray, np.ndarray]:
+def _returns_in_cell_order(shaped: ShapedScan) -> tuple[np.ndarray, np.ndarray]:
     """(beam, slot) of every return: beams in cell order, the returns of a beam in range order."""
-    beam, slot = np.nonzero(np.asarray(scan.returns.valid, dtype=bool))
+    beam, slot = np.nonzero(np.asarray(shaped.returns.valid, dtype=bool))
     return beam, slot
 
 
-def _velodyne(scan: Scan, stamp_ns: int) -> np.ndarray:
-    beam, slot = _returns_in_cell_order(scan)
-    ring = beam % scan.rings
-    time_ns = _cell_time_ns(scan, stamp_ns, "velodyne", unsigned=False)
-    cloud = np.empty(beam.size, dtype=VELODYNE)
-    for axis, name in enumerate("xyz"):
-        cloud[name] = scan.points_sensor[beam, slot, axis]
-    cloud["intensity"] = scan.returns.intensity[beam, slot]
-    cloud["ring"] = np.asarray(scan.ring_rank, dtype=np.uint16)[ring]
+def _velodyne(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+    beam, slot = _returns_in_cell_order(shaped)
+    ring = beam % shaped.rings
+    time_ns = _cell_time_ns(shaped, stamp_ns, "velodyne", unsigned=False)
+    cloud = np.empty(beam.size, dtype=point_dtype("velodyne", shaped.coordinates))
+    coordinates = _coordinates(shaped)
+    for axis, name in enumerate(_coordinate_fields(shaped)):
+        cloud[name] = coordinates[beam, slot, axis]
+    cloud["intensity"] = shaped.returns.intensity[beam, slot]
+    cloud["ring"] = np.asarray(shaped.ring_rank, dtype=np.uint16)[ring]
     cloud["time"] = time_ns[beam] * 1e-9
     return cloud.reshape(1, -1)
 
 
-def _ouster(scan: Scan, stamp_ns: int) -> np.ndarray:
-    returns = scan.returns
-    beams = np.arange(scan.columns * scan.rings)
-    slot = _primary(scan)
+def _ouster(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+    returns = shaped.returns
+    columns, rings = shaped.columns, shaped.rings
+    beams = np.arange(columns * rings)
+    slot = _primary(shaped)
     valid = returns.valid[beams, slot]
-    time_ns = _cell_time_ns(scan, stamp_ns, "ouster", unsigned=True)
-    rank = np.asarray(scan.ring_rank, dtype=np.int64)
-    ring_of_row = np.argsort(scan.rings - 1 - rank)  # row 0 = the highest beam
+    time_ns = _cell_time_ns(shaped, stamp_ns, "ouster", unsigned=True)
+    rank = np.asarray(shaped.ring_rank, dtype=np.int64)
+    ring_of_row = np.argsort(rings - 1 - rank)  # row 0 = the highest beam
 
     def grid(values: np.ndarray) -> np.ndarray:
         """(columns * rings,) in cell order -> (rings, columns) in ouster_ros's rows."""
-        return values.reshape(scan.columns, scan.rings)[:, ring_of_row].T
+        return values.reshape(columns, rings)[:, ring_of_row].T
 
-    cloud = np.zeros((scan.rings, scan.columns), dtype=OUSTER)  # padding bytes stay 0
+    cloud = np.zeros((rings, columns), dtype=OUSTER)  # padding bytes stay 0
     for axis, name in enumerate("xyz"):
-        cloud[name] = grid(np.where(valid, scan.points_sensor[beams, slot, axis], np.nan))
+        cloud[name] = grid(np.where(valid, shaped.points[beams, slot, axis], np.nan))
     cloud["intensity"] = grid(np.where(valid, returns.signal[beams, slot], 0))
     cloud["t"] = grid(time_ns)
     cloud["reflectivity"] = grid(np.where(valid, returns.intensity[beams, slot], 0))
-    cloud["ring"] = np.arange(scan.rings)[:, None]
+    cloud["ring"] = np.arange(rings)[:, None]
     cloud["range"] = grid(np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0))
     return cloud
 
 
-def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
-    beam, slot = _returns_in_cell_order(scan)
-    ring = beam % scan.rings
-    time_ns = _cell_time_ns(scan, stamp_ns, "nebula", unsigned=True)
-    p = np.asarray(scan.points_sensor, dtype=np.float64)[beam, slot]
+def _nebula(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+    beam, slot = _returns_in_cell_order(shaped)
+    ring = beam % shaped.rings
+    time_ns = _cell_time_ns(shaped, stamp_ns, "nebula", unsigned=True)
+    p = np.asarray(shaped.points, dtype=np.float64)[beam, slot]
     cloud = np.empty(beam.size, dtype=NEBULA)
     for axis, name in enumerate("xyz"):
         cloud[name] = p[:, axis]
-    cloud["intensity"] = scan.returns.intensity[beam, slot]
-    cloud["return_type"] = _RETURN_TYPE_OF_FLAGS[scan.returns.return_flags[beam, slot]]
-    cloud["channel"] = np.asarray(scan.ring_rank, dtype=np.uint16)[ring]
+    cloud["intensity"] = shaped.returns.intensity[beam, slot]
+    cloud["return_type"] = _RETURN_TYPE_OF_FLAGS[shaped.returns.return_flags[beam, slot]]
+    cloud["channel"] = np.asarray(shaped.ring_rank, dtype=np.uint16)[ring]
     # nebula's RoboSense decoder: x = d cos(el) cos(az), y = -d cos(el) sin(az), z = d sin(el),
     # the azimuth clockwise from +x (the Helios spins clockwise), in [0, 2 pi).
     cloud["azimuth"] = np.mod(np.arctan2(-p[:, 1], p[:, 0]), 2.0 * np.pi)
@@ -281,7 +306,7 @@ def _nebula(scan: Scan, stamp_ns: int) -> np.ndarray:
     return cloud.reshape(1, -1)
 
 
-_BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
+_BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
     "XYZIRT_labels": _rslidar("XYZIRT_labels"),
@@ -291,37 +316,41 @@ _BUILDERS: dict[str, Callable[[Scan, int], np.ndarray]] = {
 }
 
 
-def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
+def all_returns(scan: Scan | ShapedScan, labels: bool = False) -> np.ndarray:
     """Every return of a scan as point-file records.
 
     Returns
     -------
-    (n_points,) structured array of ``PLY_POINT``, with ``labels`` of ``PLY_POINT_LABELS``
-        Beams in cell order (column x rings + ring), the returns of a beam in range order.
-        ``return_index`` counts from 1 within the beam, ``num_returns`` is the beam's count,
-        ``time_offset_s`` is the beam's own firing time minus the stamp (its column's ``dt_c``
-        where all rings of a column fire together); ``instance`` is the return's instance label.
+    (n_points,) structured array of ``PLY_POINT``, with ``labels`` of ``PLY_POINT_LABELS`` (their
+    ``spherical_dtype`` for a ``ShapedScan`` in spherical coordinates)
+        Beams in cell order (column x rings + ring), the returns of a beam in range order; a
+        ``ShapedScan``'s points in its frame. ``return_index`` counts from 1 within the beam,
+        ``num_returns`` is the beam's count, ``time_offset_s`` is the cell's firing time minus
+        the stamp; ``instance`` is the return's instance label.
     """
-    returns = scan.returns
+    shaped = as_shaped(scan)
+    returns = shaped.returns
     valid = np.asarray(returns.valid, dtype=bool)
-    beam, slot = _returns_in_cell_order(scan)
+    beam, slot = _returns_in_cell_order(shaped)
     return_index = np.cumsum(valid, axis=1)[beam, slot]
     num_returns = valid.sum(axis=1)[beam]
-    column = scan.cell_column[beam]
-    points = np.empty(beam.size, dtype=PLY_POINT_LABELS if labels else PLY_POINT)
-    for axis, name in enumerate("xyz"):
-        points[name] = scan.points_sensor[beam, slot, axis]
+    column = shaped.column_ids[beam // shaped.rings].astype(np.uint16)
+    layout = PLY_POINT_LABELS if labels else PLY_POINT
+    points = np.empty(beam.size, dtype=spherical_dtype(layout) if shaped.coordinates == "spherical" else layout)
+    coordinates = _coordinates(shaped)
+    for axis, name in enumerate(_coordinate_fields(shaped)):
+        points[name] = coordinates[beam, slot, axis]
     points["reflectivity"] = returns.reflectivity[beam, slot]
     points["signal"] = returns.signal[beam, slot]
     points["intensity"] = returns.intensity[beam, slot]
-    points["ring"] = scan.cell_ring[beam]
+    points["ring"] = beam % shaped.rings
     points["column"] = column
     points["class"] = returns.class_id[beam, slot]
     points["material"] = returns.material_id[beam, slot]
     points["return_index"] = return_index
     points["num_returns"] = num_returns
     points["return_flags"] = returns.return_flags[beam, slot]
-    points["time_offset_s"] = scan.cell_time_offset_s[beam]
+    points["time_offset_s"] = np.asarray(shaped.time_offset_s)[beam]
     if labels:
         points["instance"] = returns.instance[beam, slot]
     return points
@@ -329,8 +358,8 @@ def all_returns(scan: Scan, labels: bool = False) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _primary_xyzi(points_sensor, valid, intensity, primary):
-    """(n, 4) float32 x, y, z, intensity of each beam's primary return; NaN x, y, z and 0
-    intensity for a beam without a return."""
+    """(n, 4) float32 three coordinates and intensity of each beam's primary return; NaN
+    coordinates and 0 intensity for a beam without a return."""
     n = primary.size
     out = np.empty((n, 4), np.float32)
     for i in range(n):

@@ -15,6 +15,7 @@ import numpy as np
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.outputs.layouts import all_returns
+from acres_lidar_ros.outputs.shaping import ShapedScan, as_shaped
 from acres_lidar_ros.scan import Scan
 
 _PLY_TYPE_OF_SCALAR = {
@@ -58,16 +59,17 @@ def encode_ply(points: np.ndarray, comments: tuple[str, ...] = ()) -> bytes:
     return "\n".join(lines).encode("ascii") + points.tobytes()
 
 
-def write_ply(path: str | os.PathLike[str], scan: Scan, labels: bool = False) -> Path:
+def write_ply(path: str | os.PathLike[str], scan: Scan | ShapedScan, labels: bool = False) -> Path:
     """Write every return of the scan (``layouts.all_returns``, with ``labels`` their instance
-    labels too) to a new PLY file (atomic)."""
+    labels too) to a new PLY file (atomic); a ``ShapedScan``'s points in its frame and coordinates."""
+    shaped = as_shaped(scan)
     comments = (
         "acres_lidar_ros point file",
-        f"scan_index {scan.index}",
-        f"stamp_ns {scan.stamp_ns}",
-        f"frame_id {scan.frame_id}",
+        f"scan_index {shaped.scan.index}",
+        f"stamp_ns {shaped.stamp_ns}",
+        f"frame_id {shaped.frame_id}",
     )
-    return atomic_write(path, encode_ply(all_returns(scan, labels), comments))
+    return atomic_write(path, encode_ply(all_returns(shaped, labels), comments))
 
 
 def read_ply(path: str | os.PathLike[str]) -> np.ndarray:

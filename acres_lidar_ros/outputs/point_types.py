@@ -108,6 +108,44 @@ PLY_POINT = np.dtype(
 PLY_POINT_LABELS = np.dtype(PLY_POINT.descr + [("instance", "<u4")])
 
 
+CARTESIAN_FIELDS: tuple[str, str, str] = ("x", "y", "z")
+SPHERICAL_FIELDS: tuple[str, str, str] = ("azimuth", "elevation", "range")
+
+
+def spherical_dtype(dtype: np.dtype) -> np.dtype:
+    """The spherical twin of a Cartesian layout: x, y, z renamed azimuth, elevation (rad) and
+    range (m), same types and offsets, every other field as it is."""
+    if dtype.names is None or dtype.fields is None:
+        raise ConfigError(f"{dtype} is not a structured point layout")
+    names = [SPHERICAL_FIELDS[CARTESIAN_FIELDS.index(n)] if n in CARTESIAN_FIELDS else n for n in dtype.names]
+    fields = [dtype.fields[n] for n in dtype.names]
+    return np.dtype(
+        {
+            "names": names,
+            "formats": [f[0] for f in fields],
+            "offsets": [f[1] for f in fields],
+            "itemsize": dtype.itemsize,
+        }
+    )
+
+
+# coordinates: spherical (seed 004 elementsCoordsType). ouster (whose range is a uint32 in mm)
+# and nebula (azimuth, elevation and distance beside x, y, z already) have no spherical twin.
+XYZI_SPHERICAL = spherical_dtype(XYZI)
+XYZIRT_SPHERICAL = spherical_dtype(XYZIRT)
+VELODYNE_SPHERICAL = spherical_dtype(VELODYNE)
+XYZIRT_LABELS_SPHERICAL = spherical_dtype(XYZIRT_LABELS)
+PLY_POINT_SPHERICAL = spherical_dtype(PLY_POINT)
+PLY_POINT_LABELS_SPHERICAL = spherical_dtype(PLY_POINT_LABELS)
+SPHERICAL_POINT_TYPES: dict[str, np.dtype] = {
+    "XYZI": XYZI_SPHERICAL,
+    "XYZIRT": XYZIRT_SPHERICAL,
+    "XYZIRT_labels": XYZIRT_LABELS_SPHERICAL,
+    "velodyne": VELODYNE_SPHERICAL,
+}
+"""Point type -> its spherical layout, for the profiles that have one."""
+
+
 @dataclass(frozen=True)
 class PointProfile:
     """One ``point_type``: the layout a consumer reads and how the cloud is laid out in it.
@@ -220,9 +258,21 @@ def labelled_point_type(point_type: str, labels: bool, what: str = "point_type")
     return LABELLED_POINT_TYPE
 
 
-def point_dtype(point_type: str) -> np.dtype:
-    """The dtype of a point type name (a key of ``PROFILES``)."""
-    return point_profile(point_type).dtype
+def point_dtype(point_type: str, coordinates: str = "cartesian") -> np.dtype:
+    """The dtype of a point type name (a key of ``PROFILES``) in ``coordinates``
+    (``spherical``: ``SPHERICAL_POINT_TYPES``; ``ConfigError`` for a profile without one)."""
+    profile = point_profile(point_type)
+    if coordinates == "cartesian":
+        return profile.dtype
+    if coordinates == "spherical" and point_type in SPHERICAL_POINT_TYPES:
+        return SPHERICAL_POINT_TYPES[point_type]
+    if coordinates == "spherical":
+        raise ConfigError(
+            f"lidar.coordinates = 'spherical' with point_type {point_type!r}: allowed with "
+            f"{', '.join(SPHERICAL_POINT_TYPES)} (ouster's range is its own uint32 field and nebula carries azimuth, "
+            "elevation and distance beside x, y, z)"
+        )
+    raise ConfigError(f"lidar.coordinates = {coordinates!r}: expected one of cartesian, spherical")
 
 
 def stamps_sweep_start(point_type: str, ts_first_point: bool) -> bool:

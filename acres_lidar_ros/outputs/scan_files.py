@@ -1,8 +1,8 @@
 """The files of one scan in a session folder, as the spec lays them out.
 
 ``<session>/lidar/scan_<time>.ply`` (all returns) and/or ``.pcd`` (organised cloud) by
-``lidar.output``, ``<session>/lidar/scan_<time>.png`` (top view), then one row appended to
-``<session>/lidar.jsonl``. The time is the scan stamp in microseconds. The row is appended only
+``lidar.output``, ``<session>/lidar/scan_<time>.png`` (top view), ``<session>/lidar/scan_<time>.truth.npz`` for a
+scan with its cell truth (``outputs.truth``), then one row appended to ``<session>/lidar.jsonl``. The time is the scan stamp in microseconds. The row is appended only
 after the scan's files exist (spec "Delay": the recorder releases the row when the files exist).
 """
 
@@ -21,6 +21,8 @@ from acres_lidar_ros.outputs.pcd import write_pcd
 from acres_lidar_ros.outputs.ply import write_ply
 from acres_lidar_ros.outputs.preview import render_top_view, write_png
 from acres_lidar_ros.outputs.records import scan_row
+from acres_lidar_ros.outputs.shaping import ShapedScan
+from acres_lidar_ros.outputs.truth import truth_file_name, write_truth_npz
 from acres_lidar_ros.scan import Scan
 
 OUTPUT_MODES = ("ply", "pcd", "both")
@@ -39,6 +41,7 @@ def write_scan_files(
     preview: bool = True,
     cloud: np.ndarray | None = None,
     pose_coverage: str = "covered",
+    shaped: ShapedScan | None = None,
     labels: bool = False,
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
@@ -62,6 +65,9 @@ def write_scan_files(
         the bag), so the PCD does not make it again.
     pose_coverage : str
         How the poses covered the sweep, for the row (``records.scan_row``).
+    shaped : ShapedScan, optional
+        The scan in its output frame and coordinates (``shaping.shape_scan``) for the PLY;
+        default the scan as traced (sensor frame, Cartesian).
     labels : bool
         The PLY file carries each point's instance label (``ply.write_ply``).
 
@@ -89,11 +95,13 @@ def write_scan_files(
     stem = scan_file_stem(scan.stamp_ns)
     files = []
     if output in ("ply", "both"):
-        files.append(write_ply(scan_dir / f"{stem}.ply", scan, labels))
+        files.append(write_ply(scan_dir / f"{stem}.ply", scan if shaped is None else shaped, labels))
     if output in ("pcd", "both"):
         files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud))
     if preview:
         files.append(write_png(scan_dir / f"{stem}.png", render_top_view(scan)))
+    if scan.truth is not None:
+        files.append(write_truth_npz(scan_dir / truth_file_name(stem), scan))
     row = scan_row(
         scan,
         delay_s,
@@ -104,3 +112,12 @@ def write_scan_files(
     )
     append_jsonl(session_dir / JSONL_NAME, row)
     return row
+
+
+def write_truth_file(session_dir: str | os.PathLike[str], scan: Scan) -> Path:
+    """Write a scan's ``lidar/scan_<time>.truth.npz`` alone (a run without point files); the
+    session's ``lidar/`` folder must exist. Returns its path."""
+    scan_dir = Path(session_dir) / SCAN_FOLDER
+    if not scan_dir.is_dir():
+        raise OutputError(f"scan folder {scan_dir} does not exist")
+    return write_truth_npz(scan_dir / truth_file_name(scan_file_stem(scan.stamp_ns)), scan)

@@ -19,9 +19,12 @@ A slab's centre range, mean drop count and signal per unit reflectance depend on
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numba
 import numpy as np
 
+from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
 from acres_lidar_ros.radiometry.noise import Pcg32, pcg32_step, uniform_of_u32
 from acres_lidar_ros.radiometry.physics import signal_counts
@@ -81,63 +84,126 @@ def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tu
         mean_k = mean_drops_in_slab(
             atm.drop_density_per_m3, config.weather.exit_diameter_m, centers_m, config.beam_divergence_rad, separation
         )
-        counts, state = _draw_drop_counts(
-            per_beam, np.uint64(rain.state), np.uint64(rain.inc), poisson_cdfs(mean_k), mean_k
+    # The passes run over parts of the beams side by side (``cores``): a part's first slab and
+    # first drop are known, and the stream jumps there (O(log n)), so the numbers are the same.
+    bounds = split_bounds(per_beam.size, MIN_BEAMS_PER_PART)
+    first_slab = np.concatenate([[0], np.cumsum(per_beam, dtype=np.int64)])[bounds]  # of each part, and the end
+    counts = np.zeros(int(first_slab[-1]), np.uint8)
+    if atm.drop_density_per_m3 > 0.0:
+        mean_k = mean_drops_in_slab(
+            atm.drop_density_per_m3, config.weather.exit_diameter_m, centers_m, config.beam_divergence_rad, separation
         )
-        rain.state = int(state)
-        energy = exponential_from_uniform(rain.next_uniform_array(int(counts.sum(dtype=np.int64))))
+        cdf = poisson_cdfs(mean_k)
+
+        def draw_counts(lo: int, hi: int) -> None:
+            part = rain.copy()
+            part.advance(int(first_slab[lo]))
+            _draw_drop_counts(
+                per_beam,
+                bounds[lo],
+                bounds[hi],
+                first_slab[lo],
+                np.uint64(part.state),
+                np.uint64(part.inc),
+                cdf,
+                mean_k,
+                counts,
+            )
+
+        map_parts(draw_counts, np.arange(bounds.size))
+        rain.advance(counts.size)
+        first_drop = np.concatenate(
+            [[0], np.cumsum([counts[a:b].sum(dtype=np.int64) for a, b in pairwise(first_slab)])]
+        )
+        energy = np.empty(int(first_drop[-1]))
+
+        def draw_energies(lo: int, hi: int) -> None:
+            part = rain.copy()
+            part.advance(lo)
+            energy[lo:hi] = exponential_from_uniform(part.next_uniform_array(hi - lo))
+
+        map_parts(draw_energies, split_bounds(energy.size, MIN_DROPS_PER_PART))
+        rain.advance(energy.size)
     else:  # fog alone: nothing is drawn
         mean_k = np.zeros(most)
-        counts = np.zeros(int(per_beam.sum()), np.uint8)
+        first_drop = np.zeros(bounds.size, np.int64)
         energy = np.zeros(0)
     power_rm = np.ones(cells_rm.size) if model.power_ratio is None else model.power_ratio[cells_rm]
-    position, k, rho = _kept_slabs(
-        per_beam,
-        counts,
-        energy,
-        mean_k,
-        unit_signal,
-        power_rm,
-        config.columns,
-        np.pi * atm.beta_fog_per_m_sr * separation,
-        np.pi * atm.beta_rain_per_m_sr * separation,
-        float(rad.ambient_counts),
-        float(model.detection_threshold_counts),
-    )
+
+    def keep(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _kept_slabs(
+            per_beam,
+            bounds[lo],
+            bounds[hi],
+            first_slab[lo],
+            first_drop[lo],
+            counts,
+            energy,
+            mean_k,
+            unit_signal,
+            power_rm,
+            config.columns,
+            np.pi * atm.beta_fog_per_m_sr * separation,
+            np.pi * atm.beta_rain_per_m_sr * separation,
+            float(rad.ambient_counts),
+            float(model.detection_threshold_counts),
+        )
+
+    parts = map_parts(keep, np.arange(bounds.size))
+    position, k, rho = (np.concatenate([p[i] for p in parts]) for i in range(3))
     return cells_rm[position], centers_m[k], rho
 
 
+MIN_BEAMS_PER_PART = 4096
+MIN_DROPS_PER_PART = 65536
+
+
 @numba.njit(cache=True, nogil=True)
-def _draw_drop_counts(per_beam, state, inc, cdf, mean_k):
-    """Pass 1: the drop count of every slab from the rain stream at ``state``; returns the
-    counts (slab order) and the stream's state after them."""
-    total = 0
-    for b in range(per_beam.shape[0]):
-        total += per_beam[b]
-    counts = np.empty(total, np.uint8)
-    at = 0
-    for b in range(per_beam.shape[0]):
+def _draw_drop_counts(per_beam, first_beam, end_beam, first_slab, state, inc, cdf, mean_k, counts):
+    """Pass 1 over the beams ``first_beam .. end_beam - 1``: the drop count of each of their
+    slabs (from ``counts[first_slab]`` on) from the rain stream at ``state`` (the state of their
+    first slab)."""
+    state = np.uint64(state)
+    inc = np.uint64(inc)
+    at = first_slab
+    for b in range(first_beam, end_beam):
         for k in range(per_beam[b]):
             output, state = pcg32_step(state, inc)
             counts[at] = invert_cdf(uniform_of_u32(output), cdf[k], mean_k[k])
             at += 1
-    return counts, state
 
 
 @numba.njit(cache=True, nogil=True)
 def _kept_slabs(
-    per_beam, counts, energy, mean_k, unit_signal, power_rm, columns, fog_term, rain_factor, ambient, threshold
+    per_beam,
+    first_beam,
+    end_beam,
+    first_slab,
+    first_drop,
+    counts,
+    energy,
+    mean_k,
+    unit_signal,
+    power_rm,
+    columns,
+    fog_term,
+    rain_factor,
+    ambient,
+    threshold,
 ):
-    """Pass 3: (ring-major position, slab number, rho_slab) of the slabs the skip rule keeps;
-    ``power_rm`` is each beam's emitter power ratio (``BeamModel.power_ratio``), ring-major."""
-    n = counts.shape[0]
+    """Pass 3 over the beams ``first_beam .. end_beam - 1`` (their slabs from ``first_slab``, their
+    drops from ``first_drop``): (ring-major position, slab number, rho_slab) of the slabs the skip
+    rule keeps; ``power_rm`` is each beam's emitter power ratio (``BeamModel.power_ratio``), ring-major."""
+    n = 0
+    for b in range(first_beam, end_beam):
+        n += per_beam[b]
     position = np.empty(n, np.int64)
     number = np.empty(n, np.int64)
     rho = np.empty(n)
     m = 0
-    slab = 0
-    drop = 0
-    for b in range(per_beam.shape[0]):
+    slab = first_slab
+    drop = first_drop
+    for b in range(first_beam, end_beam):
         ring = b // columns
         for k in range(per_beam[b]):
             total = 0.0

@@ -32,7 +32,7 @@ reported reflectivity is ``R_lambda``. docs/detection.md says when each model fi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
@@ -43,11 +43,12 @@ from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.radiometry.physics import intensity_byte, reflectance_limit
+from acres_lidar_ros.radiometry.physics import reflectance_limit
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
-from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts
-from acres_lidar_ros.radiometry.scalar_physics import range_sigma_m as range_sigma_of
+from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
+from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, range_sigma_of_snr, snr
 from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
+from acres_lidar_ros.radiometry.weather import CLEAR_AIR
 from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
@@ -79,6 +80,8 @@ class ScanEchoes:
         Why a window drops the echo: the ``windows.WINDOW_*`` bits (near, far, azimuth,
         separation), 0 inside every window. An echo the detector sees with a reason set is one
         a window dropped.
+    truth : EchoTruth or None
+        What the per-cell truth output needs (``model.truth`` only).
     """
 
     index: int
@@ -88,6 +91,30 @@ class ScanEchoes:
     measured_counts: np.ndarray
     detected: np.ndarray
     outside_window: np.ndarray
+    truth: EchoTruth | None = None
+
+
+@dataclass(frozen=True)
+class EchoTruth:
+    """Per echo, what the truth output reads (``radiometry.truth``), kept only with ``model.truth``.
+
+    Attributes
+    ----------
+    echoes : Echoes
+        The scan's echoes (class, material, instance and incidence of each one's largest
+        contribution).
+    signal_detected : (e,) bool
+        The signal test alone, before the windows.
+    clear_air_detected : (e,) bool or None
+        The signal test with the same draws in clear air (``alpha = 0``); None in clear air.
+    return_echo : (n_beams, R) int64
+        The echo of each return slot (-1 for an empty slot).
+    """
+
+    echoes: Echoes
+    signal_detected: np.ndarray
+    clear_air_detected: np.ndarray | None
+    return_echo: np.ndarray
 
 
 def finish_returns(
@@ -152,6 +179,7 @@ def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid
         np.full(m, PRECIPITATION_CLASS, np.uint8),
         np.full(m, PRECIPITATION_MATERIAL, np.uint8),
         np.full(m, CLUTTER_INSTANCE, np.uint32),
+        np.full(m, np.nan) if model.truth else None,  # a slab has no surface, so no incidence
     )
 
 
@@ -217,6 +245,7 @@ def _echo_signals(
     """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
     and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
     beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``)."""
+    snr_spec = snr(signal_at_10pct_counts, ambient_counts)
     for i in range(lo, hi):
         r = range_m[i]
         s_clear = signal_counts_of(
@@ -233,7 +262,7 @@ def _echo_signals(
         signal[i] = s
         if noise:
             measured[i] = measured_signal_counts(s, ambient_counts, n1[draw[i]])
-            sigma = range_sigma_of(s, ambient_counts, signal_at_10pct_counts, std_m, range_std_low_snr_m)
+            sigma = range_sigma_of_snr(snr(s, ambient_counts), snr_spec, std_m, range_std_low_snr_m)
             moved = r + sigma * n2[draw[i]]
         else:
             measured[i] = s
@@ -254,26 +283,7 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     def part(lo: int, hi: int) -> None:
         _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
 
-    inputs = (
-        echoes.reflectance,
-        echoes.range_m,
-        echoes.peak,
-        echoes.cell,
-        config.rings,
-        float(rad.signal_at_10pct_counts),
-        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
-        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
-        float(rad.overlap_range_m),
-        float(model.atmosphere.alpha_per_m),
-        float(rad.ambient_counts),
-        float(config.std_m),
-        float(rad.range_std_low_snr_m),
-        bool(model.noise),
-        n1_drawn,
-        n2_drawn,
-        draw,
-        float(config.range_m),
-    )
+    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m)
     map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
@@ -283,7 +293,12 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
     outside = windows.outside(echoes.cell, echoes.range_m, seen)
     detected = seen & (outside == 0)
-    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside)
+    truth = None
+    if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
+        n2 = n2_drawn[draw] if model.noise else None
+        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, n2)
+        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
+    scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
     if det.size == 0:
@@ -298,24 +313,121 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     lit_row, slot_col = np.nonzero(chosen >= 0)
     pick = det[chosen[lit_row, slot_col]]  # echo of each return
     at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
-    ret_measured = measured[pick]
-    ret_clear = clear[pick]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reflectivity = np.where(
-            ret_clear > 0.0, echoes.reflectance[pick] * np.maximum(ret_measured, 0.0) / ret_clear, 0.0
-        )
-    out.range_m.reshape(-1)[at] = range_meas[pick]
-    out.valid.reshape(-1)[at] = True
-    out.reflectivity.reshape(-1)[at] = reflectivity
-    out.signal.reshape(-1)[at] = np.floor(
-        np.clip(ret_measured, 0.0, min(rad.saturation_counts, MAX_SIGNAL_COUNTS)) + 0.5
+    if truth is not None:
+        truth.return_echo.reshape(-1)[at] = pick
+    _write_returns(
+        pick,
+        at,
+        flags[lit_row, slot_col],
+        measured,
+        clear,
+        echoes.reflectance,
+        range_meas,
+        echoes.class_id,
+        echoes.material_id,
+        echoes.instance,
+        float(min(rad.saturation_counts, MAX_SIGNAL_COUNTS)),
+        *(getattr(out, name).reshape(-1) for name in _RETURN_FIELDS),
     )
-    out.intensity.reshape(-1)[at] = intensity_byte(reflectivity)
-    out.class_id.reshape(-1)[at] = echoes.class_id[pick]
-    out.material_id.reshape(-1)[at] = echoes.material_id[pick]
-    out.instance.reshape(-1)[at] = echoes.instance[pick]
-    out.return_flags.reshape(-1)[at] = flags[lit_row, slot_col]
     return out, scan_echoes
+
+
+_RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its order
+    "range_m",
+    "valid",
+    "reflectivity",
+    "signal",
+    "intensity",
+    "class_id",
+    "material_id",
+    "instance",
+    "return_flags",
+)
+
+
+@numba.njit(cache=True, nogil=True)
+def _write_returns(
+    pick,
+    at,
+    return_flags,
+    measured,
+    clear,
+    reflectance,
+    range_meas,
+    class_id,
+    material_id,
+    instance,
+    max_signal_counts,
+    out_range,
+    out_valid,
+    out_reflectivity,
+    out_signal,
+    out_intensity,
+    out_class,
+    out_material,
+    out_instance,
+    out_flags,
+):
+    """The fields of each return ``k`` (echo ``pick[k]``, flat slot ``at[k]``): ``rho_rep = rho_e
+    max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up (negative gives 0), the
+    intensity byte."""
+    for k in range(pick.shape[0]):
+        e = pick[k]
+        a = at[k]
+        m = measured[e]
+        rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
+        out_range[a] = range_meas[e]
+        out_valid[a] = True
+        out_reflectivity[a] = rho
+        out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
+        out_intensity[a] = intensity_byte_of(rho)
+        out_class[a] = class_id[e]
+        out_material[a] = material_id[e]
+        out_instance[a] = instance[e]
+        out_flags[a] = return_flags[k]
+
+
+def _signal_inputs(
+    echoes: Echoes, model: BeamModel, n1: np.ndarray, n2: np.ndarray, draw: np.ndarray, alpha_per_m: float
+) -> tuple:
+    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``."""
+    config = model.config
+    rad = config.radiometry
+    return (
+        echoes.reflectance,
+        echoes.range_m,
+        echoes.peak,
+        echoes.cell,
+        config.rings,
+        float(rad.signal_at_10pct_counts),
+        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
+        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
+        float(rad.overlap_range_m),
+        float(alpha_per_m),
+        float(rad.ambient_counts),
+        float(config.std_m),
+        float(rad.range_std_low_snr_m),
+        bool(model.noise),
+        n1,
+        n2,
+        draw,
+        float(config.range_m),
+    )
+
+
+def _clear_air_seen(
+    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, n2: np.ndarray | None
+) -> np.ndarray | None:
+    """The signal test of ``detect`` again with the same draws (``draws``: the scan's n1, n2 and
+    each echo's place in them) and no extinction; None in clear air, where it is the test itself."""
+    if model.atmosphere.alpha_per_m <= 0.0:
+        return None
+    if model.config.radiometry.detection_model == "reflectance_limit":
+        return reflectance_limit_detection(echoes, clear, n2, replace(model, atmosphere=CLEAR_AIR))[2]
+    n_echo = echoes.cell.size
+    out = tuple(np.empty(n_echo) for _ in range(4))
+    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0), 0, n_echo, *out)  # type: ignore[call-arg]
+    return out[2] >= model.detection_threshold_counts
 
 
 def reflectance_limit_detection(

@@ -66,6 +66,9 @@ class Contributions:
     class_id, material_id : (m,) uint8
     instance : (m,) uint32
         Instance label (``scene.instances``).
+    cos_incidence : (m,) float64 or None
+        ``|cos theta|`` the backscatter used (``theta'`` on ground; NaN for clutter slabs); only
+        with ``BeamModel.truth``, None otherwise.
     """
 
     cell: np.ndarray
@@ -75,6 +78,7 @@ class Contributions:
     class_id: np.ndarray
     material_id: np.ndarray
     instance: np.ndarray
+    cos_incidence: np.ndarray | None = None
 
     @staticmethod
     def of_beams(parts: list[Contributions]) -> Contributions:
@@ -86,10 +90,7 @@ class Contributions:
         """These and ``other``'s contributions (both by beam and range) by beam and range; on a
         tie of both, these come first."""
         order = _merge_order(self.cell, self.range_m, other.cell, other.range_m)
-        names = Contributions.__dataclass_fields__
-        return Contributions(
-            **{name: np.concatenate([getattr(self, name), getattr(other, name)])[order] for name in names}
-        )
+        return _joined(Contributions, [self, other], order)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class Echoes:
     class_id, material_id : (e,) uint8
     instance : (e,) uint32
         Instance label of the echo's largest contribution.
+    cos_incidence : (e,) float64 or None
+        The largest contribution's (``Contributions.cos_incidence``); None without it.
     """
 
     cell: np.ndarray
@@ -113,6 +116,7 @@ class Echoes:
     class_id: np.ndarray
     material_id: np.ndarray
     instance: np.ndarray
+    cos_incidence: np.ndarray | None = None
 
     @staticmethod
     def concatenate(parts: list[Echoes]) -> Echoes:
@@ -216,10 +220,19 @@ def _hits_rows(hits: Hits, rows: slice) -> Hits:
     return Hits(**{name: getattr(hits, name)[rows] for name in Hits.__dataclass_fields__})
 
 
-def _joined(kind: type[_ByCell], parts: list[Any]) -> _ByCell:
-    """Records of consecutive parts of a block, in the block's beam order."""
-    names = kind.__dataclass_fields__
-    return kind(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
+def _joined(kind: type[_ByCell], parts: list[Any], order: np.ndarray | None = None) -> _ByCell:
+    """The records of ``parts`` one after the other (consecutive parts of a block: the block's
+    beam order), taken in ``order`` (None: as they are). An optional field that is None in some
+    part is None in the result."""
+    joined: dict[str, np.ndarray | None] = {}
+    for name in kind.__dataclass_fields__:
+        arrays = [getattr(p, name) for p in parts]
+        if any(a is None for a in arrays):
+            joined[name] = None
+            continue
+        a = np.concatenate(arrays)
+        joined[name] = a if order is None else a[order]
+    return kind(**joined)
 
 
 def contributions_of_hits(
@@ -237,19 +250,18 @@ def contributions_of_hits(
     config = model.config
     mats = config.materials
     n_sub = weights.size
-    k_slots = hits.shape[1]
     class_id = hits.class_id.ravel()
     material_id = hits.material_id.ravel()
     range_m = hits.range_m.ravel()
     cos_incidence = hits.cos_incidence.ravel()
     # 1. Which hits light reaches, and the foliage transmission in front of each.
-    flat, t_front, tau, passes = reached_hits(
+    flat, rows, t_front, tau, passes = reached_hits(
         hits.valid, hits.class_id, hits.material_id, IS_FOLIAGE_CLASS, mats.transmission, model.foliage_solid
     )
     # 2. The keys of the ground terms, and their normals in one vectorised call.
     ground_at, slope_at, albedo_at, rough_at, cos_ground, keys = ground_keys(
         flat,
-        k_slots,
+        rows,
         n_sub,
         class_id,
         material_id,
@@ -272,8 +284,9 @@ def contributions_of_hits(
     z = np.asarray(hash_normal(keys), dtype=np.float64)
     theta_ground = np.arccos(cos_ground)
     # 3. Tilt, texture, roughness, backscatter, contribution and echo stretch of each hit.
-    bad_range, nearest_solid, *fields = lit_contributions(
+    bad_range, nearest_solid, *fields, cos_theta = lit_contributions(
         flat,
+        rows,
         t_front,
         tau,
         passes,
@@ -283,7 +296,6 @@ def contributions_of_hits(
         rough_at,
         theta_ground,
         z,
-        k_slots,
         n_sub,
         weights,
         cells,
@@ -305,24 +317,31 @@ def contributions_of_hits(
         float(config.pulse_length_m),
         float(config.beam_divergence_rad),
         float(config.beam_divergence_v_rad),
+        model.truth,
     )
     if bad_range:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
-    return Contributions(*fields), nearest_solid
+    cell, lit_range_m, power, peak, lit_class, lit_material, instance = fields
+    cos_out = cos_theta if model.truth else None  # the truth output's incidence, only when asked
+    return Contributions(cell, lit_range_m, power, peak, lit_class, lit_material, instance, cos_out), nearest_solid
 
 
 def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
     """Step 4 of the module notes: the echoes of contributions in beam and range order."""
     c = contributions
     start = np.flatnonzero(_echo_opens(c.cell, c.range_m, float(separation_m)))
-    return Echoes(*_echoes_of(start, c.cell, c.range_m, c.power, c.peak, c.class_id, c.material_id, c.instance))
+    cell, range_m, rho, peak, class_id, material_id, instance, largest = _echoes_of(
+        start, c.cell, c.range_m, c.power, c.peak, c.class_id, c.material_id, c.instance
+    )
+    cos_incidence = None if c.cos_incidence is None else c.cos_incidence[largest]
+    return Echoes(cell, range_m, rho, peak, class_id, material_id, instance, cos_incidence)
 
 
 @numba.njit(cache=True, nogil=True)
 def _echoes_of(start, cell, range_m, power, peak, class_id, material_id, instance):
     """The echo of each run ``[start[e], start[e + 1])`` of contributions: ``rho_e = sum P``,
     ``R_e`` and ``g_e`` the ``P``-weighted means (sums in order), and the fields of the first
-    largest ``P``."""
+    largest ``P`` (and its index)."""
     n_echo = start.shape[0]
     out_range = np.empty(n_echo)
     out_rho = np.empty(n_echo)
@@ -351,6 +370,7 @@ def _echoes_of(start, cell, range_m, power, peak, class_id, material_id, instanc
         class_id[largest],
         material_id[largest],
         instance[largest],
+        largest,
     )
 
 
@@ -392,10 +412,6 @@ def _joined_by_cell(kind: type[_ByCell], parts: list[_ByCell]) -> _ByCell:
     field) as one, beams in cell order; each beam's records keep their order."""
     if len(parts) == 1:
         return parts[0]
-    names = kind.__dataclass_fields__
-    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
-    cell = joined["cell"]
-    if cell.size > 1 and not np.all(cell[1:] >= cell[:-1]):
-        order = np.argsort(cell, kind="stable")
-        joined = {name: a[order] for name, a in joined.items()}
-    return kind(**joined)
+    cell = np.concatenate([p.cell for p in parts])
+    in_order = cell.size < 2 or bool(np.all(cell[1:] >= cell[:-1]))
+    return _joined(kind, parts, None if in_order else np.argsort(cell, kind="stable"))

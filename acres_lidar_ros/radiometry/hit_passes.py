@@ -44,8 +44,8 @@ def reached_hits(
     foliage_class: np.ndarray,
     transmission: np.ndarray,
     foliage_solid: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pass 1: flat index ``row * K + slot`` of each hit light reaches, ``T`` in front of it, its
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pass 1: flat index ``row * K + slot`` and row of each hit light reaches, ``T`` in front of it, its
     ``tau`` (0 for a solid hit) and whether it passes light (foliage, unless solid)."""
     n_rows, k_slots = valid.shape
     n_classes = foliage_class.shape[0]
@@ -56,6 +56,7 @@ def reached_hits(
             if valid[row, j]:
                 n_valid += 1
     flat = np.empty(n_valid, np.int64)
+    rows = np.empty(n_valid, np.int64)
     t_front = np.empty(n_valid)
     tau = np.empty(n_valid)
     passes = np.empty(n_valid, np.bool_)
@@ -72,18 +73,19 @@ def reached_hits(
             lets_through = foliage_class[cls] and not foliage_solid
             tau_hit = transmission[mat] if lets_through else 0.0
             flat[m] = row * k_slots + j
+            rows[m] = row
             t_front[m] = t
             tau[m] = tau_hit
             passes[m] = lets_through
             m += 1
             t = t * tau_hit
-    return flat[:m], t_front[:m], tau[:m], passes[:m]
+    return flat[:m], rows[:m], t_front[:m], tau[:m], passes[:m]
 
 
 @_jit
 def ground_keys(
     flat: np.ndarray,
-    k_slots: int,
+    rows: np.ndarray,
     n_sub: int,
     class_id: np.ndarray,
     material_id: np.ndarray,
@@ -124,7 +126,7 @@ def ground_keys(
         f = flat[i]
         if class_id[f] != ground_class:
             continue
-        row = f // k_slots
+        row = rows[i]
         mat = material_id[f]
         cos_ground[n_ground] = min(abs(cos_incidence[f]), 1.0)
         ground_at[i] = n_ground
@@ -141,7 +143,7 @@ def ground_keys(
                 place_hash_of(x, y, albedo_cell_m, albedo_seed_term), keys, n_keys, seen_key, seen_at
             )
         if roughness_m[mat] > 0.0:
-            beam = row // n_sub
+            beam = _beam_of(row, n_sub)
             keys[n_keys] = roughness_hash_of(
                 np.uint64(scan), np.uint64(cells[beam]), np.uint64(row - beam * n_sub), rough_seed_term
             )
@@ -151,6 +153,12 @@ def ground_keys(
 
 
 _SEEN_SLOTS = 4096
+
+
+@_jit
+def _beam_of(row: int, n_sub: int) -> int:
+    """The block's beam of a sub-ray row (no integer division for one sub-ray per beam)."""
+    return row if n_sub == 1 else row // n_sub
 
 
 @_jit
@@ -169,6 +177,7 @@ def _key_place(key, keys, n_keys, seen_key, seen_at):
 @_jit
 def lit_contributions(
     flat: np.ndarray,
+    rows: np.ndarray,
     t_front: np.ndarray,
     tau: np.ndarray,
     passes: np.ndarray,
@@ -178,7 +187,6 @@ def lit_contributions(
     rough_at: np.ndarray,
     theta_ground: np.ndarray,
     z: np.ndarray,
-    k_slots: int,
     n_sub: int,
     weights: np.ndarray,
     cells: np.ndarray,
@@ -200,9 +208,12 @@ def lit_contributions(
     pulse_length_m: float,
     divergence_rad: float,
     divergence_v_rad: float,
+    keep_cos: bool = False,
 ) -> tuple:
     """Pass 3: the lit contributions of the block's beams (beam order, range order within a beam,
-    stable) and each beam's nearest solid range (inf where none)."""
+    stable) and each beam's nearest solid range (inf where none); with ``keep_cos`` also each
+    contribution's ``|cos theta|`` as the backscatter used it (the truth output's), else an
+    empty array."""
     n = flat.shape[0]
     n_beams = cells.shape[0]
     nearest_solid = np.full(n_beams, np.inf)
@@ -213,16 +224,17 @@ def lit_contributions(
     out_class = np.empty(n, np.uint8)
     out_material = np.empty(n, np.uint8)
     out_object = np.empty(n, np.uint32)
+    out_cos = np.empty(n if keep_cos else 0)
     m = 0
     start = 0  # first contribution of the current beam
     current = -1
     bad_range = False
     for i in range(n):
         f = flat[i]
-        row = f // k_slots
-        beam = row // n_sub
+        row = rows[i]
+        beam = _beam_of(row, n_sub)
         if beam != current:
-            _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
+            _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, out_cos, start, m)
             start = m
             current = beam
         r = range_m[f]
@@ -266,8 +278,10 @@ def lit_contributions(
         out_class[m] = class_id[f]
         out_material[m] = mat
         out_object[m] = instance[f]
+        if keep_cos:
+            out_cos[m] = cos_theta
         m += 1
-    _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, start, m)
+    _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, out_cos, start, m)
     return (
         bad_range,
         nearest_solid,
@@ -278,17 +292,21 @@ def lit_contributions(
         out_class[:m],
         out_material[:m],
         out_object[:m],
+        out_cos[:m] if keep_cos else out_cos,
     )
 
 
 @_jit
-def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start, end):
-    """Stable insertion sort of the records ``[start, end)`` by range (a beam's few contributions)."""
+def _sort_by_range(range_m, power, peak, class_id, material_id, instance, cos, start, end):
+    """Stable insertion sort of the records ``[start, end)`` by range (a beam's few contributions);
+    ``cos`` moves with them unless it is empty."""
+    move_cos = cos.shape[0] > 0
     for i in range(start + 1, end):
         r = range_m[i]
         if r >= range_m[i - 1]:
             continue
         p, g, c, mt, o = power[i], peak[i], class_id[i], material_id[i], instance[i]
+        k = cos[i] if move_cos else 0.0
         j = i - 1
         while j >= start and range_m[j] > r:
             range_m[j + 1] = range_m[j]
@@ -297,6 +315,8 @@ def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start,
             class_id[j + 1] = class_id[j]
             material_id[j + 1] = material_id[j]
             instance[j + 1] = instance[j]
+            if move_cos:
+                cos[j + 1] = cos[j]
             j -= 1
         range_m[j + 1] = r
         power[j + 1] = p
@@ -304,3 +324,5 @@ def _sort_by_range(range_m, power, peak, class_id, material_id, instance, start,
         class_id[j + 1] = c
         material_id[j + 1] = mt
         instance[j + 1] = o
+        if move_cos:
+            cos[j + 1] = k

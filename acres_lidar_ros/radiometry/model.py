@@ -45,6 +45,10 @@ class BeamModel:
     power_ratio : (N_c N_r,) float64 or None
         Each cell's emitter peak power over the sensor's (``lidar.peak_power_w``): the factor of
         its signal in the range equation (seed 004 ``emitterPeakPowerW``); None where all are 1.
+    truth : bool
+        The passes keep what the per-cell truth output needs (``radiometry.truth``): the
+        incidence of each contribution and echo, and what detection decided of each echo.
+        Off, they keep nothing extra.
     """
 
     config: SensorConfig
@@ -54,6 +58,7 @@ class BeamModel:
     detection_threshold_counts: float
     windows: CellWindows | None = None
     power_ratio: np.ndarray | None = None
+    truth: bool = False
 
     @classmethod
     def build(
@@ -67,6 +72,7 @@ class BeamModel:
         foliage_solid: bool = False,
         windows: CellWindows | None = None,
         power_ratio: np.ndarray | None = None,
+        truth: bool = False,
     ) -> BeamModel:
         """The model of ``config`` under a run's switches.
 
@@ -89,6 +95,7 @@ class BeamModel:
             config=config,
             noise=bool(noise),
             foliage_solid=bool(foliage_solid),
+            truth=bool(truth),
             atmosphere=atm,
             detection_threshold_counts=detection_threshold(
                 rad.signal_at_10pct_counts, rad.ambient_counts, rad.detection_probability_at_spec

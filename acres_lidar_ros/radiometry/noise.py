@@ -26,6 +26,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+
 MASK64 = (1 << 64) - 1
 MASK32 = (1 << 32) - 1
 
@@ -42,6 +44,7 @@ NOISE_SEQUENCE = 3
 RAIN_STATE_OFFSET = 4036
 RAIN_SEQUENCE = 5
 
+MIN_PAIRS_PER_PART = 8192
 _U64 = np.uint64
 _TWO_POW_53 = float(1 << 53)
 _TWO_POW_32 = float(1 << 32)
@@ -548,9 +551,14 @@ class NoiseStreams:
         n1, n2 = self._pairs_ahead()
         have = n1.size
         if n > have:
-            generator = self.noise.copy()
-            generator.advance(2 * have)
-            more1, more2 = generator.next_normal_pairs(int(n) - have)
+
+            def part(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:  # pairs have + lo .. have + hi - 1
+                generator = self.noise.copy()
+                generator.advance(2 * (have + lo))  # O(log n) jump: the parts can be formed side by side
+                return generator.next_normal_pairs(hi - lo)
+
+            parts = map_parts(part, split_bounds(int(n) - have, MIN_PAIRS_PER_PART))
+            more1, more2 = (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in (0, 1))
             n1, n2 = (np.concatenate([n1, more1]), np.concatenate([n2, more2])) if have else (more1, more2)
             self._ahead = (self.noise.state, n1, n2)
         return int(n1.size)

@@ -394,14 +394,7 @@ def intensity_byte(reflectivity: np.ndarray | float) -> np.ndarray:
     -------
     (...) uint8.
     """
-    rho = _f64(reflectivity)
-    with np.errstate(invalid="ignore"):
-        byte = np.where(rho > 0.0, np.floor(100.0 * np.minimum(rho, 1.0) + 0.5), 0.0)  # NaN -> 0
-        bright = rho > 1.0
-        if np.any(bright):
-            log_scale = np.minimum(1.0, np.log(rho[bright]) / math.log(64.0))
-            byte[bright] = np.maximum(101.0, 100.0 + np.floor(155.0 * log_scale + 0.5))
-    return byte.astype(np.uint8)
+    return _scalar.intensity_byte_ufunc(reflectivity)
 
 
 def rain_extinction(

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import numba
+import numpy as np
 
 COS_FLOOR = 1e-4
 """The diffuse term and the echo stretch limit ``|cos theta|`` to this value or more."""
@@ -35,6 +36,18 @@ def _clip(x: float, lo: float, hi: float) -> float:
     if x > hi:
         return hi
     return x
+
+
+_NORM2_SAFE = 1e150
+
+
+@_jit
+def _norm2(a: float, b: float) -> float:
+    """``sqrt(a^2 + b^2)``: a square root (a few times cheaper than libm's ``hypot``, equal to
+    rounding) unless a square could overflow, then ``hypot``."""
+    if abs(a) < _NORM2_SAFE and abs(b) < _NORM2_SAFE:
+        return math.sqrt(a * a + b * b)
+    return math.hypot(a, b)
 
 
 @_jit
@@ -92,7 +105,7 @@ def footprint_range_spread_m(range_m: float, cos_theta: float, divergence_rad: f
 def pulse_peak_factor(pulse_length_m: float, range_spread_m: float) -> float:
     """PulsePeakFactor: ``g = L / sqrt(L^2 + Delta R^2)``; ``g = 1`` where ``L = 0``."""
     if pulse_length_m > 0.0:
-        return pulse_length_m / math.hypot(pulse_length_m, range_spread_m)
+        return pulse_length_m / _norm2(pulse_length_m, range_spread_m)
     return 1.0
 
 
@@ -150,19 +163,48 @@ def range_sigma_m(
     range_std_low_snr_m: float,
 ) -> float:
     """Range noise ``sigma_R = sqrt(sigma_0^2 + (sigma_low SNR_spec / max(SNR, 1e-3))^2)``,
-    ``SNR = S / sqrt(S + B)`` (0 where ``S + B <= 0``), ``SNR_spec = S10 / sqrt(S10 + B)`` (the same)."""
-    total = mean_signal_counts + ambient_counts
-    snr_echo = mean_signal_counts / math.sqrt(total) if total > 0.0 else 0.0
-    total_spec = signal_at_10pct_counts + ambient_counts
-    snr_spec = signal_at_10pct_counts / math.sqrt(total_spec) if total_spec > 0.0 else 0.0
+    ``SNR = S / sqrt(S + B)``, ``SNR_spec = S10 / sqrt(S10 + B)`` (``snr``)."""
+    return range_sigma_of_snr(
+        snr(mean_signal_counts, ambient_counts),
+        snr(signal_at_10pct_counts, ambient_counts),
+        std_m,
+        range_std_low_snr_m,
+    )
+
+
+@_jit
+def snr(signal_counts: float, ambient_counts: float) -> float:
+    """``SNR = S / sqrt(S + B)``; 0 where ``S + B <= 0``."""
+    total = signal_counts + ambient_counts
+    return signal_counts / math.sqrt(total) if total > 0.0 else 0.0
+
+
+@_jit
+def range_sigma_of_snr(snr_echo: float, snr_spec: float, std_m: float, range_std_low_snr_m: float) -> float:
+    """``range_sigma_m`` from the two SNRs (a pass over a scan's echoes forms ``SNR_spec`` once)."""
     floored = snr_echo if (snr_echo >= SNR_FLOOR or snr_echo != snr_echo) else SNR_FLOOR
-    return math.hypot(std_m, range_std_low_snr_m * snr_spec / floored)
+    return _norm2(std_m, range_std_low_snr_m * snr_spec / floored)
 
 
 @_jit
 def measured_signal_counts(signal_counts: float, ambient_counts: float, n1: float) -> float:
     """Shot noise: ``S' = S + sqrt(max(S + B, 0)) n1``."""
     return signal_counts + math.sqrt(max(signal_counts + ambient_counts, 0.0)) * n1
+
+
+@_jit
+def intensity_byte(reflectivity: float) -> np.uint8:
+    """IntensityByte: 0 for ``rho <= 0`` (and NaN); ``round(100 rho)`` for ``0 < rho <= 1``;
+    ``max(101, 100 + round(155 min(1, ln rho / ln 64)))`` for ``rho > 1``; round half up."""
+    if not reflectivity > 0.0:
+        return np.uint8(0)
+    if reflectivity <= 1.0:
+        return np.uint8(math.floor(100.0 * reflectivity + 0.5))
+    log_scale = min(1.0, math.log(reflectivity) / _LN_64)
+    return np.uint8(max(101.0, 100.0 + math.floor(155.0 * log_scale + 0.5)))
+
+
+_LN_64 = math.log(64.0)
 
 
 def _vectorised(signature: str, scalar: Any) -> Any:
@@ -178,3 +220,4 @@ footprint_range_spread_ufunc = _vectorised("float64(float64, float64, float64)",
 pulse_peak_factor_ufunc = _vectorised("float64(float64, float64)", pulse_peak_factor)
 signal_counts_ufunc = _vectorised(_F7, signal_counts)
 range_sigma_ufunc = _vectorised("float64(float64, float64, float64, float64, float64)", range_sigma_m)
+intensity_byte_ufunc = numba.vectorize(["uint8(float64)"], cache=True, nopython=True)(intensity_byte.py_func)

@@ -9,7 +9,8 @@ parameters: its callbacks call into the loop, and publish and log what the loop 
 
 Topics: subscribes ``/odom`` (nav_msgs/Odometry) or reads TF ``odom -> base_footprint``
 (``pose_source``), ``/vehicle_markers`` (visualization_msgs/MarkerArray); publishes
-``/lidar/points`` (sensor_msgs/PointCloud2, rslidar_sdk's QoS) and ``/diagnostics``.
+``/lidar/points`` (sensor_msgs/PointCloud2, rslidar_sdk's QoS), with ``truth`` the scans' cell truth on
+``/lidar/truth`` (``runtime.messages``), and ``/diagnostics``.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from visualization_msgs.msg import MarkerArray
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
-from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
-from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
+from acres_lidar_ros.outputs.layouts import stamps_sweep_start
+from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
+from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.params import (
     ParamDecl,
     by_name,
@@ -55,10 +57,11 @@ from acres_lidar_ros.ros.params import (
 )
 from acres_lidar_ros.runtime.events import Event
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop
+from acres_lidar_ros.runtime.messages import ScanMessages, pack_scan
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
-from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+from acres_lidar_ros.scan import Scanner, ScanOptions
 
 POLL_PERIOD_S = 0.002
 TF_POSE_PERIOD_S = 0.02
@@ -158,10 +161,11 @@ class LidarNode(Node):
             self.settings["point_type"] = config.point_type
         # labels: the labelled profile is the published point type (ConfigError for ouster & co.)
         self.settings["point_type"] = labelled_point_type(self.settings["point_type"], self.settings["labels"])
+        point_dtype(self.settings["point_type"], config.outputs.coordinates)  # spherical: a layout that has it
         scanner = Scanner(
             config,
             self._load_scene(option_values(values).get("seed", 0)),
-            ScanOptions(**option_values(values)),
+            ScanOptions(**option_values(values), truth=self.settings["truth"]),
             self_table=sensor_self_table(config),
         )
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
@@ -199,6 +203,9 @@ class LidarNode(Node):
                 f"{self.settings['odom_frame']!r} frame become boxes"
             )
         self._cloud_pub = self.create_publisher(PointCloud2, s["topic"], cloud_qos(s["qos_depth"]))
+        self._truth_pub = (
+            self.create_publisher(PointCloud2, s["truth_topic"], cloud_qos(s["qos_depth"])) if s["truth"] else None
+        )
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if s["pose_source"] == "odom":
             self.create_subscription(Odometry, s["odom_topic"], self._on_odom, 50)
@@ -278,17 +285,24 @@ class LidarNode(Node):
             if not self.context.ok():
                 return
             try:
-                self._cloud_pub.publish(job.result)
+                results = job.result if isinstance(job.result, list) else [job.result]  # slices in order
+                for messages in results:
+                    self._cloud_pub.publish(messages.points)
+                    if messages.truth is not None and self._truth_pub is not None:
+                        self._truth_pub.publish(messages.truth)
             except Exception:
                 if self.context.ok():
                     raise
                 return
             job.result = None
 
-    def _pack(self, scan: Scan, job: ScanJob) -> PointCloud2:
-        """In a worker: the scan's cloud in ``point_type``'s layout as a PointCloud2."""
-        cloud = point_cloud(scan, self.settings["point_type"], job.stamp_ns)
-        return cloud_message(cloud, scan.frame_id, job.stamp_ns)
+    def _pack(self, shaped: ShapedScan, job: ScanJob) -> ScanMessages:
+        """In a worker: the scan's (or a slice's) cloud in ``point_type``'s layout as a
+        PointCloud2, in its output frame, stamped at the start or the end of what it covers, and
+        with the truth on the scan's truth cloud beside its last slice (``runtime.messages``)."""
+        s = self.settings
+        stamp = shaped.header_stamp_ns(stamps_sweep_start(s["point_type"], s["ts_first_point"]))
+        return pack_scan(shaped, s["point_type"], stamp, cloud_message)
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -382,6 +396,11 @@ class LidarNode(Node):
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes = {p.name: p.value for p in params if p.name in self._decls}  # use_sim_time etc.: rclpy's
         ok, reason = check_changes(changes, self._decls, self.config)
+        if ok and changes.get("lidar.coordinates") == "spherical":
+            try:
+                point_dtype(self.settings["point_type"], "spherical")
+            except ConfigError as exc:
+                ok, reason = False, str(exc)
         if not ok:
             self.get_logger().warning(f"parameter change refused: {reason}")
             return SetParametersResult(successful=False, reason=reason)

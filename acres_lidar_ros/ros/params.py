@@ -251,6 +251,20 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         high=1.0,
     ),
     NodeParam(
+        "truth",
+        "bool",
+        False,
+        "Publish each scan's cell truth on truth_topic: why each beam gave a return or none "
+        "(docs/outputs.md, cell truth).",
+    ),
+    NodeParam(
+        "truth_topic",
+        "string",
+        "/lidar/truth",
+        "Topic of the cell truth (sensor_msgs/PointCloud2, columns x rings, layout acres_lidar_truth/1).",
+        pattern="topic",
+    ),
+    NodeParam(
         "vehicle_markers_topic",
         "string",
         "/vehicle_markers",

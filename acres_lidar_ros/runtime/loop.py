@@ -33,6 +33,7 @@ import numpy as np
 
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import PoseError
+from acres_lidar_ros.outputs.shaping import shaped_outputs
 from acres_lidar_ros.runtime.diagnostics import diagnostic_status
 from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
 from acres_lidar_ros.runtime.pose_tracker import PoseTracker
@@ -87,8 +88,9 @@ class NodeLoop:
         Traces the scans (``start_sweep``, ``config``); replaced by ``rebuild``.
     clock : callable returning int
         ROS time, ns. 0 means "no time yet" (sim time before the first ``/clock``): nothing opens.
-    pack : callable (Scan, ScanJob) -> message
-        Runs in the worker after the finish (organised cloud + PointCloud2 bytes).
+    pack : callable (ShapedScan, ScanJob) -> message
+        Runs in the worker after the finish (organised cloud + PointCloud2 bytes), once per
+        scan, or once per slice with ``partial_output`` (``_finish``).
     emit : callable (LoopOutput) -> None
         Called from a worker when a finish completes (scans to publish now, events).
     job_inputs : callable (ScanJob) -> (boxes, events)
@@ -196,7 +198,7 @@ class NodeLoop:
     def _coverage(self, sweep_end_ns: int, need_end: bool) -> str:
         """How the poses cover a sweep about to start: from its first column (one period before
         the stamp; the stamp alone without motion distortion) to its end."""
-        sweep_ns = self.scheduler.period_ns if self.config.motion_distortion else 0
+        sweep_ns = self.scheduler.period_ns if self.scanner.options.motion_on(self.config) else 0
         return self.tracker.coverage(sweep_end_ns - sweep_ns, sweep_end_ns, self.max_pose_gap_s, need_end)
 
     def next_wakeup_ns(self) -> int | None:
@@ -217,10 +219,26 @@ class NodeLoop:
         future.add_done_callback(lambda f: self._finished(job, f))
 
     def _finish(self, job: ScanJob, poses: PoseHistory, boxes: tuple) -> tuple[Any, float]:
-        """In a worker: the rest of the scan and its message; returns (message, wall s)."""
+        """In a worker: the rest of the scan and its message; returns (message, wall s).
+
+        ``pack`` gets what the scan is published as (``shaping.shaped_outputs`` with the output
+        keys of the config at the finish): the whole scan, whose message is the result, or with
+        ``partial_output`` each slice in turn, whose messages, a list in slice order, are."""
         started = time.perf_counter()
         scan = self.sweeps.finish(job, poses, boxes)
-        message = self._pack(scan, job)
+        config = self.config
+        shaped = shaped_outputs(
+            scan,
+            config.outputs,
+            poses,
+            self.scanner.pattern.T_base_sensor,
+            world_frame_id=self.tracker.odom_frame,
+            period_s=config.period_s,
+            extrapolate=job.extrapolated,
+        )
+        message = (
+            [self._pack(part, job) for part in shaped] if config.outputs.partial_output else self._pack(shaped[0], job)
+        )
         return message, time.perf_counter() - started
 
     def _finished(self, job: ScanJob, future: Future) -> None:

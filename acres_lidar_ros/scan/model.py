@@ -15,6 +15,7 @@ from acres_lidar_ros.config.schema import check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.returns import Returns
+from acres_lidar_ros.radiometry.truth import CellTruth
 from acres_lidar_ros.sensor.emitters import FiringCells
 
 
@@ -54,6 +55,8 @@ class Scan:
     cells : FiringCells or None
         The firing pattern's cells the scan was traced with (channel ids, firing angles, range
         regions ...); None for a scan built by hand.
+    truth : CellTruth or None
+        Why each beam gave a return or none (``radiometry.truth``), with ``ScanOptions.truth``.
     """
 
     index: int
@@ -68,6 +71,7 @@ class Scan:
     frame_id: str = "lidar"
     weather: dict = field(default_factory=dict)
     fire_time_s: np.ndarray | None = None
+    truth: CellTruth | None = None
     emitter_T_world_sensor: np.ndarray | None = None
     cells: FiringCells | None = field(default=None, repr=False)
 
@@ -114,6 +118,7 @@ class ScanOptions:
     rain_mm_per_h, visibility_m : weather at the scan stamp (0 and inf: clear air)
     seed : seed of the noise streams and the hashes
     ideal : no motion distortion and no weather; the noise stays (``-SensorLidarIdeal``)
+    truth : each scan carries its cell truth (``Scan.truth``); needs radiometry
     """
 
     noise: bool = True
@@ -126,13 +131,18 @@ class ScanOptions:
     visibility_m: float = math.inf
     seed: int = 0
     ideal: bool = False
+    truth: bool = False
 
     def __post_init__(self) -> None:
         for name in ("rain_mm_per_h", "visibility_m", "noise", "seed"):
             object.__setattr__(self, name, check_option(name, getattr(self, name)))
-        for name in ("foliage", "radiometry", "self_returns", "weather", "ideal"):
+        for name in ("foliage", "radiometry", "self_returns", "weather", "ideal", "truth"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} = {getattr(self, name)!r}: expected true or false")
+        if self.truth and not self.radiometry:
+            raise ConfigError(
+                "truth = true needs radiometry = true: without it no echo is detected, so none is dropped"
+            )
         if self.motion_distortion is not None and not isinstance(self.motion_distortion, bool):
             raise ConfigError(f"motion_distortion = {self.motion_distortion!r}: expected true, false or null")
 
@@ -140,6 +150,6 @@ class ScanOptions:
         return self.weather and not self.ideal and config.weather.enabled
 
     def motion_on(self, config: SensorConfig) -> bool:
-        if self.ideal:
+        if self.ideal or config.outputs.instant:  # instant: the whole scan at the stamp pose
             return False
         return config.motion_distortion if self.motion_distortion is None else self.motion_distortion

@@ -123,6 +123,7 @@ class Scanner:
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,
+                truth=options.truth,
                 power_ratio=None if bool((ratio == 1.0).all()) else ratio,
                 windows=CellWindows.build(self.config, self.cell_firing_angle_rad(index), range_id),
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
+from acres_lidar_ros.radiometry.truth import cell_truth
 from acres_lidar_ros.scan.model import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
@@ -142,12 +143,19 @@ class Sweep:
         config, options = scanner.config, scanner.options
         t2 = time.perf_counter()
         returns = self._returns()
+        truth = (
+            cell_truth(self.echoes, returns, scanner.model_for(self.index)) if options.truth and self.echoes else None
+        )
         table = scanner.applied_self_table
         if table is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_returns
+            from acres_lidar_ros.body.self_returns import merge_self_returns, merge_self_truth
 
+            if truth is not None:
+                truth = merge_self_truth(table, truth, self.self_decision(table))
             # The returns were just made for this scan and nothing else holds them: merge in place.
             returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
+        if truth is not None:
+            truth = replace(truth, points_sensor=scanner.points_sensor(truth.range_m[:, None], self.pattern)[:, 0])
         returns = emitter_corrections(returns, self.pattern.cells)
         t3 = time.perf_counter()
         points = scanner.points_sensor(returns.range_m, self.pattern)
@@ -177,6 +185,7 @@ class Sweep:
                 "rain_mm_per_h": options.rain_mm_per_h if weather_on else 0.0,
                 "visibility_m": options.visibility_m if weather_on else math.inf,
             },
+            truth=truth,
         )
 
     def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
