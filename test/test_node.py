@@ -425,7 +425,8 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     # topic empty: the sensors file's lidar.topic (the Polaris's /lidar/points)
     assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == ""
     assert node.params["lidar.topic"] == "/lidar/points" and node.settings["point_type"] == "XYZI"
-    assert node.descriptors["lidar.columns"].read_only and not node.descriptors["rain_mm_per_h"].read_only
+    assert node.descriptors["lidar.hz"].read_only and not node.descriptors["rain_mm_per_h"].read_only
+    assert not node.descriptors["lidar.columns"].read_only  # rebuilt between scans (issue 10)
     assert StandInScanner.instances[-1].warmed  # kernels compiled before the first due scan
     table = StandInScanner.instances[-1].self_table  # the node loads the sensor's table for it
     assert table.path == node.config.self_returns and (table.columns, table.rings) == (1800, 32)
@@ -538,7 +539,7 @@ def test_node_parameters_at_start_up_and_at_runtime(lidar_node):
     P = lambda name, value: SimpleNamespace(name=name, value=value)  # noqa: E731
     refused = on_set([P("visibility_m", 5.0)])
     assert not refused.successful and refused.reason.startswith("visibility_m = 5.0 is out of range")
-    refused = on_set([P("lidar.columns", 900)])
+    refused = on_set([P("lidar.hz", 5.0)])
     assert not refused.successful and "read-only" in refused.reason
     accepted = on_set([P("rain_mm_per_h", 10.0), P("use_sim_time", True)])
     assert accepted.successful and StandInScanner.instances[-1].option_changes == [{"rain_mm_per_h": 10.0}]
@@ -676,8 +677,13 @@ def test_real_rclpy_node_refuses_an_out_of_range_parameter():
             assert "visibility_m" in result.reason and "out of range" in result.reason and "10.0" in result.reason
             result = node.set_parameters([Parameter("rain_mm_per_h", Parameter.Type.DOUBLE, 3.0)])[0]
             assert result.successful
-            result = node.set_parameters([Parameter("lidar.columns", Parameter.Type.INTEGER, 900)])[0]
+            result = node.set_parameters([Parameter("lidar.hz", Parameter.Type.DOUBLE, 5.0)])[0]
             assert not result.successful
+            # A pattern key is rebuilt between scans, but the Polaris's self-return table is for 1800
+            # columns: the scanner refuses and the previous parameters stay.
+            result = node.set_parameters([Parameter("lidar.columns", Parameter.Type.INTEGER, 900)])[0]
+            assert not result.successful and "self_table" in result.reason and node.config.columns == 1800
+            assert node.get_parameter("lidar.columns").value == 1800
             descriptor = node.describe_parameter("lidar.hz")
             assert descriptor.read_only and descriptor.floating_point_range[0].to_value == 120.0
         finally:

@@ -44,49 +44,29 @@ def test_every_schema_key_and_node_parameter_is_declared_once(polaris):
     assert set(names) == expected
 
 
-def test_only_the_runtime_keys_are_writable(decls):
-    writable = sorted(name for name, d in decls.items() if not d.read_only)
-    assert writable == sorted(
+def test_only_the_fixed_keys_are_read_only(decls):
+    # Issue 10 part 6: live keys and the keys whose beam pattern is rebuilt between scans are
+    # writable; these change the node's schedule, frames, files or publisher and need a restart.
+    read_only = sorted(name for name, d in decls.items() if d.read_only and d.group != "node")
+    assert read_only == sorted(
         [
-            "lidar.std_m",
-            "lidar.return_mode",
-            "lidar.motion_distortion",
-            "lidar.radiometry.range_std_low_snr_m",
-            "lidar.weather.enabled",
-            # the output keys (seed 004: output settings support runtime edits)
-            "lidar.coordinates",
-            "lidar.output_frame",
-            "lidar.custom_frame_xyz_rpy",
-            "lidar.custom_frame_id",
-            "lidar.motion_compensation",
-            "lidar.include_invalid_points",
-            "lidar.partial_output",
-            "lidar.partial_slices",
-            "lidar.instant",
-            # issue 10: windows, limits and mechanical noise change at the next scan
-            "lidar.range_count",
-            "lidar.ranges_min_m",
-            "lidar.ranges_max_m",
-            "lidar.valid_start_azimuth_deg",
-            "lidar.valid_end_azimuth_deg",
-            "lidar.range_offset_m",
-            "lidar.separation_near_limit",
-            *(
-                f"lidar.mechanical_noise.{name}"
-                for name in (
-                    "azimuth_error_mean_deg",
-                    "azimuth_error_std_deg",
-                    "elevation_error_mean_deg",
-                    "elevation_error_std_deg",
-                    "origin_error_mean_m",
-                    "origin_error_std_m",
-                )
-            ),
-            "rain_mm_per_h",
-            "visibility_m",
-            "noise",
+            "lidar.enabled",
+            "lidar.scan_type",
+            "lidar.hz",
+            "lidar.delay_s",
+            "lidar.output",
+            "lidar.frame_id",
+            "lidar.topic",
+            "lidar.point_type",
+            "lidar.self_returns",
+            "seed",
         ]
     )
+    rebuilt = sorted(name for name, d in decls.items() if d.additional_constraints.endswith("beam pattern is rebuilt"))
+    assert "lidar.columns" in rebuilt and "lidar.elevations_deg" in rebuilt and "lidar.rpy_deg" in rebuilt
+    assert "lidar.std_m" not in rebuilt and "lidar.valid_start_azimuth_deg" not in rebuilt
+    assert not decls["lidar.coordinates"].read_only and "lidar.coordinates" not in rebuilt  # outputs: live
+    assert all(d.read_only for d in decls.values() if d.group == "node")
 
 
 def test_defaults_come_from_the_loaded_sensors_file(decls, polaris):
@@ -148,7 +128,11 @@ def test_ranges_follow_the_schema(decls):
     assert visibility[0]["from_value"] == 10.0 and visibility[0]["to_value"] == math.inf
     assert decls["lidar.return_mode"].descriptor_fields()["floating_point_range"] == []
     assert "dual_strongest_last" in decls["lidar.return_mode"].additional_constraints
-    assert decls["lidar.columns"].read_only and "read-only" in decls["lidar.columns"].additional_constraints
+    assert decls["lidar.hz"].read_only and "read-only" in decls["lidar.hz"].additional_constraints
+    assert (
+        not decls["lidar.columns"].read_only
+        and "beam pattern is rebuilt" in decls["lidar.columns"].additional_constraints
+    )
 
 
 @pytest.mark.parametrize(
@@ -160,7 +144,8 @@ def test_ranges_follow_the_schema(decls):
         ({"visibility_m": 5.0}, "visibility_m = 5.0 is out of range: expected a number >= 10"),
         ({"rain_mm_per_h": -1.0}, "rain_mm_per_h = -1.0 is out of range"),
         ({"noise": 1}, "noise = 1: expected true or false"),
-        ({"lidar.columns": 900}, "lidar.columns is read-only"),
+        ({"lidar.hz": 5.0}, "lidar.hz is read-only"),
+        ({"lidar.range_offset_m": 180.0}, "lidar.range_offset_m = 180.0 is not below lidar.range_m"),
         ({"topic": "/other"}, "topic is read-only"),
         ({"lidar.bogus": 1}, "lidar.bogus: not a parameter of lidar_node"),
     ],

@@ -175,7 +175,7 @@ def test_parameters_are_set_and_refused_over_the_parameter_services(session):
     assert ok.successful
     (low,) = _call(feed, client.set_parameters([Parameter("visibility_m", Parameter.Type.DOUBLE, 5.0)])).results
     assert not low.successful and "visibility_m" in low.reason
-    (fixed,) = _call(feed, client.set_parameters([Parameter("lidar.columns", Parameter.Type.INTEGER, 900)])).results
+    (fixed,) = _call(feed, client.set_parameters([Parameter("lidar.hz", Parameter.Type.DOUBLE, 5.0)])).results
     assert not fixed.successful and "read-only" in fixed.reason.lower().replace("read only", "read-only")
     values = _call(feed, client.get_parameters(["rain_mm_per_h", "visibility_m"])).values
     assert [v.double_value for v in values] == [2.0, visibility.double_value]  # the refused value is not set

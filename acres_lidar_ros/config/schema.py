@@ -9,6 +9,7 @@ and ``OPTION_PARAMS``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from acres_lidar_ros.config.output_options import output_params
@@ -419,6 +420,23 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         description="Standard deviation of the origin error of a firing, x y z in the sensor frame.",
         runtime=True,
     ),
+)
+
+# How a running sensor takes a change of each key (config.updates; docs/sensors.md "Runtime updates"): the keys
+# marked runtime=True above and these change live, from the next scan; REBUILD_KEYS change the beam pattern,
+# rebuilt between scans; every other key is fixed while running.
+LIVE_KEYS: tuple[str, ...] = (
+    *["range_m", "min_range_m", "wavelength_nm", "beam_divergence_v_mrad", "pulse_length_m"],
+    *["max_hits_per_sub_ray", "continue_step_m", "min_return_separation_m", "pond_threshold_m"],
+    *(p.name for p in LIDAR_PARAMS if p.name.startswith(("radiometry.", "weather."))),
+)
+REBUILD_KEYS: tuple[str, ...] = (
+    *["columns", "rings", "elevation_min_deg", "elevation_max_deg", "elevations_deg", "azimuth_order"],
+    *["azimuth_offsets_deg", "lens_center_m", "position_flu_m", "rpy_deg", "beam_divergence_mrad", "sub_rays"],
+    *["spin_direction", "scan_start_azimuth_deg", "peak_power_w"],  # peak_power_w: the cells' power ratios
+)
+LIDAR_PARAMS = tuple(
+    replace(p, runtime=p.runtime or p.name in LIVE_KEYS, rebuild=p.name in REBUILD_KEYS) for p in LIDAR_PARAMS
 )
 LIDAR_PARAM: dict[str, Param] = {p.name: p for p in LIDAR_PARAMS}
 

@@ -20,6 +20,8 @@ PARTS = max(1, min(2, os.cpu_count() or 1))
 """Parts a large pass is split into: the cores, at most two."""
 
 _POOL: list[ThreadPoolExecutor] = []
+# A forked child has none of its parent's threads: it makes its own pool on first use.
+os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _pool() -> ThreadPoolExecutor:

@@ -401,12 +401,15 @@ class LidarNode(Node):
                 point_dtype(self.settings["point_type"], "spherical")
             except ConfigError as exc:
                 ok, reason = False, str(exc)
+        lidar, options = split_changes(changes, self._decls) if ok else ({}, {})
+        try:
+            if lidar:
+                self.loop.rebuild(lidar)  # the scanner's own checks (its self-return table): all or nothing
+        except ConfigError as exc:
+            ok, reason = False, str(exc)
         if not ok:
             self.get_logger().warning(f"parameter change refused: {reason}")
             return SetParametersResult(successful=False, reason=reason)
-        lidar, options = split_changes(changes, self._decls)
-        if lidar:
-            self.loop.rebuild(lidar)
         if options:
             self.loop.set_options(**options)
         if changes:

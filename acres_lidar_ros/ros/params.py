@@ -3,8 +3,9 @@
 Three groups, all declared by ``lidar_node``:
 
 * ``lidar.<key>``: every key of the sensors file (``schema.LIDAR_PARAMS``), default from the
-  loaded sensors file; read-only unless the schema marks it ``runtime`` (noise, return mode,
-  motion distortion, weather on/off), because the rest changes the beam geometry or the trace.
+  loaded sensors file; writable when the schema marks it ``runtime`` (from the next scan) or
+  ``rebuild`` (the beam pattern is rebuilt between scans), read-only otherwise: the classes and
+  checks of ``config.updates``, the same as ``Scanner.set_runtime_config``.
 * the scan options ``rain_mm_per_h``, ``visibility_m``, ``noise`` (runtime) and ``seed``
   (``schema.OPTION_PARAMS``);
 * the node's own wiring (``NODE_PARAMS``): sensors file, scene, topics, frames, point type, QoS
@@ -29,6 +30,7 @@ from typing import Any
 
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, TOPIC_NAME, Param, check_option, short_repr
 from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.config.updates import plan_update
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.point_types import PROFILES
 
@@ -46,6 +48,9 @@ _TYPE_OF_KIND = {
     "float_list": "double_array",
     "float_array": "double_array",
 }
+
+READ_ONLY = "; read-only: set it at start-up"
+REBUILT = "; changes between scans: the beam pattern is rebuilt"
 
 # Used with fullmatch: "$" would let a trailing newline through.
 _TOPIC = TOPIC_NAME
@@ -307,18 +312,19 @@ def _range(param: Param) -> tuple[Any, Any, Any]:
 def _decl(param: Param, name: str, default: Any, group: str) -> ParamDecl:
     low, high, step = _range(param)
     unit = f" [{param.unit}]" if param.unit else ""
+    when = "" if param.runtime else REBUILT if param.rebuild else READ_ONLY
     return ParamDecl(
         name=name,
         type=_TYPE_OF_KIND[param.kind],
         default=default,
         description=f"{param.description}{unit}",
-        read_only=not param.runtime,
+        read_only=not (param.runtime or param.rebuild),
         group=group,
         key=param.name,
         low=low,
         high=high,
         step=step,
-        additional_constraints=param.allowed() + ("" if param.runtime else "; read-only: set it at start-up"),
+        additional_constraints=param.allowed() + when,
         choices=param.choices,
     )
 
@@ -391,8 +397,9 @@ def check_changes(
     """The on-set validation: ``(True, "")`` or ``(False, reason)`` for the first bad change.
 
     A read-only parameter is refused (it needs a restart); each value is checked against the
-    schema; with ``config``, the runtime sensors-file changes are applied together with
-    ``SensorConfig.with_overrides`` so that cross-key rules hold as well.
+    schema; with ``config``, the sensors-file changes are checked together by
+    ``config.updates.plan_update`` (the rules ``Scanner.set_runtime_config`` applies), so that
+    cross-key rules hold as well.
     """
     lidar: dict[str, Any] = {}
     for name, value in changes.items():
@@ -409,7 +416,7 @@ def check_changes(
             lidar[decl.key] = checked
     if config is not None and lidar:
         try:
-            config.with_overrides(lidar)
+            plan_update(config, lidar)
         except ConfigError as exc:
             return False, str(exc)
     return True, ""
@@ -486,8 +493,7 @@ def markdown_table(decls: Iterable[ParamDecl], groups: tuple[str, ...] = ("node"
             default = ".inf"
         elif default == "":
             default = '""'
-        allowed = d.additional_constraints.replace("; read-only: set it at start-up", "")
-        rows.append(
-            f"| `{d.name}` | {d.type} | {default} | {allowed} | {'no' if d.read_only else 'yes'} | {d.description} |"
-        )
+        allowed = d.additional_constraints.replace(READ_ONLY, "").replace(REBUILT, "")
+        runtime = "no" if d.read_only else "rebuilt" if d.additional_constraints.endswith(REBUILT) else "yes"
+        rows.append(f"| `{d.name}` | {d.type} | {default} | {allowed} | {runtime} | {d.description} |")
     return "\n".join(rows)

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.shaping import shaped_outputs
 from acres_lidar_ros.runtime.diagnostics import diagnostic_status
@@ -288,19 +287,17 @@ class NodeLoop:
     # -- the model ----------------------------------------------------------------------------
 
     def rebuild(self, overrides: dict[str, Any]) -> None:
-        """Apply sensors-file overrides (a TF mount, runtime parameters): runtime keys change the
-        running scanner (its noise streams go on); others build a new one on the same tracer."""
+        """Apply sensors-file overrides (a TF mount, runtime parameters) between two scans, by the
+        rules of ``config.updates`` (``Scanner.set_runtime_config``): live keys from the next
+        scan; pattern keys rebuild the scanner's pattern, on the same scanner, so its scan
+        numbers and noise streams go on, and the sweeps in work are discarded; a fixed key or a
+        bad value raises ``ConfigError`` and nothing changes."""
         with self.sweeps.lock:
             scanner = self.sweeps.scanner
-            if all(LIDAR_PARAM[key].runtime for key in overrides):
-                scanner.set_runtime_config(overrides)
-                self.config = scanner.config
-                return
-            self.config = self.config.with_overrides(overrides)
-            scanner = type(scanner)(
-                self.config, options=scanner.options, tracer=scanner.tracer, self_table=scanner.self_table
-            )
-        self.sweeps.replace_scanner(scanner)
+            rebuilt = scanner.set_runtime_config(overrides)
+            self.config = scanner.config
+            if rebuilt:
+                self.sweeps.forget_sweeps()
 
     def set_options(self, **options: Any) -> None:
         """Change scan options (rain, noise, ...) between two scans."""

@@ -126,8 +126,14 @@ class SweepTracer:
     def replace_scanner(self, scanner: Any) -> None:
         with self.lock:
             self.scanner = scanner
-            self._sweeps.clear()
-            self._finished.clear()
+            self.forget_sweeps()
+
+    def forget_sweeps(self) -> None:
+        """Forget every sweep in work (the caller holds ``lock``): after the scanner's beam pattern
+        is rebuilt their traced columns belong to the old pattern (seed 004 discards the partial
+        scan when an edit changes tick or channel identity)."""
+        self._sweeps.clear()
+        self._finished.clear()
 
 
 def _same_boxes(a: tuple, b: tuple) -> bool:

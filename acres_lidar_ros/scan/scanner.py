@@ -11,6 +11,7 @@ import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfReturnTable
 from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.config.updates import plan_update
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.model import BeamModel
@@ -61,16 +62,12 @@ class Scanner:
             if scene is None:
                 raise ConfigError("Scanner needs a scene or a tracer")
             tracer = Tracer(scene)
-        if self_table is not None and (self_table.columns, self_table.rings) != (config.columns, config.rings):
-            raise ConfigError(
-                f"self_table {str(self_table.path) if self_table.path else ''!r} is for {self_table.columns} columns x "
-                f"{self_table.rings} rings; the sensor has {config.columns} x {config.rings}"
-            )
+        self.self_table = self_table
+        self._check_self_table(config)
         self.config = config
         self.options = options
         self._set_pattern()
         self.tracer = tracer
-        self.self_table = self_table
         self.streams: NoiseStreams | None = self._new_streams()
         self._models: dict[int, BeamModel] = {}  # phase -> model, built on first use, again after a change
         self._next_index = 0
@@ -78,6 +75,14 @@ class Scanner:
         self.last_echoes: ScanEchoes | None = None
 
     # -- configuration ---------------------------------------------------------------------
+
+    def _check_self_table(self, config: SensorConfig) -> None:
+        table = self.self_table
+        if table is not None and (table.columns, table.rings) != (config.columns, config.rings):
+            raise ConfigError(
+                f"self_table {str(table.path) if table.path else ''!r} is for {table.columns} columns x "
+                f"{table.rings} rings; the sensor has {config.columns} x {config.rings}"
+            )
 
     def _set_pattern(self) -> None:
         self.firing = FiringPattern.from_config(self.config)
@@ -169,20 +174,27 @@ class Scanner:
         sweep.finish(at_rest)
         return time.perf_counter() - started
 
-    def set_runtime_config(self, overrides: dict) -> None:
-        """Change sensors-file keys that need no rebuild (``schema`` marks them ``runtime``)."""
-        from acres_lidar_ros.config.schema import LIDAR_PARAM
-
-        # The emitters block sets the cells of a scan (tick and channel identity): fixed, as scan_type.
-        fixed = [key for key in overrides if key == "emitters" or (key in LIDAR_PARAM and not LIDAR_PARAM[key].runtime)]
-        if fixed:
-            raise ConfigError(
-                f"lidar.{fixed[0]} cannot change while running; runtime keys: "
-                + ", ".join(p.name for p in LIDAR_PARAM.values() if p.runtime)
-            )
-        self.config = self.config.with_overrides(overrides)
-        self._set_pattern()
-        self._models = {}
+    def set_runtime_config(self, overrides: dict) -> bool:
+        """Change sensors-file keys between scans by ``config.updates``' rules: live keys from the
+        next scan; pattern keys rebuild the firing pattern here (the scan numbers and noise streams
+        go on; a sweep started before cannot be finished); fixed keys (``scan_type``, the
+        ``emitters`` block, ``hz``, ...) are refused. The update is checked whole and its models
+        and windows built before it is kept: a refused one raises ``ConfigError`` and leaves the
+        previous config. Returns whether the pattern was rebuilt."""
+        update = plan_update(self.config, overrides)
+        before = (self.config, self.firing, self.pattern, self._patterns, self._models, self.cell_range_id)
+        try:
+            self._check_self_table(update.config)
+            self.config = update.config
+            if update.rebuild:
+                self._set_pattern()
+                self.cell_range_id = None  # per-beam range ids belong to a pattern
+            self._models = {}
+            self.model  # noqa: B018 (builds the windows: the range ids against range_count)
+        except ConfigError:
+            self.config, self.firing, self.pattern, self._patterns, self._models, self.cell_range_id = before
+            raise
+        return update.rebuild
 
     @property
     def sub_rays(self) -> int:

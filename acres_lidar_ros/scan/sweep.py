@@ -11,6 +11,7 @@ import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.config.limits import trace_key
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
@@ -129,10 +130,17 @@ class Sweep:
         self.trace_columns(poses, columns)
         return int(columns.size)
 
+    def _check_pattern(self) -> None:
+        """A sweep belongs to the pattern it started with: after a rebuild (``set_runtime_config``
+        of a pattern key) its traced columns are of the old pattern, and it is not finished."""
+        if self.scanner.pattern_for(self.index) is not self.pattern:
+            raise ConfigError(f"scan {self.index}: its sweep started before the beam pattern was rebuilt")
+
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
         """Trace what is left (and blocks traced under another ``trace_key``: a
         runtime change since) and form the scan."""
         scanner = self.scanner
+        self._check_pattern()
         key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
         for block in [block for block in self._blocks if block.trace_key != key]:
             self.traced[block.columns] = False
@@ -192,6 +200,7 @@ class Sweep:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
         beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
         scanner, config = self.scanner, self.scanner.config
+        self._check_pattern()
         table = scanner.applied_self_table
         if table is not None and self._self_decision is None:
             self.self_decision(table)  # the body's part needs no poses: decide it before the stamp
@@ -282,7 +291,7 @@ class Sweep:
             order = np.argsort(np.concatenate([block.columns for block in self._blocks]), kind="stable")
             per_column = config.rings * scanner.sub_rays
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
-            hits = _concatenate_hits([block.hits for block in self._blocks], rows)
+            hits = Hits.joined([block.hits for block in self._blocks], rows)
         self._blocks = []
         windows = scanner.windows_for(self.index)
         return nearest_hit_returns(
@@ -293,12 +302,6 @@ class Sweep:
             config.materials.reflectivity,
             windows.separation_m,
         )
-
-
-def _concatenate_hits(blocks: list[Hits], rows: np.ndarray) -> Hits:
-    """Hits of several column blocks in one array set, rows put back in cell order."""
-    fields = Hits.__dataclass_fields__
-    return Hits(**{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in fields})
 
 
 def emitter_corrections(returns: Returns, cells: FiringCells) -> Returns:

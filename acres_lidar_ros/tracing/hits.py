@@ -66,3 +66,11 @@ class Hits:
             wetness=np.zeros((n, k)),
             pond_depth_m=np.zeros((n, k)),
         )
+
+    @classmethod
+    def joined(cls, blocks: list[Hits], rows: np.ndarray) -> Hits:
+        """The hits of several blocks of sub-rays as one set, rows taken in the order ``rows``
+        gives (indices into the blocks' rows one after the other)."""
+        return cls(
+            **{name: np.concatenate([getattr(b, name) for b in blocks])[rows] for name in cls.__dataclass_fields__}
+        )
