@@ -383,3 +383,22 @@ def test_bench_truth_times_the_plain_scan_and_the_scan_with_truth_in_one_run(cap
     assert "variant" not in json.loads(
         (cli.main(["bench", "--sensor", "default", "--scans", "1", "--json"]), capsys.readouterr().out)[1]
     )
+
+
+def test_merging_the_body_into_a_truth_copies_unless_told_not_to(config, tracer):
+    from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable, merge_self_truth
+
+    _, scan = scan_with(config, tracer)
+    cells = config.columns * config.rings
+    planes = np.zeros((4, cells), np.float32)
+    planes[3, :5] = 1.0
+    table = SelfReturnTable.from_planes(planes, config.columns, config.rings, None)
+    blocked = np.zeros(cells, bool)
+    blocked[:5] = True
+    decision = SelfDecision(np.zeros(0, np.int64), np.arange(5), np.zeros(cells), np.zeros(cells, bool), blocked)
+    before = scan.truth.reason.copy()
+    merged = merge_self_truth(table, scan.truth, decision)
+    assert (merged.reason[:5] == REASON["blocked_by_body"]).all()
+    np.testing.assert_array_equal(scan.truth.reason, before)  # the input is untouched
+    in_place = merge_self_truth(table, scan.truth, decision, copy=False)
+    assert in_place is scan.truth and (scan.truth.reason[:5] == REASON["blocked_by_body"]).all()

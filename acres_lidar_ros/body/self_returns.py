@@ -40,7 +40,7 @@ same with and without the table. ``sigma_0`` is ``lidar.std_m``; with the noise 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from pathlib import Path
@@ -297,12 +297,13 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
     return out
 
 
-def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDecision) -> CellTruth:
-    """The scan's cell truth (``radiometry.truth``) with the body's part put in, as new arrays.
+def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDecision, copy: bool = True) -> CellTruth:
+    """The scan's cell truth (``radiometry.truth``) with the body's part put in: new arrays, or
+    (``copy=False``, for a truth nothing else holds) ``truth``'s own arrays changed.
 
     A blocked cell gets the reason ``blocked_by_body`` and keeps what the scene gave it (the
     range, signal and labels of the surface the body hid). A body cell is ``returned`` from the
-    body: its noise-free range ``max(0.2 m, table range)``, class and material vehicle, object
+    body: its noise-free range ``max(0.2 m, table range)``, class and material vehicle, instance
     ``BODY_INSTANCE``, and NaN signal and incidence (the table has neither).
     """
     n = truth.reason.shape[0]
@@ -310,20 +311,18 @@ def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDec
         raise ConfigError(
             f"self-return table {str(table.path) if table.path else ''!r} has {table.cells} cells; the truth has {n}"
         )
+    arrays = {f.name: getattr(truth, f.name) for f in dataclass_fields(CellTruth)}
+    out = replace(truth, **{k: a.copy() for k, a in arrays.items() if a is not None}) if copy else truth
     body = decision.body_cells
-    range_m = truth.range_m.copy()
-    range_m[body] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body])
-    incidence, signal = truth.incidence_rad.copy(), truth.signal_counts.copy()
-    incidence[body] = np.nan
-    signal[body] = np.nan
-    class_id, material_id, instance = truth.class_id.copy(), truth.material_id.copy(), truth.instance.copy()
-    class_id[body] = SELF_CLASS_ID
-    material_id[body] = SELF_MATERIAL_ID
-    instance[body] = BODY_INSTANCE
-    reason = truth.reason.copy()
-    reason[decision.blocked] = BLOCKED_BY_BODY
-    reason[body] = RETURNED
-    return CellTruth(range_m, incidence, class_id, material_id, instance, signal, truth.threshold_counts, reason)
+    out.range_m[body] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body])
+    out.incidence_rad[body] = np.nan
+    out.signal_counts[body] = np.nan
+    out.class_id[body] = SELF_CLASS_ID
+    out.material_id[body] = SELF_MATERIAL_ID
+    out.instance[body] = BODY_INSTANCE
+    out.reason[decision.blocked] = BLOCKED_BY_BODY
+    out.reason[body] = RETURNED
+    return out
 
 
 class SelfReturnResult(NamedTuple):

@@ -159,7 +159,7 @@ class Sweep:
             from acres_lidar_ros.body.self_returns import merge_self_returns, merge_self_truth
 
             if truth is not None:
-                truth = merge_self_truth(table, truth, self.self_decision(table))
+                truth = merge_self_truth(table, truth, self.self_decision(table), copy=False)  # just made
             # The returns were just made for this scan and nothing else holds them: merge in place.
             returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
         if truth is not None:
