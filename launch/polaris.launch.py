@@ -5,7 +5,7 @@
 
 Arguments: scene (scene file; empty: the built-in farm), sensors (polaris, default or a JSON
 path), use_sim_time, demo (drive the built-in tour: /odom, /tf and, with use_sim_time, /clock),
-rviz (config/polaris.rviz), point_type (XYZI, XYZIRT, velodyne, ouster or nebula; docs/outputs.md),
+rviz (config/polaris.rviz), point_type (XYZI, XYZIRT, velodyne, ouster, nebula or hesai; docs/outputs.md),
 labels (instance labels: the XYZIRT_labels layout, XYZIRT + class + instance).
 """
 
@@ -27,7 +27,7 @@ ARGUMENTS = (
     ("use_sim_time", "false", "Run on /clock (the demo drive publishes it when true)."),
     ("demo", "false", "Drive the built-in tour: /odom, /tf odom -> base_footprint (and /clock)."),
     ("rviz", "false", "Start RViz with config/polaris.rviz."),
-    ("point_type", "XYZI", "Cloud layout: XYZI (the vehicle's), XYZIRT, velodyne, ouster or nebula."),
+    ("point_type", "XYZI", "Cloud layout: XYZI (the vehicle's), XYZIRT, velodyne, ouster, nebula or hesai."),
     ("labels", "false", "Instance labels on every point: the XYZIRT_labels layout (point_type XYZI or XYZIRT)."),
 )
 

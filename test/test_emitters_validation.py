@@ -205,9 +205,9 @@ def test_a_ring_table_and_an_emitters_block_are_two_patterns(tmp_path):
 
 
 def test_a_pattern_too_large_to_allocate_is_refused_before_anything_is_built(tmp_path):
-    state = {k: v * 5500 for k, v in STATE.items()}  # 16500 emitters: too many for one state
+    state = {k: [0] * 66000 for k in STATE}  # 66000 emitters: too many for one state (in a 1 MiB file)
     message = refused(tmp_path, lidar_with(state=state))
-    assert "expected a list of 1 to 16384 numbers" in message
+    assert "expected a list of 1 to 65536 numbers" in message
     big = {k: (v * 342)[:1000] for k, v in STATE.items()}
     big["fire_time_ns"] = [0] * 1000
     big["channel_id"] = list(range(1000))

@@ -4,6 +4,7 @@ profile. The layout's field table is written by hand from docs/outputs.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -65,6 +66,13 @@ def test_the_labelled_cloud_carries_class_and_instance_of_the_primary_return():
     np.testing.assert_array_equal(cloud["class"].reshape(-1)[has], rv.class_id[beams, slot][has])
     assert (cloud["instance"].reshape(-1)[~has] == 2**32 - 1).all() and (cloud["class"].reshape(-1)[~has] == 0).all()
     assert cloud["instance"].max() >= 2**31  # high ids survive the packing
+    # Emitters that fire at their own times: each cell's timestamp is its own, as in XYZIRT.
+    fire_time_s = np.linspace(0.0, 1e-4, scan.columns * scan.rings)
+    timed = dataclasses.replace(scan, fire_time_s=fire_time_s)
+    stamps = layouts.point_cloud(timed, "XYZIRT_labels")["timestamp"]
+    np.testing.assert_array_equal(stamps, layouts.point_cloud(timed, "XYZIRT")["timestamp"])
+    expected = scan.stamp_ns * 1e-9 + np.repeat(scan.time_offset_s, scan.rings) + fire_time_s
+    np.testing.assert_allclose(stamps.reshape(-1), expected, rtol=0, atol=1e-6)  # float64 at 1.7e9 s
 
 
 def test_the_labelled_cloud_round_trips_through_pointcloud2_and_pcd(tmp_path):

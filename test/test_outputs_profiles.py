@@ -90,6 +90,18 @@ TABLES = {
         "shape": "dense",
         "is_dense": True,
     },
+    # HesaiLidar_ROS_2.0 src/manager/source_driver_ros2.hpp ToRosMsg: addPointField one after the
+    # other (packed), height 1, width = points (the driver writes is_dense false whatever the points;
+    # ours says true: no point is NaN).
+    "hesai": {
+        "fields": [
+            ("x", 0, F32), ("y", 4, F32), ("z", 8, F32), ("intensity", 12, F32),
+            ("ring", 16, U16), ("timestamp", 18, F64),
+        ],
+        "point_step": 26,
+        "shape": "dense",
+        "is_dense": True,
+    },
 }  # fmt: skip
 
 # nebula_common.hpp ReturnType (0 UNKNOWN, 1 LAST, 2 FIRST, 3 STRONGEST, 6 IDENTICAL,
@@ -160,7 +172,7 @@ def _expected_points(scan, point_type, header_ns):
     rv = scan.returns
     rings, columns = scan.rings, scan.columns
     column_ns = [scan.stamp_ns + round(scan.time_offset_s[c] * 1e9) - header_ns for c in range(columns)]
-    if point_type in ("velodyne", "nebula"):
+    if point_type in ("velodyne", "nebula", "hesai"):
         rows = []
         for beam in range(columns * rings):
             c, r = divmod(beam, rings)
@@ -172,6 +184,9 @@ def _expected_points(scan, point_type, header_ns):
                 row = {"x": x, "y": y, "z": z, "ring": scan.ring_rank[r], "intensity": rv.intensity[beam, s]}
                 if point_type == "velodyne":
                     row["time"] = column_ns[c] * 1e-9
+                elif point_type == "hesai":
+                    row["ring"] = r  # the channel index: the ring index of a rings x columns pattern
+                    row["timestamp"] = STAMP_NS * 1e-9 + scan.time_offset_s[c]
                 else:
                     row.update(
                         channel=scan.ring_rank[r],
@@ -226,7 +241,7 @@ def _expected_points(scan, point_type, header_ns):
 def test_profile_conforms_to_its_consumers_layout(point_type):
     table = TABLES[point_type]
     scan = make_scan(seed=11)
-    header_ns = FIRST_POINT_NS if point_type in ("velodyne", "ouster", "nebula") else STAMP_NS
+    header_ns = FIRST_POINT_NS if point_type in ("velodyne", "ouster", "nebula", "hesai") else STAMP_NS
     assert layouts.default_stamp_ns(scan, point_type) == header_ns
     cloud = layouts.point_cloud(scan, point_type)
     msg = _message(cloud, header_ns)
@@ -321,7 +336,7 @@ def test_velodyne_times_may_be_negative_from_a_later_stamp():
 @pytest.mark.parametrize(
     ("point_type", "ts_first_point", "sweep_start"),
     [("XYZI", False, False), ("XYZIRT", True, True), ("XYZIRT_labels", False, False), ("velodyne", False, True),
-     ("ouster", False, True), ("nebula", True, True)],
+     ("ouster", False, True), ("nebula", True, True), ("hesai", False, True)],
 )  # fmt: skip
 def test_header_stamp_convention(point_type, ts_first_point, sweep_start):
     assert layouts.stamps_sweep_start(point_type, ts_first_point) is sweep_start
@@ -329,7 +344,7 @@ def test_header_stamp_convention(point_type, ts_first_point, sweep_start):
     assert layouts.header_stamp_ns(point_type, STAMP_NS, 0.1, ts_first_point) == expected
 
 
-@pytest.mark.parametrize("point_type", ["velodyne", "ouster", "nebula"])
+@pytest.mark.parametrize("point_type", ["velodyne", "ouster", "nebula", "hesai"])
 def test_bag_writes_each_profile_at_its_stamp(tmp_path, point_type):
     scan = make_scan(seed=17)
     with BagWriter(tmp_path / "bag", point_type) as bag:
@@ -353,5 +368,5 @@ def test_pcd_of_each_profile_names_its_fields(point_type):
 
 @pytest.mark.parametrize("bad", ["XYZRGB", "Velodyne", "", None, 3])
 def test_unknown_point_type_lists_the_profiles(bad):
-    with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula$"):
+    with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula, hesai$"):
         layouts.point_profile(bad)

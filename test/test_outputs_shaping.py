@@ -199,7 +199,7 @@ def test_spherical_fields_are_the_geometry_of_the_cartesian_point(polaris, plane
 
 
 def test_spherical_is_refused_for_the_layouts_without_it():
-    assert set(SPHERICAL_POINT_TYPES) == {"XYZI", "XYZIRT", "XYZIRT_labels", "velodyne"}
+    assert set(SPHERICAL_POINT_TYPES) == {"XYZI", "XYZIRT", "XYZIRT_labels", "velodyne", "hesai"}
     for point_type in ("ouster", "nebula"):
         with pytest.raises(ConfigError, match=rf"lidar\.coordinates = 'spherical' with point_type '{point_type}'"):
             point_dtype(point_type, "spherical")

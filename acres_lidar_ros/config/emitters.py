@@ -31,8 +31,9 @@ MIN_SCAN_RATE_HZ = 0.466
 MIN_PEAK_POWER_OVERRIDE_W = 1e-5
 """An emitter's ``peak_power_w`` above this overrides the sensor's; any other entry falls back."""
 CHANNEL_ID_MAX = 2**32 - 1
-MAX_EMITTERS = 16384
-"""Most emitters of one state (a 128 x 128 flash unit); ``MAX_CELLS`` bounds ticks x emitters."""
+MAX_EMITTERS = 1 << 16
+"""Most emitters of one state: a flash unit's pixels are all in one solid-state tick (the shipped
+FT120 has 19,200); ``MAX_CELLS`` bounds what a scan allocates."""
 MAX_STATES = 64
 MAX_CELLS = 1 << 20
 """Most cells (ticks x emitters) of one scan: the bound on what a sensors file may allocate."""

@@ -3,7 +3,7 @@ publishes them, and the spec's all-returns point records.
 
 ``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
 rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
-grid, or the dense velodyne and nebula lists. ``all_returns`` gives the PLY records (with
+grid, or the dense velodyne, nebula and Hesai lists. ``all_returns`` gives the PLY records (with
 ``labels``, their instance too).
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
     CARTESIAN_FIELDS,
+    HESAI,
     NEBULA,
     OUSTER,
     PLY_POINT,
@@ -41,6 +42,7 @@ from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
+    "HESAI",
     "NEBULA",
     "OUSTER",
     "PLY_POINT",
@@ -192,6 +194,25 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
         )
     shaped = as_shaped(scan)
     dtype = point_dtype(point_type, shaped.coordinates)
+    cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
+    if point_type == "XYZIRT_labels":
+        # One compiled pass into XYZIRT_LABELS records; the spherical twin has the same bytes.
+        returns = shaped.returns
+        labelled = np.empty(shaped.columns * shaped.rings, dtype=XYZIRT_LABELS)
+        _fill_labelled(
+            labelled,
+            _coordinates(shaped),
+            returns.valid,
+            returns.intensity,
+            returns.class_id,
+            returns.instance,
+            _primary(shaped),
+            np.asarray(shaped.ring_rank, dtype=np.uint16),
+            np.ascontiguousarray(cell_time_s.reshape(-1)),
+            shaped.rings,
+            np.uint32(NO_INSTANCE),
+        )
+        return labelled.view(dtype).reshape(shaped.columns, shaped.rings)
     # The three coordinates and intensity as one contiguous float32 block: XYZI is exactly its view.
     xyzi = _primary_xyzi(_coordinates(shaped), shaped.returns.valid, shaped.returns.intensity, _primary(shaped))
     if point_type == "XYZI":
@@ -199,16 +220,8 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
     cloud = np.empty(shaped.columns * shaped.rings, dtype=dtype)
     for axis, name in enumerate((*_coordinate_fields(shaped), "intensity")):
         cloud[name] = xyzi[:, axis]
-    if point_type == "XYZIRT_labels":
-        returns = shaped.returns
-        beams = np.arange(shaped.columns * shaped.rings)
-        slot = _primary(shaped)
-        valid = returns.valid[beams, slot]
-        cloud["class"] = np.where(valid, returns.class_id[beams, slot], 0)
-        cloud["instance"] = np.where(valid, returns.instance[beams, slot], NO_INSTANCE)
     cloud = cloud.reshape(shaped.columns, shaped.rings)
     cloud["ring"] = np.asarray(shaped.ring_rank, dtype=np.uint16)[None, :]
-    cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
     cloud["timestamp"] = cell_time_s.reshape(shaped.columns, shaped.rings)
     return cloud
 
@@ -306,6 +319,36 @@ def _nebula(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
     return cloud.reshape(1, -1)
 
 
+def cell_channel_ids(shaped: ShapedScan) -> np.ndarray:
+    """(cells,) uint32: the vendor channel id of each of ``shaped``'s cells (the firing pattern's;
+    for a rings x columns sensor, the ring index, as its pattern numbers them)."""
+    scan = shaped.scan
+    if scan.cells is not None:
+        ids = np.asarray(scan.cells.channel_id, dtype=np.uint32).reshape(scan.columns, scan.rings)
+        return ids[np.asarray(shaped.column_ids, dtype=np.int64)].reshape(-1)
+    return np.tile(np.arange(shaped.rings, dtype=np.uint32), len(shaped.column_ids))
+
+
+def _hesai(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+    """HesaiLidar_ROS_2.0's dense cloud: every return, ``ring`` the channel index (the vendor's
+    channel id), ``timestamp`` the point's absolute firing time in s."""
+    beam, slot = _returns_in_cell_order(shaped)
+    channel = cell_channel_ids(shaped)
+    if channel.size and int(channel.max()) > np.iinfo(np.uint16).max:
+        e = int(np.argmax(channel))
+        raise OutputError(
+            f"point_type hesai: cell {e} has channel id {int(channel[e])}, beyond its ring field (uint16, 0 to 65535)"
+        )
+    cloud = np.empty(beam.size, dtype=point_dtype("hesai", shaped.coordinates))
+    coordinates = _coordinates(shaped)
+    for axis, name in enumerate(_coordinate_fields(shaped)):
+        cloud[name] = coordinates[beam, slot, axis]
+    cloud["intensity"] = shaped.returns.intensity[beam, slot]
+    cloud["ring"] = channel[beam]
+    cloud["timestamp"] = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)[beam]
+    return cloud.reshape(1, -1)
+
+
 _BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
     "XYZI": _rslidar("XYZI"),
     "XYZIRT": _rslidar("XYZIRT"),
@@ -313,6 +356,7 @@ _BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,
+    "hesai": _hesai,
 }
 
 
@@ -354,6 +398,34 @@ def all_returns(scan: Scan | ShapedScan, labels: bool = False) -> np.ndarray:
     if labels:
         points["instance"] = returns.instance[beam, slot]
     return points
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_labelled(out, points, valid, intensity, class_id, instance, primary, ring_rank, cell_time_s, rings, none):
+    """``XYZIRT_LABELS`` records of each beam's primary return in one pass (field by field numpy
+    assignment into the packed records cost seven times as much): the ``XYZIRT`` values of
+    ``organised_cloud`` plus class and instance; NaN coordinates, intensity 0, class 0 and
+    ``none`` for a beam without a return. ``points`` (n, R, 3) fill the three coordinate fields
+    (x, y, z, or the spherical twin's azimuth, elevation, range)."""
+    for i in range(primary.size):
+        j = primary[i]
+        rec = out[i]
+        if valid[i, j]:
+            rec.x = points[i, j, 0]
+            rec.y = points[i, j, 1]
+            rec.z = points[i, j, 2]
+            rec.intensity = intensity[i, j]
+            rec["class"] = class_id[i, j]
+            rec.instance = instance[i, j]
+        else:
+            rec.x = np.nan
+            rec.y = np.nan
+            rec.z = np.nan
+            rec.intensity = 0.0
+            rec["class"] = 0
+            rec.instance = none
+        rec.ring = ring_rank[i % rings]
+        rec.timestamp = cell_time_s[i]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -14,6 +14,8 @@ This module needs numpy only, so the CLI and the node's parameters list the prof
 * ``OUSTER``: ouster_ros's ``Point`` (PCL point with a padded xyz; t uint32 ns after the header
   stamp, reflectivity, ring, ambient, range mm; 48 bytes).
 * ``NEBULA``: nebula's (Autoware's) ``PointXYZIRCAEDT`` (32 bytes).
+* ``HESAI``: HesaiLidar_ROS_2.0's cloud (``XYZI`` + ring uint16, the channel index, + timestamp
+  float64, absolute s; 26 bytes, packed: the fields of ``XYZIRT``, in a dense cloud).
 * ``XYZIRT_LABELS``: the labelled profile: ``XYZIRT`` + class uint8 + instance uint32 (31 bytes),
   the point's semantic class and instance label (``scene.instances``) of its primary return.
 * ``PLY_POINT``: the spec's point file record (31 bytes, see "Output Formats").
@@ -86,6 +88,18 @@ NEBULA = np.dtype(
     ]
 )
 
+# HesaiLidar_ROS_2.0 source_driver_ros2.hpp ToRosMsg: addPointField one after the other (packed).
+HESAI = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("intensity", "<f4"),
+        ("ring", "<u2"),
+        ("timestamp", "<f8"),
+    ]
+)
+
 PLY_POINT = np.dtype(
     [
         ("x", "<f4"),
@@ -142,6 +156,7 @@ SPHERICAL_POINT_TYPES: dict[str, np.dtype] = {
     "XYZIRT": XYZIRT_SPHERICAL,
     "XYZIRT_labels": XYZIRT_LABELS_SPHERICAL,
     "velodyne": VELODYNE_SPHERICAL,
+    "hesai": spherical_dtype(HESAI),
 }
 """Point type -> its spherical layout, for the profiles that have one."""
 
@@ -216,6 +231,7 @@ PROFILES: dict[str, PointProfile] = {
             "kept: NaN x, y, z, range 0, intensity 0, reflectivity 0; t and ring filled",
         ),
         PointProfile("nebula", NEBULA, "dense", "all", "sweep_start", "dropped"),
+        PointProfile("hesai", HESAI, "dense", "all", "sweep_start", "dropped"),
     )
 }
 

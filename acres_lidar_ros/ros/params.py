@@ -194,8 +194,8 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "string",
         "",
         "Point layout of the cloud (docs/outputs.md): XYZI (the vehicle's rslidar_sdk build), XYZIRT "
-        "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros) or nebula "
-        "(Autoware's PointXYZIRCAEDT); empty: the sensors file's lidar.point_type, its driver's layout.",
+        "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros), nebula "
+        "(Autoware's PointXYZIRCAEDT) or hesai (HesaiLidar_ROS_2.0); empty: the sensors file's lidar.point_type, its driver's layout.",
         choices=tuple(PROFILES),
         empty_means="the sensors file's lidar.point_type",
     ),
