@@ -334,6 +334,34 @@ def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour)
     _assert_same_returns(chunked.returns, one_shot.returns)
 
 
+@pytest.mark.parametrize("weather", [{}, {"rain_mm_per_h": 5.0, "visibility_m": 500.0}], ids=["clear", "rain"])
+def test_echoes_the_body_replaces_draw_their_noise_but_are_not_formed(polaris, farm_tour, weather):
+    """The body's cells are emptied by the merge, so their echoes' signals are not formed; their
+    noise pairs (and slabs' rain numbers) are still taken, so every other beam keeps its draws."""
+    from acres_lidar_ros.body.self_returns import apply_self_returns, decide_self_returns, sensor_self_table
+
+    tracer, (times, positions, quaternions) = farm_tour
+    table = sensor_self_table(polaris)
+    assert table is not None
+    stamp_ns = int(round((times[0] + 2.0) * 1e9))
+    poses = PoseHistory.from_arrays(times, positions, quaternions)
+    with_body = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, **weather), self_table=table)
+    without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False, **weather))
+    scan, plain = with_body.scan(poses, stamp_ns), without.scan(poses, stamp_ns)
+    reference = apply_self_returns(table, plain.returns, scan_index=0, seed=3, std_m=polaris.std_m).returns
+    _assert_same_returns(scan.returns, reference)
+    streams = (with_body.streams.noise.state, with_body.streams.rain.state)
+    assert streams == (without.streams.noise.state, without.streams.rain.state)
+    echoes, all_echoes = with_body.last_echoes, without.last_echoes
+    assert echoes is not None and all_echoes is not None
+    np.testing.assert_array_equal(echoes.cell, all_echoes.cell)  # the same echoes, the same draws
+    replaced = np.isin(echoes.cell, decide_self_returns(table, 0, 3, polaris.std_m).replaced_cells)
+    assert replaced.sum() > 1000 and not echoes.detected[replaced].any()
+    assert np.isnan(echoes.signal_counts[replaced]).all() and np.isnan(echoes.measured_counts[replaced]).all()
+    np.testing.assert_array_equal(echoes.measured_counts[~replaced], all_echoes.measured_counts[~replaced])
+    np.testing.assert_array_equal(echoes.detected[~replaced], all_echoes.detected[~replaced])
+
+
 def test_warm_up_leaves_the_scanners_streams_and_numbers_alone(polaris, plane_tracer):
     poses = at_rest([0.0, 0.0, 0.0])
     warmed = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=4, self_returns=False))

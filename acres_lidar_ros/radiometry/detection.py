@@ -71,9 +71,10 @@ class ScanEchoes:
     range_m : (e,) float64
         ``R_e``, m (before the range noise).
     signal_counts : (e,) float64
-        ``S``, the mean signal after extinction.
+        ``S``, the mean signal after extinction (NaN for the echoes of cells the body
+        replaces, which are not formed: ``finish_returns``' ``replaced_cells``).
     measured_counts : (e,) float64
-        ``S'`` (``S`` with noise off).
+        ``S'`` (``S`` with noise off; NaN where ``S`` is).
     detected : (e,) bool
         The detector sees it and it lies inside every window: the returns are chosen from these.
     outside_window : (e,) uint8
@@ -118,7 +119,11 @@ class EchoTruth:
 
 
 def finish_returns(
-    blocks: list[BeamBlock], model: BeamModel, streams: NoiseStreams, index: int
+    blocks: list[BeamBlock],
+    model: BeamModel,
+    streams: NoiseStreams,
+    index: int,
+    replaced_cells: np.ndarray | None = None,
 ) -> tuple[Returns, ScanEchoes]:
     """The returns of a scan from the blocks of all its beams (see the module notes).
 
@@ -132,6 +137,12 @@ def finish_returns(
         The run's streams; ``noise`` (and ``rain`` with rain clutter) advance.
     index : int
         The scan's number (kept in the ``ScanEchoes``).
+    replaced_cells : (k,) int64 or None
+        Cells whose returns the body replaces (``self_returns.SelfDecision.replaced_cells``):
+        their echoes still take their noise pairs (the stream stays where it would be), but
+        their signal is not formed and they are not detected (NaN ``S`` and ``S'``, no returns),
+        since the merge of the body empties them anyway. Ignored with ``model.truth`` (the truth
+        output reads every echo's signal).
 
     Returns
     -------
@@ -162,7 +173,11 @@ def finish_returns(
         echoes = form_echoes(hits.merged(slabs), config.min_return_separation_m)
     else:
         echoes = Echoes.concatenate([block.echoes for block in blocks if block.echoes is not None])
-    return detect(echoes, model, streams, index)
+    skip = None
+    if replaced_cells is not None and not model.truth:
+        skip = np.zeros(n_beams, np.bool_)
+        skip[np.asarray(replaced_cells, dtype=np.int64)] = True
+    return detect(echoes, model, streams, index, skip)
 
 
 def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray) -> Contributions:
@@ -235,6 +250,7 @@ def _echo_signals(
     n2,
     draw,
     max_range_m,
+    skip,
     lo,
     hi,
     clear,
@@ -244,9 +260,14 @@ def _echo_signals(
 ):
     """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
     and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
-    beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``)."""
+    beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``). Echoes of the
+    cells where ``skip`` (cells,) is set get NaN in all four (``skip`` empty: none skipped)."""
     snr_spec = snr(signal_at_10pct_counts, ambient_counts)
+    any_skip = skip.shape[0] > 0
     for i in range(lo, hi):
+        if any_skip and skip[cell[i]]:
+            clear[i] = signal[i] = measured[i] = range_meas[i] = np.nan
+            continue
         r = range_m[i]
         s_clear = signal_counts_of(
             reflectance[i],
@@ -270,8 +291,12 @@ def _echo_signals(
         range_meas[i] = min(max(moved, 0.0), max_range_m) if moved == moved else moved
 
 
-def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) -> tuple[Returns, ScanEchoes]:
-    """Steps 2 to 4 of the module notes for the echoes of a whole scan (cell order)."""
+def detect(
+    echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int, skip: np.ndarray | None = None
+) -> tuple[Returns, ScanEchoes]:
+    """Steps 2 to 4 of the module notes for the echoes of a whole scan (cell order); the
+    echoes of the cells where ``skip`` (n_beams,) bool is set draw their pairs and are not
+    formed nor detected (``finish_returns``' ``replaced_cells``)."""
     config = model.config
     rad = config.radiometry
     n_beams, slots = model.beams, model.returns_per_beam
@@ -283,12 +308,14 @@ def detect(echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int) 
     def part(lo: int, hi: int) -> None:
         _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
 
-    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m)
+    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m, skip)
     map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
         n2_or_none = n2_drawn[draw] if model.noise else None
         measured, range_meas, seen = reflectance_limit_detection(echoes, signal, n2_or_none, model)
+        if skip is not None:
+            seen &= ~skip[echoes.cell]
     # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
     windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
     outside = windows.outside(echoes.cell, echoes.range_m, seen)
@@ -388,9 +415,16 @@ def _write_returns(
 
 
 def _signal_inputs(
-    echoes: Echoes, model: BeamModel, n1: np.ndarray, n2: np.ndarray, draw: np.ndarray, alpha_per_m: float
+    echoes: Echoes,
+    model: BeamModel,
+    n1: np.ndarray,
+    n2: np.ndarray,
+    draw: np.ndarray,
+    alpha_per_m: float,
+    skip: np.ndarray | None = None,
 ) -> tuple:
-    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``."""
+    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``
+    (``skip``: cells whose echoes are not formed, None for none)."""
     config = model.config
     rad = config.radiometry
     return (
@@ -412,6 +446,7 @@ def _signal_inputs(
         n2,
         draw,
         float(config.range_m),
+        np.zeros(0, np.bool_) if skip is None else skip,
     )
 
 

@@ -282,7 +282,9 @@ class Sweep:
             assert scanner.streams is not None
             beams = [block.beams for block in self._blocks if block.beams is not None]
             self._blocks = []
-            returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index)
+            table = scanner.applied_self_table
+            replaced = None if table is None else self.self_decision(table).replaced_cells
+            returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index, replaced)
             return returns
         config = scanner.config
         if len(self._blocks) == 1:
