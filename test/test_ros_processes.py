@@ -181,6 +181,16 @@ def test_parameters_are_set_and_refused_over_the_parameter_services(session):
     assert [v.double_value for v in values] == [2.0, visibility.double_value]  # the refused value is not set
     (described,) = _call(feed, client.describe_parameters(["lidar.hz"])).descriptors
     assert described.read_only and described.floating_point_range[0].to_value == 120.0
+    # Issue 10: a live window change is taken; a broken cross-key rule is refused with its reason
+    # and the parameter keeps its value.
+    window = Parameter("lidar.valid_end_azimuth_deg", Parameter.Type.DOUBLE, 180.0)
+    (live,) = _call(feed, client.set_parameters([window])).results
+    assert live.successful, live.reason
+    offset = Parameter("lidar.range_offset_m", Parameter.Type.DOUBLE, 170.0)
+    (broken,) = _call(feed, client.set_parameters([offset])).results
+    assert not broken.successful and "lidar.range_offset_m = 170.0 is not below lidar.range_m" in broken.reason
+    values = _call(feed, client.get_parameters(["lidar.valid_end_azimuth_deg", "lidar.range_offset_m"])).values
+    assert [v.double_value for v in values] == [180.0, 0.0]
     before = len(feed.clouds)
     assert feed.run_until(lambda: len(feed.clouds) >= before + 3, timeout_s=20.0)  # scans go on
 

@@ -26,6 +26,7 @@ no mechanical noise) the rays are not touched at all.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config.limits import MechanicalNoiseConfig
@@ -78,30 +79,30 @@ def error_rotations(
 
     ``Rz(azimuth) R_h(elevation)`` with ``h = (sin phi, -cos phi, 0)`` and ``phi`` the azimuth of
     the nominal direction ``beam_directions_sensor`` (n, 3)."""
-    d = np.asarray(beam_directions_sensor, dtype=np.float64)
-    phi = np.arctan2(d[:, 1], d[:, 0])
-    hx, hy = np.sin(phi), -np.cos(phi)
-    c, s = np.cos(elevation_rad), np.sin(elevation_rad)
+    d = np.ascontiguousarray(beam_directions_sensor, dtype=np.float64)
+    return _error_rotations(
+        d, np.ascontiguousarray(azimuth_rad, dtype=np.float64), np.ascontiguousarray(elevation_rad, dtype=np.float64)
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _error_rotations(d, azimuth, elevation):
+    """``Rz(azimuth) R_h(elevation)`` of each beam, compiled (see ``error_rotations``)."""
     n = d.shape[0]
-    # Rodrigues about the unit axis (hx, hy, 0): R = c I + s [h]x + (1 - c) h h^T.
-    r_h = np.empty((n, 3, 3))
-    r_h[:, 0, 0] = c + (1 - c) * hx * hx
-    r_h[:, 0, 1] = (1 - c) * hx * hy
-    r_h[:, 0, 2] = s * hy
-    r_h[:, 1, 0] = (1 - c) * hx * hy
-    r_h[:, 1, 1] = c + (1 - c) * hy * hy
-    r_h[:, 1, 2] = -s * hx
-    r_h[:, 2, 0] = -s * hy
-    r_h[:, 2, 1] = s * hx
-    r_h[:, 2, 2] = c
-    ca, sa = np.cos(azimuth_rad), np.sin(azimuth_rad)
-    r_z = np.zeros((n, 3, 3))
-    r_z[:, 0, 0] = ca
-    r_z[:, 0, 1] = -sa
-    r_z[:, 1, 0] = sa
-    r_z[:, 1, 1] = ca
-    r_z[:, 2, 2] = 1.0
-    return r_z @ r_h
+    out = np.empty((n, 3, 3))
+    for i in range(n):
+        phi = np.arctan2(d[i, 1], d[i, 0])
+        hx, hy = np.sin(phi), -np.cos(phi)
+        c, s = np.cos(elevation[i]), np.sin(elevation[i])
+        # Rodrigues about the unit axis (hx, hy, 0): R_h = c I + s [h]x + (1 - c) h h^T.
+        h00, h01, h02 = c + (1 - c) * hx * hx, (1 - c) * hx * hy, s * hy
+        h10, h11, h12 = (1 - c) * hx * hy, c + (1 - c) * hy * hy, -s * hx
+        h20, h21, h22 = -s * hy, s * hx, c
+        ca, sa = np.cos(azimuth[i]), np.sin(azimuth[i])
+        out[i, 0, 0], out[i, 0, 1], out[i, 0, 2] = ca * h00 - sa * h10, ca * h01 - sa * h11, ca * h02 - sa * h12
+        out[i, 1, 0], out[i, 1, 1], out[i, 1, 2] = sa * h00 + ca * h10, sa * h01 + ca * h11, sa * h02 + ca * h12
+        out[i, 2, 0], out[i, 2, 1], out[i, 2, 2] = h20, h21, h22
+    return out
 
 
 def perturbed_rays(
@@ -134,12 +135,44 @@ def perturbed_rays(
         raise ValueError(f"{rows} rays do not split into sub-rays of {n} beams")
     per = rows // n
     rotation = error_rotations(beam_directions_sensor, azimuth, elevation)
-    # The error rotation in the world: R_ws R_err R_ws^T.
-    world = R_world_sensor @ rotation @ np.swapaxes(R_world_sensor, 1, 2)
-    directions = np.einsum("nij,nsj->nsi", world, directions_world.reshape(n, per, 3)).reshape(rows, 3)
-    shift = np.einsum("nij,nj->ni", R_world_sensor, origin)
-    origins = (origins_world.reshape(n, per, 3) + shift[:, None, :]).reshape(rows, 3)
-    return origins, directions
+    return _turned_rays(
+        np.ascontiguousarray(R_world_sensor, dtype=np.float64),
+        rotation,
+        np.ascontiguousarray(origin, dtype=np.float64),
+        np.ascontiguousarray(origins_world, dtype=np.float64),
+        np.ascontiguousarray(directions_world, dtype=np.float64),
+        per,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _turned_rays(R_ws, rotation, origin_error, origins, directions, per):
+    """Each beam's sub-rays turned by ``R_ws R_err R_ws^T`` (the error rotation in the world) and
+    moved by ``R_ws e_o``, in one compiled pass: (rows, 3) origins and directions."""
+    n = R_ws.shape[0]
+    out_o = np.empty_like(origins)
+    out_d = np.empty_like(directions)
+    world = np.empty((3, 3))
+    for i in range(n):
+        R, E = R_ws[i], rotation[i]
+        for a in range(3):
+            for b in range(3):
+                acc = 0.0
+                for k in range(3):
+                    for m in range(3):
+                        acc += R[a, k] * E[k, m] * R[b, m]
+                world[a, b] = acc
+        sx = R[0, 0] * origin_error[i, 0] + R[0, 1] * origin_error[i, 1] + R[0, 2] * origin_error[i, 2]
+        sy = R[1, 0] * origin_error[i, 0] + R[1, 1] * origin_error[i, 1] + R[1, 2] * origin_error[i, 2]
+        sz = R[2, 0] * origin_error[i, 0] + R[2, 1] * origin_error[i, 1] + R[2, 2] * origin_error[i, 2]
+        for j in range(i * per, (i + 1) * per):
+            dx, dy, dz = directions[j, 0], directions[j, 1], directions[j, 2]
+            for a in range(3):
+                out_d[j, a] = world[a, 0] * dx + world[a, 1] * dy + world[a, 2] * dz
+            out_o[j, 0] = origins[j, 0] + sx
+            out_o[j, 1] = origins[j, 1] + sy
+            out_o[j, 2] = origins[j, 2] + sz
+    return out_o, out_d
 
 
 def block_rays(
