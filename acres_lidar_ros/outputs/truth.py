@@ -30,6 +30,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_NAMES, MATERIAL_NAMES
@@ -86,16 +87,54 @@ def truth_cloud(scan: Scan) -> np.ndarray:
     truth = scan_truth(scan)
     cloud = np.empty(scan.columns * scan.rings, TRUTH_POINT)
     points = truth.points_sensor if truth.points_sensor is not None else np.full((cloud.size, 3), np.nan)
-    cloud["x"], cloud["y"], cloud["z"] = points[:, 0], points[:, 1], points[:, 2]
-    cloud["range_m"] = truth.range_m
-    cloud["incidence_rad"] = truth.incidence_rad
-    cloud["signal_counts"] = truth.signal_counts
-    cloud["threshold_counts"] = truth.threshold_counts
-    cloud["instance"] = truth.instance
-    cloud["class"] = truth.class_id
-    cloud["material"] = truth.material_id
-    cloud["reason"] = truth.reason
+    _fill_truth(
+        cloud.view(_TRUTH_POINT_FILL),
+        points,
+        truth.range_m,
+        truth.incidence_rad,
+        truth.signal_counts,
+        truth.threshold_counts,
+        truth.instance,
+        truth.class_id,
+        truth.material_id,
+        truth.reason,
+    )
     return cloud.reshape(scan.columns, scan.rings)
+
+
+def _fill_dtype(dtype: np.dtype) -> np.dtype:
+    """``dtype`` with "class" (a Python keyword, no attribute in compiled code) named class_id."""
+    assert dtype.names is not None and dtype.fields is not None
+    fields = dtype.fields
+    return np.dtype(
+        {
+            "names": [("class_id" if n == "class" else n) for n in dtype.names],
+            "formats": [fields[n][0] for n in dtype.names],
+            "offsets": [fields[n][1] for n in dtype.names],
+            "itemsize": dtype.itemsize,
+        }
+    )
+
+
+_TRUTH_POINT_FILL = _fill_dtype(TRUTH_POINT)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_truth(cloud, points, range_m, incidence, signal, threshold, instance, class_id, material_id, reason):
+    """Every record of the truth cloud in one pass (float64 fields rounded to float32 as numpy casts)."""
+    for i in range(cloud.shape[0]):
+        record = cloud[i]
+        record.x = points[i, 0]
+        record.y = points[i, 1]
+        record.z = points[i, 2]
+        record.range_m = range_m[i]
+        record.incidence_rad = incidence[i]
+        record.signal_counts = signal[i]
+        record.threshold_counts = threshold[i]
+        record.instance = instance[i]
+        record.class_id = class_id[i]
+        record.material = material_id[i]
+        record.reason = reason[i]
 
 
 def truth_file_name(stem: str) -> str:
