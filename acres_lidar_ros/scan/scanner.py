@@ -257,8 +257,10 @@ class Scanner:
     ) -> tuple[np.ndarray, np.ndarray]:
         """As ``rays_world`` with one pose per cell: ``T_world_sensor`` (len(cells), 4, 4)."""
         pattern = self.pattern if pattern is None else pattern
-        sub = pattern.sub_directions_sensor.reshape(-1, 1, self.sub_rays, 3)[cells]
-        origins = pattern.lens_origins_sensor.reshape(-1, 1, 3)[cells]
+        sub = pattern.sub_directions_sensor.reshape(-1, 1, self.sub_rays, 3)
+        origins = pattern.lens_origins_sensor.reshape(-1, 1, 3)
+        if not (cells.size == len(sub) and (cells == np.arange(cells.size)).all()):  # a block, not the scan
+            sub, origins = sub[cells], origins[cells]
         return world_rays(T_world_sensor, sub, origins)
 
     def points_sensor(self, range_m: np.ndarray, pattern: BeamPattern | None = None) -> np.ndarray:

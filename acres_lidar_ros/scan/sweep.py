@@ -21,6 +21,7 @@ from acres_lidar_ros.radiometry.truth import cell_truth
 from acres_lidar_ros.scan.model import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.sensor.rays import mounted_poses
 from acres_lidar_ros.tracing.hits import Hits
 
 
@@ -215,7 +216,7 @@ class Sweep:
         else:  # each emitter from the pose at its own firing time
             assert self.emitter_T_world_sensor is not None
             times_s = np.repeat(self.firing_time_s[columns], config.rings) + self.fire_time_s[cells]
-            T_cells = poses.transforms(times_s, extrapolate=extrapolate) @ T_base_sensor
+            T_cells = mounted_poses(*poses.interpolate(times_s, extrapolate), T_base_sensor)
             self.emitter_T_world_sensor[cells] = T_cells
             origins, directions = scanner.rays_world_of_cells(T_cells, cells, self.pattern)
             R_firings = T_cells[:, :3, :3]  # one per beam

@@ -75,3 +75,24 @@ def _world_rays(T_world_sensor, sub_directions_sensor, origins_sensor):
                 origins[row, 1] = oy
                 origins[row, 2] = oz
     return origins, directions
+
+
+@numba.njit(cache=True, nogil=True)
+def mounted_poses(positions_m: np.ndarray, R_world_base: np.ndarray, T_base_sensor: np.ndarray) -> np.ndarray:
+    """``T_world_sensor = T_world_base T_base_sensor`` of many firings in one compiled pass:
+    (n, 4, 4) float64 from the base's (n, 3) positions and (n, 3, 3) rotations (a batched
+    ``matmul`` of 4 x 4 matrices costs ten times as much for a scan's cells)."""
+    n = positions_m.shape[0]
+    out = np.zeros((n, 4, 4))
+    for i in range(n):
+        R = R_world_base[i]
+        for r in range(3):
+            for c in range(3):
+                out[i, r, c] = (
+                    R[r, 0] * T_base_sensor[0, c] + R[r, 1] * T_base_sensor[1, c] + R[r, 2] * T_base_sensor[2, c]
+                )
+            out[i, r, 3] = (
+                R[r, 0] * T_base_sensor[0, 3] + R[r, 1] * T_base_sensor[1, 3] + R[r, 2] * T_base_sensor[2, 3]
+            ) + positions_m[i, r]
+        out[i, 3, 3] = 1.0
+    return out
