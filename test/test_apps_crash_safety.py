@@ -1,16 +1,16 @@
 """Nothing lost: `acres-lidar record` stopped by signals at random moments, or by a full disk.
 
-A signal lands at a seeded random moment during the start-up (interpreter, imports, scene, numba
-kernels) or during the drive. The recorder is started with the stop signals blocked, so one sent
-before its ``main`` has installed the handlers is held and delivered to them (as from a supervisor
-that holds signals until the program is ready); a moment "during the drive" is counted from the
-first scan the recorder's progress bar reports. Every scan the run lists
+A signal lands at a seeded random moment of the recording's own progress, read from its stderr as
+it comes (no wall clock): during the start-up (at once, once the scene is built, or once the
+progress bar is up, before any scan) or during the drive (once the progress bar reports scan n).
+The recorder is started with the stop signals blocked, so one sent before its ``main`` has
+installed the handlers is held and delivered to them (as from a supervisor that holds signals
+until the program is ready). Every scan the run lists
 in ``lidar.jsonl`` (its durable report of completed scans) must be in the
 bag, read by rosbags and by the mcap reader: as the bag is after SIGINT, SIGTERM and SIGHUP, after
 ``acres-lidar bag-repair`` after SIGKILL or a full disk. No traceback, no stray temporary file, and
 every PCD whole. ``ACRES_SIGNAL_TRIALS`` (default 2) sets the trials per signal and
-``ACRES_SIGNAL_SEED`` (default 0) their moments; run with ``-s`` to see the figures.
-"""
+``ACRES_SIGNAL_SEED`` (default 0) their moments; run with ``-s`` to see the figures."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,11 +41,27 @@ from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
 TRIALS = int(os.environ.get("ACRES_SIGNAL_TRIALS", "2"))
 SEED = int(os.environ.get("ACRES_SIGNAL_SEED", "0"))
 DURATION_S = 4.0  # simulated seconds per recording: 40 scans at 10 Hz, ~1.5 s of work
+SCANS = 40  # a moment during the drive is after one of these
 STARTUP_SHARE = 0.25  # of the trials signal during the start-up, the others during the drive
-LATEST_S = 1.5  # a moment is up to this long after the start, or after the first scan's row
+STARTUP_MARKS = (rb"", rb"^scene: ", rb"0scan \[")  # at once; the scene built; the bar up, no scan yet
 SHAPE = (1800, 32)  # Polaris: columns, rings
 WATCHDOG_S = 120.0  # a recording still running then is killed and the test fails
-FIRST_SCAN = re.compile(rb"\b[1-9][0-9]*/[0-9]+ \[")  # tqdm's "n/total [" once a scan is done
+SCANS_DONE = re.compile(rb"\b([0-9]+)/[0-9]+ \[")  # tqdm's "n/total [" once n scans are done
+
+
+def scans_done(stderr: bytes) -> int:
+    """The most scans the progress bar has reported so far."""
+    return max((int(n) for n in SCANS_DONE.findall(stderr)), default=0)
+
+
+def startup_mark(pattern: bytes) -> Callable[[bytes], bool]:
+    """A moment of the start-up: once ``pattern`` has appeared on the child's stderr."""
+    return lambda stderr: re.search(pattern, stderr, re.MULTILINE) is not None
+
+
+def after_scan(n: int) -> Callable[[bytes], bool]:
+    """A moment of the drive: once the progress bar has reported ``n`` scans done."""
+    return lambda stderr: scans_done(stderr) >= n
 
 
 def _command(*args: str) -> list[str]:
@@ -59,12 +75,12 @@ class Recording:
     """``acres-lidar record`` in a child process, its stderr read as it comes.
 
     The child starts with SIGINT, SIGTERM and SIGHUP blocked (``StopSignals`` unblocks them once its
-    handlers are in), so a signal may be sent from the first instant. ``first_scan`` is set when the
-    progress bar reports a scan done, or when the child ends. A watchdog kills the child's process
+    handlers are in), so a signal may be sent from the first instant. ``moment`` is set once
+    ``at(stderr so far)`` is true, or when the child ends. A watchdog kills the child's process
     group after ``WATCHDOG_S``, so no wait here can hang.
     """
 
-    def __init__(self, out: Path, duration_s: float = DURATION_S) -> None:
+    def __init__(self, out: Path, at: Callable[[bytes], bool] | None = None, duration_s: float = DURATION_S) -> None:
         args = ("record", "--duration", str(duration_s), "--out", str(out), "--files", "pcd")
         held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
@@ -74,7 +90,8 @@ class Recording:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self.pid = self.child.pid
-        self.first_scan = threading.Event()
+        self._at = at
+        self.moment = threading.Event()
         self.timed_out = False
         self._stderr = bytearray()
         self._stdout = b""
@@ -91,9 +108,9 @@ class Recording:
         assert self.child.stderr is not None
         while chunk := self.child.stderr.read1(65536):
             self._stderr += chunk
-            if not self.first_scan.is_set() and FIRST_SCAN.search(self._stderr):
-                self.first_scan.set()
-        self.first_scan.set()  # ended: nothing more to wait for
+            if self._at is not None and not self.moment.is_set() and self._at(bytes(self._stderr)):
+                self.moment.set()
+        self.moment.set()  # ended: nothing more to wait for
 
     def _read_stdout(self) -> None:
         assert self.child.stdout is not None
@@ -182,12 +199,10 @@ def _check_run(run: Path, stderr: str, *, repaired: bool) -> tuple[int, int]:
     return len(rows), len(lost)
 
 
-def _trial(tmp: Path, signum: int, during_drive: bool, delay_s: float) -> tuple[int, int]:
+def _trial(tmp: Path, signum: int, at: Callable[[bytes], bool]) -> tuple[int, int]:
     run = tmp / "run"
-    child = Recording(run)
-    if during_drive:
-        child.first_scan.wait()  # set at the first scan or the end; the watchdog bounds the wait
-    time.sleep(delay_s)  # the seeded moment itself
+    child = Recording(run, at)
+    child.moment.wait()  # the seeded moment, or the end; the watchdog bounds the wait
     finished = child.poll() is not None
     if not finished:
         os.kill(child.pid, signum)
@@ -218,8 +233,11 @@ def test_signals_at_random_moments_lose_no_completed_scan(tmp_path, signum):
     completed = lost = 0
     for trial in range(TRIALS):
         during_drive = trial % 2 == 1 or rng.uniform() > STARTUP_SHARE  # one in two at least
-        delay_s = float(rng.uniform(0.0, LATEST_S))
-        done, missing = _trial(tmp_path / f"trial{trial}", signum, during_drive, delay_s)
+        if during_drive:
+            at = after_scan(int(rng.integers(1, SCANS + 1)))
+        else:
+            at = startup_mark(STARTUP_MARKS[int(rng.integers(len(STARTUP_MARKS)))])
+        done, missing = _trial(tmp_path / f"trial{trial}", signum, at)
         completed += done
         lost += missing
     print(f"\n{signal.Signals(signum).name}: {TRIALS} trials, {completed} completed scans, {lost} lost")
@@ -300,8 +318,8 @@ def test_a_recording_that_fills_its_disk_stops_with_a_whole_bag(small_disk):
 
 def test_a_disk_filled_by_another_process_loses_no_completed_scan(small_disk):
     run = small_disk / "run"
-    child = Recording(run, duration_s=5.0)
-    child.first_scan.wait()  # set at the first scan or the end; the watchdog bounds the wait
+    child = Recording(run, after_scan(1), duration_s=5.0)
+    child.moment.wait()  # set at the first scan or the end; the watchdog bounds the wait
     _fill(small_disk)
     code, stderr = child.finish()
     assert code == 2, stderr

@@ -4,6 +4,7 @@ The drives are 0.1 s long (one or two Polaris scans) so that Ray's start-up domi
 one 4-shard dataset on 2 local workers and compares the other runs with it.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,10 +12,9 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
-import psutil
 import pytest
 
 from acres_lidar_ros.apps import cli
@@ -106,38 +106,56 @@ def test_a_rerun_redoes_only_a_half_written_shard(finished, tmp_path):
     assert not (copy / ".partial" / f"{victim}.deadbeef").exists()
 
 
+def _first_attempt_pid(fifo: Path, proc: subprocess.Popen) -> int:
+    """The pid a worker writes as its attempt line into ``fifo``; then ``fifo`` becomes a plain log.
+
+    ``open`` of a FIFO for reading returns once a writer has it open, so this waits on the worker
+    itself, not on a clock. A watchdog thread opens the FIFO for writing if the run ends first (or
+    after 180 s).
+    """
+
+    def unblock() -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=180)  # a run that never reaches the shard fails the test, not hangs it
+        with contextlib.suppress(OSError):
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # fails once the FIFO is replaced
+            os.close(fd)
+
+    threading.Thread(target=unblock, daemon=True).start()
+    with open(fifo) as handle:
+        line = handle.readline()
+    plain = fifo.with_suffix(".plain")
+    plain.write_text(line)  # the attempt stays counted (manifest "attempts")
+    os.replace(plain, fifo)  # later attempts append to a regular file
+    assert line.split()[1:2] == ["pid"], f"no attempt line from a worker: {line!r}"
+    return int(line.split()[2])
+
+
 def test_a_killed_worker_is_retried_and_the_dataset_completes(finished, tmp_path):
     config, _, manifest = finished
     out = tmp_path / "out"
+    victim = manifest["shards"][0]["shard"]
+    (out / ".attempts").mkdir(parents=True)
+    fifo = out / ".attempts" / f"{victim}.log"
+    os.mkfifo(fifo)  # the worker of this shard blocks on its attempt line until the test reads it
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     command = [sys.executable, "-m", "acres_lidar_ros.apps.cli", "dataset", "--config", str(config)]
     command += ["--out", str(out), "--workers", "2", "--no-progress"]
     proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    killed = None
     try:
-        deadline = time.monotonic() + 90
-        while killed is None and time.monotonic() < deadline and proc.poll() is None:
-            partial = list((out / ".partial").glob("*")) if (out / ".partial").is_dir() else []
-            workers = [
-                p
-                for p in psutil.Process(proc.pid).children(recursive=True)
-                if "record_shard" in " ".join(p.cmdline()) or "record_shard" in p.name()
-            ]
-            if partial and workers:  # a shard is being written by a worker: kill that worker
-                killed = workers[0].pid
-                os.kill(killed, signal.SIGKILL)
-            time.sleep(0.05)
+        killed = _first_attempt_pid(fifo, proc)
+        os.kill(killed, signal.SIGKILL)  # the worker that has just started writing the shard
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert killed is not None, "no worker was seen writing a shard"
     assert proc.returncode == 0, stderr.decode()[-2000:]
     again = json.loads((out / "manifest.json").read_text())
     assert again["counts"] == {"done": 4, "failed": 0}
     assert [e["checksum"] for e in again["shards"]] == [e["checksum"] for e in manifest["shards"]]
     assert sum(e["attempts"] for e in again["shards"]) >= 5  # the killed attempt was run again
+    assert next(e["attempts"] for e in again["shards"] if e["shard"] == victim) >= 2
     assert not any((out / ".partial").iterdir())
 
 
