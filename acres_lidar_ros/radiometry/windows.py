@@ -10,7 +10,7 @@ the window of this module, and seed 004 widens it to:
   trace, so the far limit is at most ``range_m``);
 * **the valid azimuth window**: a beam whose firing angle (tick position plus the emitter's
   azimuth, clockwise from the sweep's start ``scan_start_azimuth_deg``, which is seed 004's start
-  azimuth offset, so the angle is measured before the offset; ``firing_angle_rad``) lies outside
+  azimuth offset, so the angle is measured before the offset; ``sensor.emitters.firing_angle_rad``) lies outside
   ``valid_start_azimuth_deg .. valid_end_azimuth_deg`` gives no point. The window is half-open,
   ``[start, start + width)``, with ``width = end - start``, plus 360 deg when the start is above
   the end (it wraps through 360); ``0 .. 360`` is the whole turn and ``start == end`` is empty.
@@ -165,11 +165,3 @@ def separation_blocked(cell: np.ndarray, range_m: np.ndarray, seen: np.ndarray, 
     if near_cells.size:
         blocked = np.isin(cell, near_cells)
     return blocked
-
-
-def firing_angle_rad(azimuth_rad: np.ndarray, start_azimuth_rad: float) -> np.ndarray:
-    """Seed 004's firing angle of beams whose FLU azimuth (counter-clockwise from forward) is
-    ``azimuth_rad``: clockwise from the sweep's start ``alpha_s`` (``scan_start_azimuth_deg``, seed
-    004's start azimuth offset: docs/sensors.md), ``(alpha_s - azimuth) mod 2 pi`` in [0, 2 pi)."""
-    angle = np.mod(start_azimuth_rad - np.asarray(azimuth_rad, dtype=np.float64), 2.0 * np.pi)
-    return np.where(angle >= 2.0 * np.pi, 0.0, angle)

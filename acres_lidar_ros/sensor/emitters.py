@@ -47,6 +47,14 @@ def column_azimuths_rad(columns: int, azimuth_order: str) -> np.ndarray:
     return sign * 2.0 * np.pi * np.arange(columns) / columns
 
 
+def firing_angle_rad(azimuth_rad: np.ndarray, start_azimuth_rad: float) -> np.ndarray:
+    """Seed 004's firing angle of beams whose FLU azimuth (counter-clockwise from forward) is
+    ``azimuth_rad``: clockwise from the sweep's start ``alpha_s`` (``scan_start_azimuth_deg``, seed
+    004's start azimuth offset: docs/sensors.md), ``(alpha_s - azimuth) mod 2 pi`` in [0, 2 pi)."""
+    angle = np.mod(start_azimuth_rad - np.asarray(azimuth_rad, dtype=np.float64), TWO_PI)
+    return np.where(angle >= TWO_PI, 0.0, angle)  # np.mod of a tiny negative can round to 2 pi
+
+
 @dataclass(frozen=True)
 class FiringCells:
     """The cells of one scan's pattern: (N_t, N_e) arrays unless noted.
@@ -222,8 +230,7 @@ class FiringPattern:
         origin = np.stack(
             [hor * np.cos(alpha), hor * np.sin(alpha), per_cell("vert_offset_m") + np.zeros_like(alpha)], axis=-1
         )
-        firing_angle = np.mod(self.start_azimuth_rad - azimuth, TWO_PI)
-        firing_angle = np.where(firing_angle >= TWO_PI, 0.0, firing_angle)
+        firing_angle = firing_angle_rad(azimuth, self.start_azimuth_rad)
         fires = np.ones((self.ticks, self.emitters), bool)
         roi_states = [s for s, st in enumerate(self.states) if st.is_roi_state]
         if roi_states:
@@ -262,4 +269,4 @@ class FiringPattern:
         return self.roi_deg is not None and any(s.is_roi_state for s in self.states)
 
 
-__all__ = ["NO_ROI_DEG", "FiringCells", "FiringPattern", "column_azimuths_rad"]
+__all__ = ["NO_ROI_DEG", "FiringCells", "FiringPattern", "column_azimuths_rad", "firing_angle_rad"]
