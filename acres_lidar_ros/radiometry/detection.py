@@ -110,12 +110,16 @@ class EchoTruth:
         The signal test with the same draws in clear air (``alpha = 0``); None in clear air.
     return_echo : (n_beams, R) int64
         The echo of each return slot (-1 for an empty slot).
+    unformed : (n_beams,) bool or None
+        The cells whose echoes were not formed (``finish_returns``' ``replaced_cells``: NaN
+        ``S``, never detected); None for none.
     """
 
     echoes: Echoes
     signal_detected: np.ndarray
     clear_air_detected: np.ndarray | None
     return_echo: np.ndarray
+    unformed: np.ndarray | None = None
 
 
 def finish_returns(
@@ -141,8 +145,9 @@ def finish_returns(
         Cells whose returns the body replaces (``self_returns.SelfDecision.replaced_cells``):
         their echoes still take their noise pairs (the stream stays where it would be), but
         their signal is not formed and they are not detected (NaN ``S`` and ``S'``, no returns),
-        since the merge of the body empties them anyway. Ignored with ``model.truth`` (the truth
-        output reads every echo's signal).
+        since the merge of the body empties them anyway. With ``model.truth`` pass only the cells
+        with a body return (``SelfDecision.body_cells``), whose truth the body gives whole: a
+        blocked cell's truth keeps the echo the body hid (its range, ``S`` and labels).
 
     Returns
     -------
@@ -174,7 +179,7 @@ def finish_returns(
     else:
         echoes = Echoes.concatenate([block.echoes for block in blocks if block.echoes is not None])
     skip = None
-    if replaced_cells is not None and not model.truth:
+    if replaced_cells is not None:
         skip = np.zeros(n_beams, np.bool_)
         skip[np.asarray(replaced_cells, dtype=np.int64)] = True
     return detect(echoes, model, streams, index, skip)
@@ -322,9 +327,8 @@ def detect(
     detected = seen & (outside == 0)
     truth = None
     if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
-        n2 = n2_drawn[draw] if model.noise else None
-        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, n2)
-        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
+        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, skip)
+        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64), skip)
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
     det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots)
@@ -451,17 +455,19 @@ def _signal_inputs(
 
 
 def _clear_air_seen(
-    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, n2: np.ndarray | None
+    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, skip: np.ndarray | None
 ) -> np.ndarray | None:
     """The signal test of ``detect`` again with the same draws (``draws``: the scan's n1, n2 and
-    each echo's place in them) and no extinction; None in clear air, where it is the test itself."""
+    each echo's place in them) and no extinction (False for the echoes ``skip`` leaves unformed);
+    None in clear air, where it is the test itself."""
     if model.atmosphere.alpha_per_m <= 0.0:
         return None
     if model.config.radiometry.detection_model == "reflectance_limit":
+        n2 = draws[1][draws[2]] if model.noise else None
         return reflectance_limit_detection(echoes, clear, n2, replace(model, atmosphere=CLEAR_AIR))[2]
     n_echo = echoes.cell.size
     out = tuple(np.empty(n_echo) for _ in range(4))
-    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0), 0, n_echo, *out)  # type: ignore[call-arg]
+    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0, skip), 0, n_echo, *out)  # type: ignore[call-arg]
     return out[2] >= model.detection_threshold_counts
 
 

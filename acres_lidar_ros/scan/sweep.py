@@ -283,7 +283,9 @@ class Sweep:
             beams = [block.beams for block in self._blocks if block.beams is not None]
             self._blocks = []
             table = scanner.applied_self_table
-            replaced = None if table is None else self.self_decision(table).replaced_cells
+            decision = None if table is None else self.self_decision(table)
+            # The truth of a blocked cell reads the echoes the body hid; only a body cell's is the body's alone.
+            replaced = None if decision is None else decision.body_cells if model.truth else decision.replaced_cells
             returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index, replaced)
             return returns
         config = scanner.config
