@@ -97,6 +97,7 @@ class Sweep:
         # its own as soon as its columns are traced (``ready_slices``), the noise stream taken
         # slice by slice (docs/outputs.md "Partial output").
         self.slices: list[tuple[int, np.ndarray]] | None = None
+        self.slice_count = 1  # partial_slices at the sweep's start
         self.slices_done = 0
         self._slice_of_column = np.zeros(columns, np.int64)
         self._returns_so_far: Returns | None = None
@@ -108,6 +109,7 @@ class Sweep:
             first_offset_s = self.time_offset_s
             if self.fire_time_s is not None:
                 first_offset_s = first_offset_s + self.fire_time_s.reshape(columns, rings).min(axis=1)
+            self.slice_count = outputs.partial_slices
             self.slices = column_slices(first_offset_s, outputs.partial_slices, scanner.config.period_s)
             for position, (_, slice_columns) in enumerate(self.slices):
                 self._slice_of_column[slice_columns] = position
