@@ -362,9 +362,12 @@ class NodeLoop:
             result = self.scheduler.trace_done(job, message, wall_s)
         out = LoopOutput(events=result.events)
         out.publish.extend(self._with_early(result.publish))
-        if self.config.outputs.partial_output and self.pretrace_enabled:  # the next scan may draw now
-            self._executor.submit(self._deliver_slices).add_done_callback(self._pretraces_done)
         self._emit(out)
+        if self.config.outputs.partial_output and self.pretrace_enabled:  # the next scan may draw now
+            try:
+                self._executor.submit(self._deliver_slices).add_done_callback(self._pretraces_done)
+            except RuntimeError:  # the pool is shutting down (close): nothing more is delivered
+                pass
 
     def _pretrace(self, out: LoopOutput) -> None:
         """Ask a worker to trace the columns of the running and waiting sweeps the poses cover."""
