@@ -27,6 +27,7 @@ Nothing here logs, publishes or reads the wall clock except to time the work.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -229,6 +230,9 @@ class NodeLoop:
         result = self.scheduler.poll(self.tracker.newest_ns, self._coverage)
         if any(e.kind == "clock_jump_back" for e in result.events):
             self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
+            with self._early_lock:
+                self._early.clear()  # slices of abandoned scans
+            self._inputs.clear()
         out.events.extend(result.events)
         open_ends = [job.sweep_end_ns for job in self.scheduler.jobs()]
         upcoming = self.scheduler.upcoming()
@@ -364,10 +368,8 @@ class NodeLoop:
         out.publish.extend(self._with_early(result.publish))
         self._emit(out)
         if self.config.outputs.partial_output and self.pretrace_enabled:  # the next scan may draw now
-            try:
+            with contextlib.suppress(RuntimeError):  # the pool is shutting down (close): nothing more comes
                 self._executor.submit(self._deliver_slices).add_done_callback(self._pretraces_done)
-            except RuntimeError:  # the pool is shutting down (close): nothing more is delivered
-                pass
 
     def _pretrace(self, out: LoopOutput) -> None:
         """Ask a worker to trace the columns of the running and waiting sweeps the poses cover."""
