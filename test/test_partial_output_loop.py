@@ -216,3 +216,33 @@ def test_a_pattern_rebuild_mid_sweep_keeps_the_slices_out_and_publishes_the_rest
     parts = [p for _, _, ps in publications(emitted) for p in ps if p["stamp_ns"] == 1_000 * MS]
     assert [p["slice"] for p in parts] == [(k, SLICES) for k in range(SLICES)]
     assert np.array_equal(np.sort(np.concatenate([p["columns"] for p in parts])), np.arange(config.columns))
+
+
+def test_with_the_truth_on_the_scans_truth_goes_beside_its_last_slice(plane_tracer):
+    """The truth is per scan: one truth cloud of every cell (columns x rings), beside the last
+    slice, with that slice's stamp; the early slices carry none."""
+    from acres_lidar_ros.runtime.messages import pack_scan
+
+    config = config_of()
+    clock = ManualClock(880 * MS)
+    scanner = Scanner(config, tracer=plane_tracer, options=ScanOptions(self_returns=False, seed=3, truth=True))
+    emitted: list[LoopOutput] = []
+
+    def message(cloud, frame_id, stamp_ns):
+        return cloud.shape, frame_id, stamp_ns
+
+    loop = NodeLoop(
+        scanner,
+        clock,
+        lambda shaped, job: pack_scan(shaped, "XYZI", shaped.end_ns, message),
+        emitted.append,
+        executor=InlineExecutor(),
+        throttle=LogThrottle(5.0, clock),
+    )
+    drive(loop, clock, emitted, 880, 1_020)
+    messages = [m for _, _, ms in publications(emitted) for m in ms]
+    assert len(messages) == SLICES
+    assert [m.truth is None for m in messages] == [True] * (SLICES - 1) + [False]
+    shape, frame_id, stamp_ns = messages[-1].truth
+    assert shape == (config.columns, config.rings) and frame_id == config.frame_id
+    assert stamp_ns == messages[-1].points[2] == 1_000 * MS

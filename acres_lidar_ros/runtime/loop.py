@@ -335,6 +335,7 @@ class NodeLoop:
                     world_frame_id=self.tracker.odom_frame,
                     period_s=config.period_s,
                     extrapolate=job.extrapolated,
+                    last=k == sweep.slices[-1][0],
                 )
                 for k, columns in sweep.slices
                 if until_ns is None
@@ -452,6 +453,8 @@ class NodeLoop:
                 end_ns = slice_span_ns(k, sweep.slice_count, sweep_end_ns, config.period_s)[1]
                 if until_ns is not None and end_ns <= until_ns:
                     continue  # out already (a sweep traced again after a pattern rebuild)
+                if k == sweep.slices[-1][0]:
+                    break  # the last slice goes with the scan's job (and its truth, which needs every slice)
                 shaped = shape_slice(
                     scan,
                     k,
