@@ -42,7 +42,6 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns
@@ -128,9 +127,8 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     if t is None:
         raise ValueError("the scan's echoes hold no truth: build the BeamModel with truth=True")
     echoes = t.echoes
-    n = model.beams
     none = np.zeros(0, np.bool_)
-    inputs = (
+    range_m, incidence, class_id, material_id, instance, signal, reason = _cell_truth(
         t.return_echo,
         returns.primary_index(),
         none if t.unformed is None else t.unformed,
@@ -147,30 +145,13 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
         float(model.config.range_m),
         PRECIPITATION_CLASS,
     )
-    range_m, incidence, signal = np.empty(n), np.empty(n), np.empty(n)
-    class_id, material_id, reason = np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.uint8)
-    instance = np.empty(n, np.uint32)
-    outputs = (range_m, incidence, class_id, material_id, instance, signal, reason)
-
-    def part(lo: int, hi: int) -> None:  # the cells lo .. hi - 1 and their echoes (in cell order)
-        first, end = np.searchsorted(echoes.cell, (lo, hi))
-        _cell_truth(lo, hi, int(first), int(end), *inputs, *outputs)
-
-    map_parts(part, split_bounds(n, MIN_CELLS_PER_PART))  # a cell's truth reads its own echoes only
     spec_model = model.config.radiometry.detection_model != "reflectance_limit"
     threshold = np.full(model.beams, model.detection_threshold_counts if spec_model else np.nan)
     return CellTruth(range_m, incidence, class_id, material_id, instance, signal, threshold, reason)
 
 
-MIN_CELLS_PER_PART = 16384
-
-
 @numba.njit(cache=True, nogil=True)
 def _cell_truth(
-    c_lo,
-    c_hi,
-    i_lo,
-    i_hi,
     return_echo,
     primary_slot,
     unformed,
@@ -186,41 +167,39 @@ def _cell_truth(
     min_range_m,
     max_range_m,
     precipitation,
-    out_range,
-    out_incidence,
-    out_class,
-    out_material,
-    out_instance,
-    out_signal,
-    out_reason,
 ):
-    """The cell arrays of ``CellTruth`` (but ``S_T``) of the cells ``c_lo .. c_hi - 1``, whose
-    echoes are ``i_lo .. i_hi - 1``: each cell's deciding echo in one pass over the echoes (cell
-    order), then its fields and its reason by the module's table (the first rule that holds) in
-    one pass over the cells, written into the ``out_`` arrays.
+    """The cell arrays of ``CellTruth`` (but ``S_T``): each cell's deciding echo in one pass over
+    the echoes (cell order), then its fields and its reason by the module's table (the first rule
+    that holds) in one pass over the cells.
 
     The deciding echo is the echo of the cell's primary return (``return_echo`` at
     ``primary_slot``; -1 where none), else its non-clutter echo of the largest ``S`` (the first
     on a tie), else none. The echoes of the cells where ``unformed`` is set (``EchoTruth``; empty:
     none) are no candidates. ``clear_air`` empty: in clear air (never extinguished)."""
-    n = c_hi - c_lo
-    primary = np.empty(n, np.int64)  # by cell - c_lo, as the two below
-    for k in range(n):
-        primary[k] = return_echo[c_lo + k, primary_slot[c_lo + k]]
+    n = primary_slot.shape[0]
+    primary = np.empty(n, np.int64)
+    for c in range(n):
+        primary[c] = return_echo[c, primary_slot[c]]
     deciding = primary.copy()
     best = np.empty(n)
     any_unformed = unformed.shape[0] > 0
-    for i in range(i_lo, i_hi):
-        k = cell[i] - c_lo
-        if primary[k] >= 0 or class_id[i] == precipitation or (any_unformed and unformed[cell[i]]):
+    for i in range(cell.shape[0]):
+        c = cell[i]
+        if primary[c] >= 0 or class_id[i] == precipitation or (any_unformed and unformed[c]):
             continue
-        if deciding[k] < 0 or signal[i] > best[k]:
-            deciding[k] = i
-            best[k] = signal[i]
+        if deciding[c] < 0 or signal[i] > best[c]:
+            deciding[c] = i
+            best[c] = signal[i]
     weather = clear_air.shape[0] > 0
-    for k in range(n):
-        c = c_lo + k
-        e = deciding[k]
+    out_range = np.empty(n)
+    out_incidence = np.empty(n)
+    out_class = np.empty(n, np.uint8)
+    out_material = np.empty(n, np.uint8)
+    out_instance = np.empty(n, np.uint32)
+    out_signal = np.empty(n)
+    out_reason = np.empty(n, np.uint8)
+    for c in range(n):
+        e = deciding[c]
         if e < 0:
             out_range[c] = out_incidence[c] = out_signal[c] = np.nan
             out_class[c] = out_material[c] = 0
@@ -233,7 +212,7 @@ def _cell_truth(
         out_material[c] = material_id[e]
         out_instance[c] = instance[e]
         out_signal[c] = signal[e]
-        if primary[k] >= 0:
+        if primary[c] >= 0:
             out_reason[c] = RETURNED
         elif range_m[e] > max_range_m:
             out_reason[c] = NO_SURFACE
@@ -245,3 +224,4 @@ def _cell_truth(
             out_reason[c] = EXTINGUISHED_BY_WEATHER
         else:
             out_reason[c] = BELOW_THRESHOLD
+    return out_range, out_incidence, out_class, out_material, out_instance, out_signal, out_reason
