@@ -3,13 +3,13 @@ sub-ray, the first step point in a crop cell (spec "CPU Path": crop boxes, ``CRO
 
 A sub-ray's walk starts at the crop box its first cast met. In a patch, the cells are crossed
 analytically (``trace_kernel._slabs4``); a sub-ray that leaves the patch without a step point in
-a cell goes on in the next patch along it. Within a field the next patch is usually the neighbour
-across the side the sub-ray leaves through: where the sub-ray crosses that neighbour's box face
-clear of its edges (``LINK_MARGIN_M``) and nothing else can lie between (``crop_links``), the walk
-steps there without a cast. Otherwise (a field's edge, over the top of the next box, a corner) it
-is cast against the crop boxes from just behind the exit, as every step was before: the hits are
-those of that cast-only walk (the step to a neighbour takes the same patch, and its entry
-parameter only bounds the next exit from below).
+a cell goes on in the next patch box along it. Within a field that box is found on the field's
+lattice (``_next_box``): column by column through the neighbours (``crop_links``), the first box
+the sub-ray clearly enters, clear of box edges and corners (``LINK_MARGIN_M``); the walk steps
+there without a cast. Otherwise (a field's edge, a graze of a box's edge, a corner) it is cast
+against the crop boxes from just behind the exit, as every step was before: the hits are those
+of that cast-only walk (a step takes the same box the cast would, and its entry parameter only
+bounds the next exit from below).
 
 Argument groups as in ``trace_kernel``; ``tables[20:23]`` are ``crop_links``' arrays.
 """
@@ -90,6 +90,80 @@ def crop_links(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _next_box(ol, d, g, patch, origin_t, tables, shrink_m, max_columns):
+    """The crop box a cast from ``origin_t`` along sub-ray ``g`` would meet after it left
+    ``patch``, and the ray parameter where it enters it: ``(q, t_in)``, or ``(-1, nan)`` where
+    only a cast can tell (the field's edge, near an edge or corner of a box, a ray along an axis).
+
+    From column to column of the field's lattice: the ray leaves a patch's column through one
+    side (clear of its corners, so no diagonal box is near), and enters the neighbour's shrunk
+    box clearly, or clearly passes over (or under) it to the next column.
+    """
+    patch_centre, patch_cos, patch_sin = tables[10], tables[11], tables[12]
+    size_x, size_y = tables[8][-1], tables[9][-1]
+    neighbour, box_lo_z, box_hi_z = tables[20], tables[21], tables[22]
+    margin = LINK_MARGIN_M
+    dz = d[g, 2]
+    if dz == 0.0:
+        return -1, np.nan
+    cur = patch
+    for _ in range(max_columns):
+        c = patch_cos[cur]
+        sn = patch_sin[cur]
+        rel0 = ol[g, 0] - patch_centre[cur, 0]
+        rel1 = ol[g, 1] - patch_centre[cur, 1]
+        px = c * rel0 + sn * rel1 + size_x / 2
+        py = -sn * rel0 + c * rel1 + size_y / 2
+        qx = c * d[g, 0] + sn * d[g, 1]
+        qy = -sn * d[g, 0] + c * d[g, 1]
+        if qx == 0.0 or qy == 0.0:
+            return -1, np.nan
+        # The side of this column the ray leaves through, where it crosses the full-size edge
+        # and the neighbour's shrunk face.
+        tx = ((size_x if qx > 0.0 else 0.0) - px) / qx
+        ty = ((size_y if qy > 0.0 else 0.0) - py) / qy
+        if tx < ty:
+            side = 1 if qx > 0.0 else 0
+            lat0 = py + tx * qy
+            lat1 = py + (((size_x + shrink_m) if qx > 0.0 else -shrink_m) - px) / qx * qy
+            lat_hi = size_y - shrink_m - margin
+        elif ty < tx:
+            side = 3 if qy > 0.0 else 2
+            lat0 = px + ty * qx
+            lat1 = px + (((size_y + shrink_m) if qy > 0.0 else -shrink_m) - py) / qy * qx
+            lat_hi = size_x - shrink_m - margin
+        else:
+            return -1, np.nan
+        lat_lo = shrink_m + margin
+        if not (lat_lo < lat0 < lat_hi and lat_lo < lat1 < lat_hi):
+            return -1, np.nan
+        q = neighbour[cur, side]
+        if q < 0:
+            return -1, np.nan
+        # The ray through the neighbour's shrunk box (its own frame).
+        rel0 = ol[g, 0] - patch_centre[q, 0]
+        rel1 = ol[g, 1] - patch_centre[q, 1]
+        px = patch_cos[q] * rel0 + patch_sin[q] * rel1 + size_x / 2
+        py = -patch_sin[q] * rel0 + patch_cos[q] * rel1 + size_y / 2
+        ax0 = (shrink_m - px) / qx
+        ax1 = (size_x - shrink_m - px) / qx
+        ay0 = (shrink_m - py) / qy
+        ay1 = (size_y - shrink_m - py) / qy
+        az0 = (box_lo_z[q] - ol[g, 2]) / dz
+        az1 = (box_hi_z[q] - ol[g, 2]) / dz
+        t_in = max(min(ax0, ax1), min(ay0, ay1), min(az0, az1))
+        t_out = min(max(ax0, ax1), max(ay0, ay1), max(az0, az1))
+        if t_in < t_out - margin:
+            if t_in > origin_t + margin:
+                return q, t_in
+            return -1, np.nan
+        if not t_out < t_in - margin:
+            return -1, np.nan
+        cur = q  # clearly over or under this box: on to the next column
+    return -1, np.nan
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def crop_walk(
     walk: np.ndarray,
     w: int,
@@ -124,13 +198,11 @@ def crop_walk(
     (s, t, _p, _c, first_t, first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch) = state[:12]
     xs, ys, patch_centre, patch_cos, patch_sin, patch_base, patch_top = tables[8:15]
     limit_next = tables[18]
-    neighbour, box_lo_z, box_hi_z = tables[20], tables[21], tables[22]
     per_ray_limit = params[2]
     last_prim = params[7]
     start_m, step_m, exit_step_m = params[8], params[9], params[10]
     size_x = xs[-1]
     size_y = ys[-1]
-    margin = LINK_MARGIN_M
     kept = 0
     for i in range(w):
         g = walk[i]
@@ -205,26 +277,11 @@ def crop_walk(
             if not exit_t < end:
                 break
             walk_from[g] = exit_t
-            # The neighbour's (shrunk) box face the ray crosses first after leaving this box.
-            tx = ((size_x + shrink_m if qx > 0.0 else -shrink_m) - px) * inv_x
-            ty = ((size_y + shrink_m if qy > 0.0 else -shrink_m) - py) * inv_y
-            if tx < ty:
-                side = 1 if qx > 0.0 else 0
-                t_q = tx
-                lateral = py + t_q * qy
-                lateral_hi = size_y - shrink_m - margin
-            else:
-                side = 3 if qy > 0.0 else 2
-                t_q = ty
-                lateral = px + t_q * qx
-                lateral_hi = size_x - shrink_m - margin
-            q = neighbour[patch, side]
-            if q >= 0 and t_q > exit_t + exit_step_m + margin and shrink_m + margin < lateral < lateral_hi:
-                z = ol[g, 2] + t_q * d[g, 2]
-                if box_lo_z[q] + margin < z < box_hi_z[q] - margin:
-                    walk_t_e[g] = t_q
-                    walk_patch[g] = q
-                    continue
+            q, t_in = _next_box(ol, d, g, patch, exit_t + exit_step_m, tables, shrink_m, max_patches)
+            if q >= 0:
+                walk_t_e[g] = t_in
+                walk_patch[g] = q
+                continue
             _write_ray(rays, kept, ol, d, g, exit_t + exit_step_m)
             walk[kept] = g
             kept += 1
