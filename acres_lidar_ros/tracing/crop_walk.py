@@ -90,10 +90,12 @@ def crop_links(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _next_box(ol, d, g, patch, origin_t, tables, shrink_m, max_columns):
+def _next_box(ol, d, g, patch, origin_t, end, tables, shrink_m, max_columns):
     """The crop box a cast from ``origin_t`` along sub-ray ``g`` would meet after it left
-    ``patch``, and the ray parameter where it enters it: ``(q, t_in)``, or ``(-1, nan)`` where
-    only a cast can tell (the field's edge, near an edge or corner of a box, a ray along an axis).
+    ``patch``, and the ray parameter where it enters it: ``(q, t_in)``; ``(-2, nan)`` where the
+    ray reaches ``end`` (the walk's end) before any further box of the field could begin;
+    ``(-1, nan)`` where only a cast can tell (the field's edge, near an edge or corner of a box, a
+    ray along an axis).
 
     From column to column of the field's lattice: the ray leaves a patch's column through one
     side (clear of its corners, so no diagonal box is near), and enters the neighbour's shrunk
@@ -134,6 +136,8 @@ def _next_box(ol, d, g, patch, origin_t, tables, shrink_m, max_columns):
             lat_hi = size_x - shrink_m - margin
         else:
             return -1, np.nan
+        if min(tx, ty) > end + margin:
+            return -2, np.nan  # every box beyond this column starts past the end
         lat_lo = shrink_m + margin
         if not (lat_lo < lat0 < lat_hi and lat_lo < lat1 < lat_hi):
             return -1, np.nan
@@ -277,7 +281,9 @@ def crop_walk(
             if not exit_t < end:
                 break
             walk_from[g] = exit_t
-            q, t_in = _next_box(ol, d, g, patch, exit_t + exit_step_m, tables, shrink_m, max_patches)
+            q, t_in = _next_box(ol, d, g, patch, exit_t + exit_step_m, end, tables, shrink_m, max_patches)
+            if q == -2:
+                break  # as a cast would find: no box before the end
             if q >= 0:
                 walk_t_e[g] = t_in
                 walk_patch[g] = q
