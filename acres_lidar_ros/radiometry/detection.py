@@ -14,7 +14,11 @@ and completes them, in the order the spec's streams run:
    state seed + 2018, sequence 3), which give ``n1`` and ``n2`` as the two branches of one
    Box-Muller pair; echoes in range order, beams in ring-major sequence: the beam with ring ``r``
    and column ``c`` is number ``r N_c + c`` (the cells are ``c N_r + r``). With noise off the
-   numbers are drawn all the same and not used, so the stream stays aligned.
+   numbers are drawn all the same and not used, so the stream stays aligned. With partial output
+   (``cells``: one slice's beams) the streams are taken slice by slice in time order, each slice
+   in the ring-major sequence restricted to its beams: the one place the model departs from
+   seed 000's whole-scan order (docs/outputs.md "Partial output"), so that a slice can leave
+   before the sweep ends.
 3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
    extinction) and ``sigma_R`` come with the echoes (``echo_signals``: per column block while the
    sweep runs, or here with clutter); after the draws ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
@@ -122,13 +126,16 @@ def finish_returns(
     streams: NoiseStreams,
     index: int,
     replaced_cells: np.ndarray | None = None,
+    cells: np.ndarray | None = None,
+    out: Returns | None = None,
 ) -> tuple[Returns, ScanEchoes]:
-    """The returns of a scan from the blocks of all its beams (see the module notes).
+    """The returns of a scan from the blocks of all its beams (see the module notes), or of one
+    slice of a partial-output scan from the blocks of its beams.
 
     Parameters
     ----------
     blocks : list of BeamBlock
-        Their ``cells`` hold every cell of the scan once, in any order of blocks.
+        Their ``cells`` hold every cell of the scan (of ``cells``) once, in any order of blocks.
     model : BeamModel
         The model the blocks were prepared with.
     streams : NoiseStreams
@@ -141,32 +148,44 @@ def finish_returns(
         their signal is not formed and they are not detected (NaN ``S`` and ``S'``, no returns),
         since the merge of the body empties them anyway. Ignored with ``model.truth`` (the truth
         output reads every echo's signal).
+    cells : (n,) int64, optional
+        The beams of one slice (partial output): the clutter slabs and the noise pairs of these
+        beams alone are drawn, in the ring-major sequence restricted to them (docs/outputs.md,
+        "Partial output"); None: every beam, the spec's order.
+    out : Returns of shape (columns * rings, R), optional
+        Filled in place at the blocks' cells (the slices of one scan share one); default new.
 
     Returns
     -------
-    Returns of shape (columns * rings, R), and the scan's echoes.
+    Returns of shape (columns * rings, R) (``out`` where given), and the echoes of the blocks.
 
     Raises
     ------
     ValueError
-        When the blocks' cells are not every cell once (nothing is drawn then).
+        When the blocks' cells are not every cell (of ``cells``) once (nothing is drawn then).
     """
     config = model.config
     n_beams = model.beams
-    cells = np.concatenate([block.cells for block in blocks]) if blocks else np.zeros(0, np.int64)
-    if cells.size and (cells.min() < 0 or cells.max() >= n_beams):
+    held = np.concatenate([block.cells for block in blocks]) if blocks else np.zeros(0, np.int64)
+    if held.size and (held.min() < 0 or held.max() >= n_beams):
         raise ValueError(f"a block has a cell outside 0 .. {n_beams - 1}")
-    seen = np.bincount(cells, minlength=n_beams)
-    if not (seen == 1).all():
+    seen = np.bincount(held, minlength=n_beams)
+    wanted = np.ones(n_beams, np.int64)
+    if cells is not None:
+        cells = np.asarray(cells, dtype=np.int64)
+        if cells.size and (cells.min() < 0 or cells.max() >= n_beams):
+            raise ValueError(f"cells: a cell outside 0 .. {n_beams - 1}")
+        wanted = np.bincount(cells, minlength=n_beams)
+    if not (seen == wanted).all():
         raise ValueError(
-            f"the blocks must hold each of the {n_beams} cells once; "
-            f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated"
+            f"the blocks must hold each of the {int((wanted > 0).sum())} cells once; "
+            f"{int(((seen == 0) & (wanted > 0)).sum())} missing, {int((seen > wanted).sum())} repeated or extra"
         )
     if model.has_clutter:
         nearest_solid = np.empty(n_beams)
         for block in blocks:
             nearest_solid[block.cells] = block.nearest_solid_m
-        slabs = clutter_contributions(model, streams, nearest_solid)
+        slabs = clutter_contributions(model, streams, nearest_solid, cells)
         hits = Contributions.of_beams([block.contributions for block in blocks])
         echoes = form_echoes(hits.merged(slabs), config.min_return_separation_m)
         signals = None  # formed by detect
@@ -176,7 +195,7 @@ def finish_returns(
     if replaced_cells is not None and not model.truth:
         skip = np.zeros(n_beams, np.bool_)
         skip[np.asarray(replaced_cells, dtype=np.int64)] = True
-    return detect(echoes, model, streams, index, skip, signals)
+    return detect(echoes, model, streams, index, skip, out, signals)
 
 
 def _blocks_echoes(blocks: list[BeamBlock]) -> tuple[Echoes, EchoSignals | None]:
@@ -195,10 +214,12 @@ def _blocks_echoes(blocks: list[BeamBlock]) -> tuple[Echoes, EchoSignals | None]
     return echoes, signals
 
 
-def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray) -> Contributions:
-    """Step 1 of the module notes: the slabs of every beam that survive the skip rule
-    (``clutter.kept_slabs``; the rain stream advances), as contributions by beam and range."""
-    cell, center_m, rho_slab = kept_slabs(model, streams.rain, nearest_solid_m)
+def clutter_contributions(
+    model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray, cells: np.ndarray | None = None
+) -> Contributions:
+    """Step 1 of the module notes: the slabs of every beam (of ``cells``) that survive the skip
+    rule (``clutter.kept_slabs``; the rain stream advances), as contributions by beam and range."""
+    cell, center_m, rho_slab = kept_slabs(model, streams.rain, nearest_solid_m, cells)
     order = np.argsort(cell, kind="stable")  # ring-major -> cell order; a beam's slabs stay in range order
     m = cell.size
     return Contributions(
@@ -292,11 +313,14 @@ def detect(
     streams: NoiseStreams,
     index: int,
     skip: np.ndarray | None = None,
+    out: Returns | None = None,
     signals: EchoSignals | None = None,
 ) -> tuple[Returns, ScanEchoes]:
-    """Steps 2 to 4 of the module notes for the echoes of a whole scan (cell order); the
-    echoes of the cells where ``skip`` (n_beams,) bool is set draw their pairs and are not
-    formed nor detected (``finish_returns``' ``replaced_cells``). ``signals``: the echoes'
+    """Steps 2 to 4 of the module notes for the echoes of a whole scan, or of one slice's beams
+    (cell order; the pairs are drawn in the ring-major sequence of the beams that have echoes
+    here); the echoes of the cells where ``skip`` (n_beams,) bool is set draw their pairs and are
+    not formed nor detected (``finish_returns``' ``replaced_cells``). The returns are written into
+    ``out`` at the echoes' cells (a new empty ``Returns`` by default). ``signals``: the echoes'
     ``echo_signals`` under ``model`` where they were formed before (per block), None to form them."""
     config = model.config
     rad = config.radiometry
@@ -341,7 +365,7 @@ def detect(
         clear_air = _clear_air_seen(echoes, model, n1_drawn[draw] if model.noise else None, clear, n2)
         truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
-    out = empty_returns(n_beams, slots)
+    out = empty_returns(n_beams, slots) if out is None else out
     det, lit_start, lit_beams, d_n = _detected_runs(detected, echoes.cell)
     if det.size == 0:
         return out, scan_echoes
@@ -507,3 +531,45 @@ def reflectance_limit_detection(
         d <= rad.max_range_m
     )
     return signal, np.clip(d, 0.0, config.range_m), detected
+
+
+def join_scan_echoes(parts: list[ScanEchoes], index: int) -> ScanEchoes:
+    """The echoes of a partial-output scan's slices (``finish_returns`` with ``cells``) as the
+    scan's: beams in cell order, each beam's echoes in range order; with the truth, each return
+    slot's echo renumbered into the joined echoes."""
+    if len(parts) == 1:
+        return parts[0]
+    cell = np.concatenate([p.cell for p in parts])
+    order = np.argsort(cell, kind="stable")
+
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in parts])[order]
+
+    truth = None
+    if all(p.truth is not None for p in parts):
+        truths = [p.truth for p in parts if p.truth is not None]
+        new_place = np.empty(order.size, np.int64)
+        new_place[order] = np.arange(order.size)
+        return_echo = np.full_like(truths[0].return_echo, -1)
+        first = 0
+        for t in truths:
+            slot = t.return_echo >= 0
+            return_echo[slot] = new_place[t.return_echo[slot] + first]
+            first += t.echoes.cell.size
+        clear = [t.clear_air_detected for t in truths]
+        truth = EchoTruth(
+            Echoes.concatenate([t.echoes for t in truths]),
+            np.concatenate([t.signal_detected for t in truths])[order],
+            None if any(c is None for c in clear) else np.concatenate(clear)[order],  # type: ignore[arg-type]
+            return_echo,
+        )
+    return ScanEchoes(
+        index,
+        cell[order],
+        joined("range_m"),
+        joined("signal_counts"),
+        joined("measured_counts"),
+        joined("detected"),
+        joined("outside_window"),
+        truth,
+    )
