@@ -61,6 +61,9 @@ class ShapedScan:
         mode: zero capture time), one slice's share of it for a slice.
     slice_index, slice_count : int
         Its place among the slices of its scan (0 of 1 for a whole scan).
+    last_slice : bool
+        The scan's last slice that holds a column (a whole scan: True): the scan's truth goes
+        beside it.
     """
 
     scan: Scan
@@ -76,6 +79,7 @@ class ShapedScan:
     end_ns: int = 0
     slice_index: int = 0
     slice_count: int = 1
+    last_slice: bool = True
 
     @property
     def columns(self) -> int:
@@ -237,7 +241,8 @@ def slice_scan(shaped: ShapedScan, count: int, period_s: float) -> list[ShapedSc
     _check_count(count)
     rings = shaped.rings
     out = []
-    for k, rows in column_slices(column_firing_offset_s(shaped), count, period_s):  # rows of ``shaped``
+    slices = column_slices(column_firing_offset_s(shaped), count, period_s)
+    for k, rows in slices:  # rows of ``shaped``
         cells = (rows[:, None] * rings + np.arange(rings)).reshape(-1)
         out.append(
             _as_slice(
@@ -253,6 +258,7 @@ def slice_scan(shaped: ShapedScan, count: int, period_s: float) -> list[ShapedSc
                 k,
                 count,
                 period_s,
+                last=k == slices[-1][0],
             )
         )
     return out
@@ -270,12 +276,13 @@ def shape_slice(
     world_frame_id: str,
     period_s: float,
     extrapolate: bool = False,
+    last: bool = False,
 ) -> ShapedScan:
     """Slice ``k`` of ``count`` of ``scan`` (its ``columns`` in firing order, from
     ``timing.column_slices``) in the output frame, shaped alone: only its cells are transformed,
-    and the result equals the same slice of ``slice_scan(shape_scan(scan, ...))``. The node
-    shapes each slice this way as soon as its returns are final (``Sweep.ready_slices``); the
-    other cells of ``scan`` are not read."""
+    and the result equals the same slice of ``slice_scan(shape_scan(scan, ...))`` (``last``: it
+    is the scan's last slice with a column). The node shapes each slice this way as soon as its
+    returns are final (``Sweep.ready_slices``); the other cells of ``scan`` are not read."""
     _check_count(count)
     shaped = shape_scan(
         scan,
@@ -287,7 +294,7 @@ def shape_slice(
         extrapolate=extrapolate,
         column_ids=columns,
     )
-    return _as_slice(shaped, k, count, period_s)
+    return _as_slice(shaped, k, count, period_s, last)
 
 
 def _check_count(count: int) -> None:
@@ -295,14 +302,16 @@ def _check_count(count: int) -> None:
         raise OutputError(f"partial_slices = {count!r}: expected an integer >= 1")
 
 
-def _as_slice(shaped: ShapedScan, k: int, count: int, period_s: float) -> ShapedScan:
+def _as_slice(shaped: ShapedScan, k: int, count: int, period_s: float, last: bool) -> ShapedScan:
     """``shaped`` as slice ``k`` of ``count``: the part of the sweep it covers (``[S, S]`` in
     instant mode: the scan takes no time)."""
     stamp_ns = shaped.stamp_ns
     start_ns, end_ns = slice_span_ns(int(k), count, stamp_ns, period_s)
     if shaped.start_ns == shaped.end_ns:  # instant: the scan takes no time
         start_ns = end_ns = stamp_ns
-    return replace(shaped, start_ns=start_ns, end_ns=end_ns, slice_index=int(k), slice_count=count)
+    return replace(
+        shaped, start_ns=start_ns, end_ns=end_ns, slice_index=int(k), slice_count=count, last_slice=bool(last)
+    )
 
 
 def shaped_outputs(

@@ -243,6 +243,11 @@ def draw_positions(cell: np.ndarray, columns: int, rings: int) -> np.ndarray:
     cell = np.asarray(cell, dtype=np.int64)
     if cell.size and (cell.min() < 0 or cell.max() >= columns * rings):
         raise ValueError(f"draw_positions: a cell outside 0 .. {columns * rings - 1}")
+    if cell.size * 8 < columns * rings:  # a few beams (one slice): sort them, not every beam
+        order = np.argsort((cell % rings) * columns + cell // rings, kind="stable")  # a beam's echoes stay in order
+        out = np.empty(cell.size, np.int64)
+        out[order] = np.arange(cell.size)
+        return out
     return _draw_positions(cell, int(columns), int(rings))
 
 

@@ -142,7 +142,7 @@ class _Record:
 
     def add(self, out: LoopOutput) -> None:
         with self._lock:
-            self.published.extend(out.publish)
+            self.published.extend(job for job in out.publish if isinstance(job, ScanJob))  # whole scans
             for event in out.events:
                 self.events[event.kind] = self.events.get(event.kind, 0) + 1
 

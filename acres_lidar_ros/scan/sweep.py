@@ -39,6 +39,7 @@ class _Block:
     trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
+    slice_position: int = 0  # with partial output: the slice it belongs to (``Sweep.slices``)
 
 
 class Sweep:
@@ -98,6 +99,7 @@ class Sweep:
         # its own as soon as its columns are traced (``ready_slices``), the noise stream taken
         # slice by slice (docs/outputs.md "Partial output").
         self.slices: list[tuple[int, np.ndarray]] | None = None
+        self.slice_count = 1  # partial_slices at the sweep's start
         self.slices_done = 0
         self._slice_of_column = np.zeros(columns, np.int64)
         self._returns_so_far: Returns | None = None
@@ -109,6 +111,7 @@ class Sweep:
             first_offset_s = self.time_offset_s
             if self.fire_time_s is not None:
                 first_offset_s = first_offset_s + self.fire_time_s.reshape(columns, rings).min(axis=1)
+            self.slice_count = outputs.partial_slices
             self.slices = column_slices(first_offset_s, outputs.partial_slices, scanner.config.period_s)
             for position, (_, slice_columns) in enumerate(self.slices):
                 self._slice_of_column[slice_columns] = position
@@ -150,18 +153,8 @@ class Sweep:
         columns = np.flatnonzero(~self.traced & (self._covered_time_s <= poses.end_s))
         if columns.size < max(min_columns, 1):
             return 0
-        self._trace_by_slice(poses, columns)
+        self.trace_columns(poses, columns)
         return int(columns.size)
-
-    def _trace_by_slice(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
-        """``trace_columns``, one block per slice with partial output (a block belongs to one
-        slice, so a slice's beams are its blocks')."""
-        if self.slices is None:
-            self.trace_columns(poses, columns, extrapolate)
-            return
-        part = self._slice_of_column[columns]
-        for position in np.unique(part):
-            self.trace_columns(poses, columns[part == position], extrapolate)
 
     def ready_slices(self) -> list[tuple[int, np.ndarray]]:
         """With partial output: finish, in order, every next slice whose columns are all traced
@@ -177,7 +170,7 @@ class Sweep:
             k, columns = self.slices[self.slices_done]
             if not self.traced[columns].all():
                 break
-            self._finish_slice(columns)
+            self._finish_slice(self.slices_done, columns)
             self.slices_done += 1
             done.append((k, columns))
         return done
@@ -200,7 +193,7 @@ class Sweep:
             self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
-            self._trace_by_slice(poses, columns, extrapolate)
+            self.trace_columns(poses, columns, extrapolate)
         options = scanner.options
         t2 = time.perf_counter()
         if self.slices is not None:
@@ -270,17 +263,15 @@ class Sweep:
         t = time.perf_counter()
         return self._scan(self._returns_so_far, self._points_so_far, None, t, t)
 
-    def _finish_slice(self, columns: np.ndarray) -> None:
+    def _finish_slice(self, position: int, columns: np.ndarray) -> None:
         """One slice's returns (``ready_slices``): its blocks through the detection with the noise
         and rain streams at their place after the previous slice, then the body's part, the
         emitters' corrections and the points, written into the scan's arrays at its cells."""
         scanner, config = self.scanner, self.scanner.config
         rings = config.rings
         cells = (np.sort(columns)[:, None] * rings + np.arange(rings)).reshape(-1)
-        in_slice = np.zeros(config.columns, bool)
-        in_slice[columns] = True
-        blocks = [block for block in self._blocks if in_slice[block.columns].all()]
-        self._blocks = [block for block in self._blocks if not in_slice[block.columns].all()]
+        blocks = [block for block in self._blocks if block.slice_position == position]
+        self._blocks = [block for block in self._blocks if block.slice_position != position]
         t0 = time.perf_counter()
         table = scanner.applied_self_table
         decision = None
@@ -351,7 +342,18 @@ class Sweep:
 
     def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
-        beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
+        beams); ``trace_covered`` and ``finish`` call it with the columns that are due. With
+        partial output, one block per slice (a slice's beams are its blocks')."""
+        if self.slices is None:
+            self._trace_block(poses, np.asarray(columns), extrapolate, 0)
+            return
+        columns = np.asarray(columns)
+        part = self._slice_of_column[columns]
+        for position in np.unique(part):
+            self._trace_block(poses, columns[part == position], extrapolate, int(position))
+
+    def _trace_block(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool, position: int) -> None:
+        """``trace_columns`` of one block (of the slice ``position`` with partial output)."""
         scanner, config = self.scanner, self.scanner.config
         self._check_pattern()
         table = scanner.applied_self_table
@@ -393,7 +395,13 @@ class Sweep:
         self.trace_s += t2 - t1
         self.traced[columns] = True
         block = _Block(
-            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+            columns,
+            cells,
+            origins,
+            directions,
+            hits,
+            trace_key(config, scanner.options.foliage, scanner.options.seed),
+            slice_position=position,
         )
         self._blocks.append(block)
         if scanner.options.radiometry:
