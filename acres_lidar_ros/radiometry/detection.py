@@ -20,7 +20,8 @@ and completes them, in the order the spec's streams run:
    seed 000's whole-scan order (docs/outputs.md "Partial output"), so that a slice can leave
    before the sweep ends.
 3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
-   extinction), ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
+   extinction) and ``sigma_R`` come with the echoes (``echo_signals``: per column block while the
+   sweep runs, or here with clutter); after the draws ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
    ``R_min <= R_e <= R_max`` (or the beam's other windows: ``windows.CellWindows``); ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
    ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
@@ -43,23 +44,20 @@ import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.clutter import kept_slabs
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import reflectance_limit
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
-from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, range_sigma_of_snr, snr
-from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
+from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, measured_signal_counts_ufunc
 from acres_lidar_ros.radiometry.weather import CLEAR_AIR
-from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
 PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
 MAX_SIGNAL_COUNTS = 65535
-MIN_ECHOES_PER_PART = 4096
 
 
 @dataclass(frozen=True)
@@ -190,13 +188,30 @@ def finish_returns(
         slabs = clutter_contributions(model, streams, nearest_solid, cells)
         hits = Contributions.of_beams([block.contributions for block in blocks])
         echoes = form_echoes(hits.merged(slabs), config.min_return_separation_m)
+        signals = None  # formed by detect
     else:
-        echoes = Echoes.concatenate([block.echoes for block in blocks if block.echoes is not None])
+        echoes, signals = _blocks_echoes(blocks)
     skip = None
     if replaced_cells is not None and not model.truth:
         skip = np.zeros(n_beams, np.bool_)
         skip[np.asarray(replaced_cells, dtype=np.int64)] = True
-    return detect(echoes, model, streams, index, skip, out)
+    return detect(echoes, model, streams, index, skip, out, signals)
+
+
+def _blocks_echoes(blocks: list[BeamBlock]) -> tuple[Echoes, EchoSignals | None]:
+    """The echoes of the blocks (of a scan without clutter) in cell order, and their signals
+    (None where a block has none)."""
+    with_echoes = [block for block in blocks if block.echoes is not None]
+    # Column blocks hold runs of cells: taken by their first cell they are usually in cell order.
+    with_echoes.sort(key=lambda block: int(block.cells[0]) if block.cells.size else -1)
+    echoes = Echoes.concatenate([block.echoes for block in with_echoes])  # type: ignore[misc]
+    if any(block.signals is None for block in with_echoes):
+        return echoes, None
+    signals = EchoSignals.concatenate([block.signals for block in with_echoes])  # type: ignore[misc]
+    cell = np.concatenate([block.echoes.cell for block in with_echoes])  # type: ignore[union-attr]
+    if cell.size > 1 and not bool(np.all(cell[1:] >= cell[:-1])):  # interleaved blocks: as Echoes.concatenate
+        signals = signals.take(np.argsort(cell, kind="stable"))
+    return echoes, signals
 
 
 def clutter_contributions(
@@ -257,60 +272,40 @@ def _draw_positions(cell, columns, rings):
 
 
 @numba.njit(cache=True, nogil=True)
-def _echo_signals(
-    reflectance,
+def _noisy_signals(
+    clear_in,
+    signal_in,
+    range_sigma_m,
     range_m,
-    peak,
     cell,
-    rings,
-    signal_at_10pct_counts,
-    power_ratio,
-    ring_range_at_10pct_m,
-    overlap_range_m,
-    alpha_per_m,
-    ambient_counts,
-    std_m,
-    range_std_low_snr_m,
     noise,
     n1,
     n2,
     draw,
+    ambient_counts,
     max_range_m,
     skip,
-    lo,
-    hi,
     clear,
     signal,
     measured,
     range_meas,
 ):
-    """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
-    and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
-    beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``). Echoes of the
-    cells where ``skip`` (cells,) is set get NaN in all four (``skip`` empty: none skipped)."""
-    snr_spec = snr(signal_at_10pct_counts, ambient_counts)
+    """Step 3 after the draws: each echo's ``S'`` and ``R_meas`` from its ``S`` and ``sigma_R``
+    (``echo_signals``) and its pair ``(n1, n2)[draw]``, and its ``S`` in clear air and after the
+    extinction, written into the four output arrays. Echoes of the cells where ``skip`` (cells,)
+    is set get NaN in all four (``skip`` empty: none skipped)."""
     any_skip = skip.shape[0] > 0
-    for i in range(lo, hi):
+    for i in range(cell.shape[0]):
         if any_skip and skip[cell[i]]:
             clear[i] = signal[i] = measured[i] = range_meas[i] = np.nan
             continue
         r = range_m[i]
-        s_clear = signal_counts_of(
-            reflectance[i],
-            r,
-            peak[i],
-            signal_at_10pct_counts * power_ratio[cell[i]],
-            ring_range_at_10pct_m[cell[i] % rings],
-            overlap_range_m,
-            0.0,
-        )
-        s = s_clear * math.exp(-2.0 * alpha_per_m * r) if alpha_per_m > 0.0 else s_clear
-        clear[i] = s_clear
+        s = signal_in[i]
+        clear[i] = clear_in[i]
         signal[i] = s
         if noise:
             measured[i] = measured_signal_counts(s, ambient_counts, n1[draw[i]])
-            sigma = range_sigma_of_snr(snr(s, ambient_counts), snr_spec, std_m, range_std_low_snr_m)
-            moved = r + sigma * n2[draw[i]]
+            moved = r + range_sigma_m[i] * n2[draw[i]]
         else:
             measured[i] = s
             moved = r
@@ -324,61 +319,69 @@ def detect(
     index: int,
     skip: np.ndarray | None = None,
     out: Returns | None = None,
+    signals: EchoSignals | None = None,
 ) -> tuple[Returns, ScanEchoes]:
     """Steps 2 to 4 of the module notes for the echoes of a whole scan, or of one slice's beams
     (cell order; the pairs are drawn in the ring-major sequence of the beams that have echoes
     here); the echoes of the cells where ``skip`` (n_beams,) bool is set draw their pairs and are
     not formed nor detected (``finish_returns``' ``replaced_cells``). The returns are written into
-    ``out`` at the echoes' cells (a new empty ``Returns`` by default)."""
+    ``out`` at the echoes' cells (a new empty ``Returns`` by default). ``signals``: the echoes'
+    ``echo_signals`` under ``model`` where they were formed before (per block), None to form them."""
     config = model.config
     rad = config.radiometry
     n_beams, slots = model.beams, model.returns_per_beam
     n_echo = echoes.cell.size
+    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
+    windows = model_windows(model)
+    if signals is None:
+        signals = echo_signals(echoes.cell, echoes.range_m, echoes.reflectance, echoes.peak, model, windows)
     n1_drawn, n2_drawn = streams.noise_pairs(n_echo)
     draw = draw_positions(echoes.cell, config.columns, config.rings)
     clear, signal, measured, range_meas = (np.empty(n_echo) for _ in range(4))
-
-    def part(lo: int, hi: int) -> None:
-        _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
-
-    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m, skip)
-    map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
+    _noisy_signals(
+        signals.clear_counts,
+        signals.signal_counts,
+        signals.range_sigma_m,
+        echoes.range_m,
+        echoes.cell,
+        bool(model.noise),
+        n1_drawn,
+        n2_drawn,
+        draw,
+        float(rad.ambient_counts),
+        float(config.range_m),
+        np.zeros(0, np.bool_) if skip is None else skip,
+        clear,
+        signal,
+        measured,
+        range_meas,
+    )
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
         n2_or_none = n2_drawn[draw] if model.noise else None
         measured, range_meas, seen = reflectance_limit_detection(echoes, signal, n2_or_none, model)
         if skip is not None:
             seen &= ~skip[echoes.cell]
-    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
-    windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
-    outside = windows.outside(echoes.cell, echoes.range_m, seen)
+    outside = windows.separation_bits(echoes.cell, echoes.range_m, seen, signals.window)
     detected = seen & (outside == 0)
     truth = None
     if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
         n2 = n2_drawn[draw] if model.noise else None
-        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, n2)
+        clear_air = _clear_air_seen(echoes, model, n1_drawn[draw] if model.noise else None, clear, n2)
         truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
-    det = np.flatnonzero(detected)
     out = empty_returns(n_beams, slots) if out is None else out
+    det, lit_start, lit_beams, d_n = _detected_runs(detected, echoes.cell)
     if det.size == 0:
         return out, scan_echoes
 
     # --- 4. Return selection among the detected echoes (beam-major, range order). ---
-    d_cell = echoes.cell[det]
-    lit_start = np.flatnonzero(np.r_[True, d_cell[1:] != d_cell[:-1]])
-    lit_beams = d_cell[lit_start]
-    d_n = np.diff(np.r_[lit_start, det.size])
     chosen, flags = select_returns(config.return_mode, measured[det], lit_start, d_n)
-    lit_row, slot_col = np.nonzero(chosen >= 0)
-    pick = det[chosen[lit_row, slot_col]]  # echo of each return
-    at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
-    if truth is not None:
-        truth.return_echo.reshape(-1)[at] = pick
     _write_returns(
-        pick,
-        at,
-        flags[lit_row, slot_col],
+        det,
+        lit_beams,
+        chosen,
+        flags,
         measured,
         clear,
         echoes.reflectance,
@@ -387,9 +390,32 @@ def detect(
         echoes.material_id,
         echoes.instance,
         float(min(rad.saturation_counts, MAX_SIGNAL_COUNTS)),
+        slots,
+        np.zeros(0, np.int64) if truth is None else truth.return_echo.reshape(-1),
         *(getattr(out, name).reshape(-1) for name in _RETURN_FIELDS),
     )
     return out, scan_echoes
+
+
+@numba.njit(cache=True, nogil=True)
+def _detected_runs(detected, cell):
+    """The detected echoes (indices, in order) and their runs by beam: where each lit beam's
+    detected echoes start among them, the beam, and how many there are."""
+    det = np.flatnonzero(detected)
+    n = det.shape[0]
+    lit_start = np.empty(n, np.int64)
+    lit_beams = np.empty(n, np.int64)
+    runs = 0
+    for k in range(n):
+        c = cell[det[k]]
+        if runs == 0 or c != lit_beams[runs - 1]:
+            lit_start[runs] = k
+            lit_beams[runs] = c
+            runs += 1
+    d_n = np.empty(runs, np.int64)
+    for j in range(runs):
+        d_n[j] = (lit_start[j + 1] if j + 1 < runs else n) - lit_start[j]
+    return det, lit_start[:runs], lit_beams[:runs], d_n
 
 
 _RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its order
@@ -407,8 +433,9 @@ _RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its ord
 
 @numba.njit(cache=True, nogil=True)
 def _write_returns(
-    pick,
-    at,
+    det,
+    lit_beams,
+    chosen,
     return_flags,
     measured,
     clear,
@@ -418,6 +445,8 @@ def _write_returns(
     material_id,
     instance,
     max_signal_counts,
+    slots,
+    return_echo,
     out_range,
     out_valid,
     out_reflectivity,
@@ -428,74 +457,46 @@ def _write_returns(
     out_instance,
     out_flags,
 ):
-    """The fields of each return ``k`` (echo ``pick[k]``, flat slot ``at[k]``): ``rho_rep = rho_e
-    max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up (negative gives 0), the
-    intensity byte."""
-    for k in range(pick.shape[0]):
-        e = pick[k]
-        a = at[k]
-        m = measured[e]
-        rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
-        out_range[a] = range_meas[e]
-        out_valid[a] = True
-        out_reflectivity[a] = rho
-        out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
-        out_intensity[a] = intensity_byte_of(rho)
-        out_class[a] = class_id[e]
-        out_material[a] = material_id[e]
-        out_instance[a] = instance[e]
-        out_flags[a] = return_flags[k]
-
-
-def _signal_inputs(
-    echoes: Echoes,
-    model: BeamModel,
-    n1: np.ndarray,
-    n2: np.ndarray,
-    draw: np.ndarray,
-    alpha_per_m: float,
-    skip: np.ndarray | None = None,
-) -> tuple:
-    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``
-    (``skip``: cells whose echoes are not formed, None for none)."""
-    config = model.config
-    rad = config.radiometry
-    return (
-        echoes.reflectance,
-        echoes.range_m,
-        echoes.peak,
-        echoes.cell,
-        config.rings,
-        float(rad.signal_at_10pct_counts),
-        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
-        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
-        float(rad.overlap_range_m),
-        float(alpha_per_m),
-        float(rad.ambient_counts),
-        float(config.std_m),
-        float(rad.range_std_low_snr_m),
-        bool(model.noise),
-        n1,
-        n2,
-        draw,
-        float(config.range_m),
-        np.zeros(0, np.bool_) if skip is None else skip,
-    )
+    """The fields of each return: slot ``j`` of lit beam ``lit_beams[i]`` (flat slot ``lit_beams[i]
+    slots + j`` of the outputs) is the detected echo ``det[chosen[i, j]]`` (none where ``chosen`` is
+    -1): ``rho_rep = rho_e max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up
+    (negative gives 0), the intensity byte; with a ``return_echo`` (flat slots; empty: none) each
+    slot's echo is noted there too."""
+    keep_echo = return_echo.shape[0] > 0
+    for i in range(chosen.shape[0]):
+        for j in range(chosen.shape[1]):
+            if chosen[i, j] < 0:
+                continue
+            e = det[chosen[i, j]]
+            a = lit_beams[i] * slots + j
+            m = measured[e]
+            rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
+            out_range[a] = range_meas[e]
+            out_valid[a] = True
+            out_reflectivity[a] = rho
+            out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
+            out_intensity[a] = intensity_byte_of(rho)
+            out_class[a] = class_id[e]
+            out_material[a] = material_id[e]
+            out_instance[a] = instance[e]
+            out_flags[a] = return_flags[i, j]
+            if keep_echo:
+                return_echo[a] = e
 
 
 def _clear_air_seen(
-    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, n2: np.ndarray | None
+    echoes: Echoes, model: BeamModel, n1: np.ndarray | None, clear: np.ndarray, n2: np.ndarray | None
 ) -> np.ndarray | None:
-    """The signal test of ``detect`` again with the same draws (``draws``: the scan's n1, n2 and
-    each echo's place in them) and no extinction; None in clear air, where it is the test itself."""
+    """The signal test of ``detect`` again with the same draws (``n1``, ``n2``: each echo's
+    normals, None with noise off) and no extinction (``clear``: ``S`` in clear air); None in
+    clear air, where it is the test itself."""
     if model.atmosphere.alpha_per_m <= 0.0:
         return None
     if model.config.radiometry.detection_model == "reflectance_limit":
         return reflectance_limit_detection(echoes, clear, n2, replace(model, atmosphere=CLEAR_AIR))[2]
-    n_echo = echoes.cell.size
-    out = tuple(np.empty(n_echo) for _ in range(4))
-    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0), 0, n_echo, *out)  # type: ignore[call-arg]
-    return out[2] >= model.detection_threshold_counts
+    ambient = float(model.config.radiometry.ambient_counts)
+    measured = clear if n1 is None else measured_signal_counts_ufunc(clear, ambient, n1)
+    return measured >= model.detection_threshold_counts
 
 
 def reflectance_limit_detection(

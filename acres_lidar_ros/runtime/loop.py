@@ -478,7 +478,10 @@ class NodeLoop:
                     end_ns = parts[-1].release_ns - self.scheduler.delay_ns
                     early.until_ns = end_ns if early.until_ns is None else max(early.until_ns, end_ns)
 
-        return self.sweeps.deliver_slices(sweep_end_ns, index, deliver)
+        delivered = self.sweeps.deliver_slices(sweep_end_ns, index, deliver)
+        if delivered:  # wake the caller: the tick publishes them at their release (next_wakeup_ns)
+            self._emit(LoopOutput())
+        return delivered
 
     def _pretraces_done(self, future: Future) -> None:
         """A failed pretrace loses nothing (the scan's finish traces those columns again and

@@ -52,10 +52,11 @@ class Sweep:
     The ROS 2 node starts a sweep when the scan is due and calls ``trace_covered`` whenever
     odometry arrives, so when the sweep ends only the columns that fired after the last pose are
     left; ``finish`` traces those and forms the scan. With radiometry, the part that needs only
-    a beam's own hits (contributions and echoes: ``echoes.prepare_block``) runs on each block as
-    it is traced, and the noise pairs the scan will take are formed ahead
-    (``NoiseStreams.draw_ahead``); ``finish`` runs the rest over all beams at once
-    (``detection.finish_returns``: clutter, noise draws, detection, returns), because the noise
+    a beam's own hits (contributions, echoes and their signals ``S`` and ``sigma_R``:
+    ``echoes.prepare_block``) runs on each block as it is traced, and the noise pairs the scan
+    will take are formed ahead (``NoiseStreams.draw_ahead``); ``finish`` runs the rest over all
+    beams at once (``detection.finish_returns``: clutter, the noise draws' places, ``S'`` and
+    ``R_meas``, detection, returns), because the noise
     and rain streams run over the beams in ring-major order. With partial output (read when the
     sweep starts) each slice is finished on its own as soon as its columns are traced
     (``ready_slices``), the streams taken slice by slice (docs/outputs.md "Partial output"), and
