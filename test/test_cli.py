@@ -304,6 +304,22 @@ def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
     assert figures["scan_ms_median"] >= figures["trace_ms_median"] > 0 and figures["peak_memory_mb"] > 0
 
 
+def test_bench_against_scans_the_other_farm_alternately_and_reports_the_paired_ratio(capsys, tmp_path):
+    from acres_lidar_ros.scene import build_default_farm
+
+    code, out, _ = run(capsys, "bench", "--sensor", "default", "--scans", "3", "--json", "--against", "farm-v1")
+    assert code == 0
+    figures = json.loads(out)
+    other = figures["against"]
+    assert other["scene"] == "farm-v1"
+    assert other["scene_triangles"] == build_default_farm(seed=0, layout="v1").triangle_count
+    assert figures["scene_triangles"] == build_default_farm(seed=0).triangle_count
+    assert other["scan_ms_median"] >= other["trace_ms_median"] > 0 and other["bare_cast_ms_median"] > 0
+    assert other["points_per_scan_median"] > 0 and 0 < other["paired_ratio_median"] < float("inf")
+    code, _, err = run(capsys, "bench", "--scans", "1", "--against", str(tmp_path / "none.json"))
+    assert code == 2 and "none.json" in err
+
+
 def test_bench_schedule_takes_the_odometry_rate_and_refuses_a_bad_one(capsys, monkeypatch):
     import acres_lidar_ros.runtime.simulate as simulate
 

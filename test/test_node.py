@@ -342,6 +342,7 @@ class StandInScanner:
         class Sweep:
             def __init__(self):
                 self.index, self.boxes = index, tuple(boxes)
+                self.slices = None  # whole scans (no partial output)
 
             def trace_covered(self, poses, min_columns=1):
                 scanner.pretraced.append((poses.end_s, stamp_ns, index))

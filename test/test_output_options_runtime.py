@@ -71,12 +71,24 @@ def published(emitted):
     return [job.result for out in emitted for job in out.publish]
 
 
+def slices_by_scan(emitted):
+    """The slices published, per scan (a ``SliceOut`` is one slice out early, a job's result the
+    list of its slices left), in publication order."""
+    by_stamp: dict[int, list] = {}
+    for out in emitted:
+        for entry in out.publish:
+            parts = entry.result if isinstance(entry.result, list) else [entry.result]
+            for part in parts:
+                by_stamp.setdefault(part["stamp_ns"], []).append(part)
+    return [by_stamp[k] for k in sorted(by_stamp)]
+
+
 def test_partial_output_publishes_the_slices_of_each_scan_in_order(plane_tracer):
     config = load_sensor_config("polaris").with_overrides({"partial_output": True, "partial_slices": 4})
     clock = ManualClock(870 * MS)
     loop, emitted = make_loop(plane_tracer, clock, config)
     drive(loop, clock, emitted, 1_100)
-    results = published(emitted)
+    results = slices_by_scan(emitted)
     assert len(results) == 2  # the scans stamped 1.0 and 1.1 s
     for stamp_ms, parts in zip((1_000, 1_100), results):
         assert isinstance(parts, list) and [p["slice"] for p in parts] == [(k, 4) for k in range(4)]
@@ -155,15 +167,19 @@ def test_record_partial_output_writes_the_slices_in_the_world(tmp_path, capsys):
     argv = ["record", "--duration", "0.25", "--out", str(out), "--files", "none", "--no-progress"]
     code, stdout, err = run(capsys, *argv, "--partial-output", "--partial-slices", "5", "--output-frame", "world")
     assert code == 0, err
-    spans = []
+    spans, logged = [], []
     with AnyReader([out / "bag"]) as reader:
-        for connection, _timestamp, raw in reader.messages():
+        for connection, timestamp, raw in reader.messages():
             if connection.topic == "/lidar/points":
                 msg = reader.deserialize(raw, connection.msgtype)
                 assert msg.header.frame_id == "odom"
                 spans.append((msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec, msg.height))
+                logged.append(timestamp)
                 assert decode_pointcloud2(msg).shape[0] < 1800  # a slice of the 1800 rows
     stamps = [s for s, _ in spans]
+    # Each slice is logged when the node publishes it: its end (the header stamp) + delay_s.
+    delay_ns = round(load_sensor_config().delay_s * 1e9)
+    assert [t - s for t, s in zip(logged, stamps)] == [delay_ns] * len(stamps)
     assert len(stamps) % 5 == 0 and len(stamps) >= 10
     assert all(b - a == 20_000_000 for a, b in zip(stamps[:4], stamps[1:5]))  # the ends of 20 ms slices
 

@@ -145,3 +145,28 @@ def test_wall_paced_run_with_real_workers_accounts_for_every_due_scan(flat_trace
     c = out["counts"]
     assert c["due"] == 4
     assert c["due"] == c["published"] + c["dropped_busy"] + c["skipped_no_pose"] + c["failed"]
+
+
+def test_partial_output_slices_leave_while_the_sweep_runs(flat_tracer):
+    """Four 25 ms slices, odometry at 50 Hz 1 ms late: slices 0 .. 2 of each scan leave before
+    its sweep ends, each at its end + 12 ms or, when the pose covering it comes later, as soon as
+    that pose arrives (slice 0: the pose at 40 ms arrives at 41 ms, 16 ms after its end, 59 ms
+    before the sweep ends)."""
+    config = load_sensor_config("polaris").with_overrides({"partial_output": True, "partial_slices": 4})
+    partial_scanner = Scanner(config, tracer=flat_tracer, options=ScanOptions(self_returns=False, seed=1))
+    out = simulate_schedule(
+        partial_scanner,
+        stream(6),
+        6,
+        pack=lambda scan, job: job.index,
+        clock=VirtualClock(START_NS - T_NS // 2),
+        executor=InlineExecutor(),
+    )
+    assert out["counts"]["published"] == 6 and out["counts"]["late"] == 0
+    early = out["early_slices"]
+    assert early["n"] == 3 * 6
+    after_end = early["publish_minus_slice_end_ms"]
+    # Slices 1 and 2 at their end + 12 ms, slice 0 16 ms after its end (the first scan's 25 ms:
+    # the run's first tick, which opens the schedule, is only at 50 ms into its sweep).
+    assert after_end["min"] == after_end["median"] == DELAY_NS / MS and after_end["max"] == 25.0
+    assert early["before_sweep_end_ms"]["max"] == 59.0 and early["before_sweep_end_ms"]["min"] == 13.0

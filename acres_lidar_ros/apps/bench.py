@@ -10,6 +10,12 @@ stamp (so both see the same load): its stage medians, and its cost over the plai
 ``overhead_pct`` (of the medians) and ``paired_overhead_pct_median`` (the median of the
 per-stamp ratios). A variant's packing is its point type's cloud and its truth cloud
 (``outputs.truth``), as the node publishes them.
+
+With ``--against SCENE`` (``against_setup``) each scan alternates with one on the other scene,
+along that scene's own tour at the same scan index (which goes first swaps every scan), so both
+see the same load: ``against`` holds its medians and ``paired_ratio_median``, the median of the
+per-index ratios of this scene's scan to that one's (the figure to compare scenes by on a shared
+machine, where separate runs drift with the load).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from __future__ import annotations
 import resource
 import statistics
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,6 +68,63 @@ def _packed_ms(scan: Scan, point_type: str) -> float:
     return (time.perf_counter() - started) * 1e3
 
 
+@dataclass(frozen=True)
+class Against:
+    """The other scene of ``bench --against``: its scanner (the bench's sensor, options and
+    self-return table), its tour, its name, triangle count and build seconds."""
+
+    scanner: Scanner
+    trajectory: PoseHistory
+    label: str
+    triangles: int
+    build_s: float
+
+
+def against_setup(scanner: Scanner, scene_arg: str, layout: str | None) -> Against:
+    """The bench's scanner on another scene: the built-in farm ``layout`` ("v1", "v2") or, for
+    None, the scene file ``scene_arg``; along that farm's tour (a scene file: the v2 tour)."""
+    from acres_lidar_ros.scene import build_default_farm, default_tour, load_scene
+    from acres_lidar_ros.tracing.trace import Tracer
+
+    started = time.perf_counter()
+    scene = build_default_farm(seed=0, layout=layout) if layout else load_scene(Path(scene_arg))
+    tracer = Tracer(scene)
+    build_s = time.perf_counter() - started
+    other = Scanner(scanner.config, options=scanner.options, tracer=tracer, self_table=scanner.self_table)
+    times, positions, quaternions = default_tour(scene, layout=layout or "v2")
+    tour = PoseHistory.from_arrays(times, positions, quaternions, where=f"tour of {scene_arg}")
+    return Against(other, tour, scene_arg, scene.triangle_count, build_s)
+
+
+def bench_lines(result: dict, sensor: str, n_scans: int) -> list[str]:
+    """The text report of ``bench_scans``' result (the CLI prints it without ``--json``)."""
+    lines = [
+        f"sensor {sensor}: {result['rays_per_scan']} rays per scan, {n_scans} scans, "
+        f"scene {result['scene_triangles']} triangles built in {result['scene_build_s']:.2f} s"
+    ]
+    lines += [f"  {key[:-3]:<10} {result[key + '_median']:8.2f} ms (median)" for key in STAGES]
+    lines += [
+        f"  scan       {result['scan_ms_median']:8.2f} ms (median), p90 {result['scan_ms_p90']:.2f} ms",
+        f"  bare cast  {result['bare_cast_ms_median']:8.2f} ms (median)",
+        f"  ratio      {result['ratio']:8.2f} (scan / bare cast)",
+        f"  peak memory {result['peak_memory_mb']:.0f} MiB; {result['points_per_scan_median']:.0f} points per scan",
+    ]
+    if "against" in result:
+        a = result["against"]
+        lines.append(
+            f"  against {a['scene']} ({a['scene_triangles']} triangles): scan {a['scan_ms_median']:.2f} ms, "
+            f"bare cast {a['bare_cast_ms_median']:.2f} ms (medians); this scene's scan {a['paired_ratio_median']:.3f}x "
+            f"(median of the paired ratios)"
+        )
+    if "variant" in result:
+        v = result["variant"]
+        lines.append(
+            f"  with {' '.join('--' + name for name in v['options'])}: scan {v['scan_ms_median']:.2f} ms (median), "
+            f"{v['overhead_pct']:+.1f} % over the plain scan ({v['paired_overhead_pct_median']:+.1f} % paired)"
+        )
+    return lines
+
+
 def bench_scans(
     scanner: Scanner,
     trajectory: PoseHistory,
@@ -68,13 +132,15 @@ def bench_scans(
     point_type: str = "XYZI",
     variant: Scanner | None = None,
     variant_point_type: str | None = None,
+    against: Against | None = None,
 ) -> dict:
     """Time ``n_scans`` scans along ``trajectory`` (motion as configured) and the bare casts.
 
     Returns medians in ms of each stage (``rays_ms``, ``trace_ms``, ``returns_ms``, ``points_ms``,
     ``packing_ms``), ``scan_ms_median`` (their sum per scan), ``bare_cast_ms_median`` and ``ratio``;
     with a ``variant`` scanner (``plain_and_variant``) also ``variant`` (see the module notes),
-    packed in ``variant_point_type`` (default ``point_type``).
+    packed in ``variant_point_type`` (default ``point_type``); with ``against``, ``against``
+    (see the module notes).
     """
     variant_point_type = variant_point_type or point_type
     period_s = scanner.config.period_s
@@ -83,7 +149,26 @@ def bench_scans(
     totals, bare, variant_totals = [], [], []
     points = []
     t0 = trajectory.start_s
+    other: dict[str, list[float]] = {"scan": [], "bare": [], "points": [], **{k: [] for k in STAGES}}
+
+    def scan_against(k: int) -> None:
+        assert against is not None
+        stamp_ns = int(round((against.trajectory.start_s + (k + 1) * period_s) * 1e9))
+        scan = against.scanner.scan(against.trajectory, stamp_ns)
+        timings = dict(against.scanner.timings_ms, packing_ms=_packed_ms(scan, point_type))
+        origins, directions = against.scanner.rays_world(scan.T_world_sensor)
+        started = time.perf_counter()
+        against.scanner.tracer.cast_bare(origins, directions)
+        if k > 0:
+            other["bare"].append((time.perf_counter() - started) * 1e3)
+            other["scan"].append(sum(timings[key] for key in STAGES))
+            other["points"].append(int(scan.returns.valid.sum()))
+            for key in STAGES:
+                other[key].append(timings[key])
+
     for k in range(n_scans + 1):  # one warm-up scan
+        if against is not None and k % 2:
+            scan_against(k)
         stamp_ns = int(round((t0 + (k + 1) * period_s) * 1e9))
         scan = scanner.scan(trajectory, stamp_ns)
         packing_ms = _packed_ms(scan, point_type)
@@ -98,6 +183,8 @@ def bench_scans(
         started = time.perf_counter()
         scanner.tracer.cast_bare(origins, directions)
         bare_ms = (time.perf_counter() - started) * 1e3
+        if against is not None and not k % 2:
+            scan_against(k)
         if k == 0:
             continue
         timings = dict(scanner.timings_ms, packing_ms=packing_ms)
@@ -118,6 +205,18 @@ def bench_scans(
     result["ratio"] = result["scan_ms_median"] / result["bare_cast_ms_median"]
     result["scans_per_second"] = 1e3 / result["scan_ms_median"]
     result["real_time_factor_trace_only"] = result["scans_per_second"] * period_s
+    if against is not None:
+        result["against"] = {
+            "scene": against.label,
+            "scene_triangles": against.triangles,
+            "scene_build_s": against.build_s,
+            **{f"{key}_median": statistics.median(other[key]) for key in STAGES},
+            "scan_ms_median": statistics.median(other["scan"]),
+            "bare_cast_ms_median": statistics.median(other["bare"]),
+            "points_per_scan_median": statistics.median(other["points"]),
+            "paired_ratio_median": statistics.median(a / b for a, b in zip(totals, other["scan"], strict=True)),
+            "bare_cast_paired_ratio_median": statistics.median(a / b for a, b in zip(bare, other["bare"], strict=True)),
+        }
     if variant is not None:
         on = [name for name in VARIANT_OPTIONS if getattr(variant.options, name)]
         on += ["labels"] if variant_point_type != point_type else []

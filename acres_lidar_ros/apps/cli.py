@@ -200,19 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="per-stage milliseconds against a bare Open3D cast")
     _add_common(bench)
-    bench.add_argument("--scans", type=int, default=20, help="scans to time (default 20)")
-    bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    bench.add_argument(
-        "--schedule", action="store_true", help="also run the ROS-free node schedule over 600 simulated scans at 10 Hz"
-    )
-    bench.add_argument(
-        "--odom-hz",
-        type=float,
-        default=50.0,
-        metavar="HZ",
-        help="odometry rate of --schedule, > 0 and <= 1000 (default 50)",
-    )
+    from acres_lidar_ros.apps.bench_args import add_bench_arguments
     from acres_lidar_ros.apps.scene_bench import add_scaling_arguments
+
+    add_bench_arguments(bench)
 
     add_scaling_arguments(bench)
 
@@ -470,7 +461,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.bench import bench_scans, peak_memory_mb, plain_and_variant
+    from acres_lidar_ros.apps.bench import against_setup, bench_lines, bench_scans, peak_memory_mb, plain_and_variant
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
@@ -490,7 +481,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     point_type = _point_type(argparse.Namespace(point_type=None), config)  # the sensor's driver layout
     plain, variant = plain_and_variant(scanner, args.labels)
     variant_point_type = run_point_type(point_type, args.labels, f"lidar.point_type of {config.source}")
-    result = bench_scans(plain, tour, args.scans, point_type, variant=variant, variant_point_type=variant_point_type)
+    against = None if args.against is None else against_setup(plain, args.against, BUILT_IN_FARMS.get(args.against))
+    result = bench_scans(plain, tour, args.scans, point_type, variant, variant_point_type, against)
     result.update(
         sensor=args.sensor,
         point_type=point_type,
@@ -506,22 +498,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(jsonable(result), indent=None, sort_keys=True), end="")
         return 0
-    print(
-        f"sensor {args.sensor}: {result['rays_per_scan']} rays per scan, {args.scans} scans, "
-        f"scene {result['scene_triangles']} triangles built in {build_s:.2f} s"
-    )
-    for key in ("rays_ms", "trace_ms", "returns_ms", "points_ms", "packing_ms"):
-        print(f"  {key[:-3]:<10} {result[key + '_median']:8.2f} ms (median)")
-    print(f"  scan       {result['scan_ms_median']:8.2f} ms (median), p90 {result['scan_ms_p90']:.2f} ms")
-    print(f"  bare cast  {result['bare_cast_ms_median']:8.2f} ms (median)")
-    print(f"  ratio      {result['ratio']:8.2f} (scan / bare cast)")
-    print(f"  peak memory {result['peak_memory_mb']:.0f} MiB; {result['points_per_scan_median']:.0f} points per scan")
-    if variant is not None:
-        v = result["variant"]
-        print(
-            f"  with {' '.join('--' + name for name in v['options'])}: scan {v['scan_ms_median']:.2f} ms (median), "
-            f"{v['overhead_pct']:+.1f} % over the plain scan ({v['paired_overhead_pct_median']:+.1f} % paired)"
-        )
+    print("\n".join(bench_lines(result, args.sensor, args.scans)))
     if args.schedule:
         print(f"  schedule   {json_text(jsonable(result['schedule']), indent=None)}", end="")
     return 0

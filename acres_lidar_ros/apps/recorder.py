@@ -296,18 +296,24 @@ def record_drive(
             i += 1
         written["samples"] = i
 
+    delay_ns = int(round(config.delay_s * 1e9))
+
     def write_scan(bag, scan: Scan, release_ns: int, pose_coverage: str) -> None:
         # Messages in time order: the odometry up to the cloud's release, then the cloud.
-        write_poses_up_to(bag, release_ns)
+        if not config.outputs.partial_output:
+            write_poses_up_to(bag, release_ns)
         shaped = whole_output(scanner, scan, trajectory)  # the output keys of the sensors file
         sweep_start = stamps_sweep_start(point_type, False)
         cloud = point_cloud(shaped, point_type, shaped.header_stamp_ns(sweep_start))  # the bag's and the PCD's
         bag_bytes = bag.size_bytes
         if config.outputs.partial_output:  # the slices on /lidar/points, the whole scan in the files
+            # Each slice when the node publishes it: at its own end + delay_s, while the sweep runs.
             for part in slice_scan(shaped, config.outputs.partial_slices, period_s):
                 part_ns = part.header_stamp_ns(sweep_start)
+                part_release_ns = part.end_ns + delay_ns
+                write_poses_up_to(bag, part_release_ns)
                 part_cloud = point_cloud(part, point_type, part_ns)
-                bag.write_cloud(part_ns, part_cloud, log_time_ns=release_ns, frame_id=part.frame_id)
+                bag.write_cloud(part_ns, part_cloud, log_time_ns=part_release_ns, frame_id=part.frame_id)
         else:
             bag.write_cloud(
                 shaped.header_stamp_ns(sweep_start), cloud, log_time_ns=release_ns, frame_id=shaped.frame_id

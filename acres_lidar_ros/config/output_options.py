@@ -122,7 +122,7 @@ def output_params(P: Callable[..., Any]) -> tuple[Any, ...]:
             "partial_output",
             "bool",
             False,
-            description="Publish the scan as partial_slices slices of its sweep instead of one cloud.",
+            description="Publish the sweep as partial_slices slices, each at its own end + delay_s, instead of one cloud.",
         ),
         runtime(
             "partial_slices",

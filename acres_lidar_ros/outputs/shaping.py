@@ -30,6 +30,7 @@ from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.radiometry.returns import Returns
 from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.sensor.poses import PoseHistory, pose_matrix
+from acres_lidar_ros.sensor.timing import column_slices, slice_span_ns
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class ShapedScan:
         mode: zero capture time), one slice's share of it for a slice.
     slice_index, slice_count : int
         Its place among the slices of its scan (0 of 1 for a whole scan).
+    last_slice : bool
+        The scan's last slice that holds a column (a whole scan: True): the scan's truth goes
+        beside it.
     """
 
     scan: Scan
@@ -75,6 +79,7 @@ class ShapedScan:
     end_ns: int = 0
     slice_index: int = 0
     slice_count: int = 1
+    last_slice: bool = True
 
     @property
     def columns(self) -> int:
@@ -137,8 +142,10 @@ def shape_scan(
     world_frame_id: str = "odom",
     period_s: float,
     extrapolate: bool = False,
+    column_ids: np.ndarray | None = None,
 ) -> ShapedScan:
-    """The whole scan in the output frame of ``outputs`` (module notes).
+    """The whole scan (or the columns ``column_ids``) in the output frame of ``outputs`` (module
+    notes).
 
     Parameters
     ----------
@@ -155,21 +162,32 @@ def shape_scan(
     period_s : float
         The sweep's period ``T``: a whole scan covers ``[S - T, S]`` (``[S, S]`` when every
         time offset is 0: instant mode, or no motion distortion).
+    column_ids : (k,) int64, optional
+        Only these columns (rows in this order; the columns of one slice, ``shape_slice``):
+        each cell is shaped on its own, so its numbers are those of the whole scan's.
     """
     dt = cell_time_offset_s(scan)
+    whole = column_ids is None
+    columns = np.arange(scan.columns, dtype=np.int64) if column_ids is None else np.asarray(column_ids, np.int64)
+    instant = not np.any(dt != 0.0)
     points = np.asarray(scan.points_sensor, dtype=np.float64)
+    returns = scan.returns
+    if not whole:
+        cells = (columns[:, None] * scan.rings + np.arange(scan.rings)).reshape(-1)
+        dt, points = dt[cells], points[cells]
+        returns = Returns(**{name: getattr(returns, name)[cells] for name in Returns.__dataclass_fields__})
     frame_id = {"sensor": scan.frame_id, "world": world_frame_id, "custom": outputs.custom_frame_id}[
         outputs.output_frame
     ]
     if outputs.output_frame != "sensor" or outputs.motion_compensation:
         points = _transform_points(scan, dt, points, outputs, poses, T_base_sensor, extrapolate)
     stamp_ns = int(scan.stamp_ns)
-    start_ns = stamp_ns - int(round(period_s * 1e9)) if np.any(dt != 0.0) else stamp_ns
+    start_ns = stamp_ns if instant else stamp_ns - int(round(period_s * 1e9))
     return ShapedScan(
         scan=scan,
-        column_ids=np.arange(scan.columns, dtype=np.int64),
+        column_ids=columns,
         rings=scan.rings,
-        returns=scan.returns,
+        returns=returns,
         points=points,
         time_offset_s=dt,
         frame_id=frame_id,
@@ -214,45 +232,86 @@ def column_firing_offset_s(shaped: ShapedScan) -> np.ndarray:
 
 
 def slice_scan(shaped: ShapedScan, count: int, period_s: float) -> list[ShapedScan]:
-    """The slices ``partial_output`` publishes: the sweep ``[S - T, S)`` cut into ``count``
-    equal parts; slice ``k`` covers ``[S - T + k T / count, S - T + (k + 1) T / count)`` and
-    holds the columns whose first firing time falls in it (a column's cells stay together, so
-    an organised slice is a block of whole rows), in firing order. Slices without a column are
-    left out; a column at or after the stamp (instant mode: all of them) is in the last slice.
-    Every column of the scan is in exactly one slice."""
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise OutputError(f"partial_slices = {count!r}: expected an integer >= 1")
-    period_ns = int(round(period_s * 1e9))
-    stamp_ns = shaped.stamp_ns
-    sweep_start_ns = stamp_ns - period_ns
-    offset_ns = np.rint(column_firing_offset_s(shaped) * 1e9).astype(np.int64)
-    part = np.clip(((offset_ns + period_ns) * count) // period_ns, 0, count - 1)
-    order = np.lexsort((np.arange(part.size), offset_ns, part))  # by slice, then firing time
+    """The slices ``partial_output`` publishes, cut from a whole shaped scan: the sweep ``[S - T,
+    S)`` in ``count`` equal parts (``timing.column_slices``); slice ``k`` covers ``[S - T + k T /
+    count, S - T + (k + 1) T / count)`` and holds the columns whose first firing time falls in it
+    (a column's cells stay together, so an organised slice is a block of whole rows), in firing
+    order. Slices without a column are left out; a column at or after the stamp (instant mode:
+    all of them) is in the last slice. Every column of the scan is in exactly one slice."""
+    _check_count(count)
     rings = shaped.rings
     out = []
-    for k in np.unique(part):
-        rows = order[part[order] == k]
+    slices = column_slices(column_firing_offset_s(shaped), count, period_s)
+    for k, rows in slices:  # rows of ``shaped``
         cells = (rows[:, None] * rings + np.arange(rings)).reshape(-1)
-        start_ns = sweep_start_ns + (int(k) * period_ns) // count
-        end_ns = sweep_start_ns + ((int(k) + 1) * period_ns) // count
-        if shaped.start_ns == shaped.end_ns:  # instant: the scan takes no time
-            start_ns = end_ns = stamp_ns
         out.append(
-            replace(
-                shaped,
-                column_ids=shaped.column_ids[rows],
-                returns=Returns(
-                    **{name: getattr(shaped.returns, name)[cells] for name in Returns.__dataclass_fields__}
+            _as_slice(
+                replace(
+                    shaped,
+                    column_ids=shaped.column_ids[rows],
+                    returns=Returns(
+                        **{name: getattr(shaped.returns, name)[cells] for name in Returns.__dataclass_fields__}
+                    ),
+                    points=shaped.points[cells],
+                    time_offset_s=shaped.time_offset_s[cells],
                 ),
-                points=shaped.points[cells],
-                time_offset_s=shaped.time_offset_s[cells],
-                start_ns=start_ns,
-                end_ns=end_ns,
-                slice_index=int(k),
-                slice_count=count,
+                k,
+                count,
+                period_s,
+                last=k == slices[-1][0],
             )
         )
     return out
+
+
+def shape_slice(
+    scan: Scan,
+    k: int,
+    count: int,
+    columns: np.ndarray,
+    outputs: OutputConfig,
+    poses: PoseHistory,
+    T_base_sensor: np.ndarray,
+    *,
+    world_frame_id: str,
+    period_s: float,
+    extrapolate: bool = False,
+    last: bool = False,
+) -> ShapedScan:
+    """Slice ``k`` of ``count`` of ``scan`` (its ``columns`` in firing order, from
+    ``timing.column_slices``) in the output frame, shaped alone: only its cells are transformed,
+    and the result equals the same slice of ``slice_scan(shape_scan(scan, ...))`` (``last``: it
+    is the scan's last slice with a column). The node shapes each slice this way as soon as its
+    returns are final (``Sweep.ready_slices``); the other cells of ``scan`` are not read."""
+    _check_count(count)
+    shaped = shape_scan(
+        scan,
+        outputs,
+        poses,
+        T_base_sensor,
+        world_frame_id=world_frame_id,
+        period_s=period_s,
+        extrapolate=extrapolate,
+        column_ids=columns,
+    )
+    return _as_slice(shaped, k, count, period_s, last)
+
+
+def _check_count(count: int) -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise OutputError(f"partial_slices = {count!r}: expected an integer >= 1")
+
+
+def _as_slice(shaped: ShapedScan, k: int, count: int, period_s: float, last: bool) -> ShapedScan:
+    """``shaped`` as slice ``k`` of ``count``: the part of the sweep it covers (``[S, S]`` in
+    instant mode: the scan takes no time)."""
+    stamp_ns = shaped.stamp_ns
+    start_ns, end_ns = slice_span_ns(int(k), count, stamp_ns, period_s)
+    if shaped.start_ns == shaped.end_ns:  # instant: the scan takes no time
+        start_ns = end_ns = stamp_ns
+    return replace(
+        shaped, start_ns=start_ns, end_ns=end_ns, slice_index=int(k), slice_count=count, last_slice=bool(last)
+    )
 
 
 def shaped_outputs(

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
-from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells
+from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells, ring_major_order
 from acres_lidar_ros.radiometry.noise import Pcg32, pcg32_step, uniform_of_u32
 from acres_lidar_ros.radiometry.physics import signal_counts
 from acres_lidar_ros.radiometry.weather import (
@@ -40,8 +40,11 @@ from acres_lidar_ros.radiometry.weather import (
 )
 
 
-def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The clutter slabs of a scan that survive the skip rule (the rain stream advances).
+def kept_slabs(
+    model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray, cells: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The clutter slabs of a scan (or of the beams ``cells``) that survive the skip rule (the
+    rain stream advances).
 
     Parameters
     ----------
@@ -51,6 +54,9 @@ def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tu
         The run's rain stream.
     nearest_solid_m : (N_c N_r,) float64
         Each cell's nearest solid range, m (inf where none): where its slabs stop.
+    cells : (n,) int64, optional
+        Only these beams (one slice of a partial-output scan), walked in the ring-major sequence
+        restricted to them (``ring_major_order``); None: every beam.
 
     Returns
     -------
@@ -63,7 +69,9 @@ def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tu
     config, atm = model.config, model.atmosphere
     rad = config.radiometry
     separation = config.min_return_separation_m
-    cells_rm = ring_major_cells(config.columns, config.rings)
+    cells_rm = (
+        ring_major_cells(config.columns, config.rings) if cells is None else ring_major_order(cells, config.rings)
+    )
     stop = np.minimum(nearest_solid_m[cells_rm], min(config.weather.clutter_max_range_m, config.range_m))
     start_m = max(config.min_range_m, config.windows.range_offset_m)  # nothing inside the range offset
     per_beam = slabs_per_beam(stop, start_m, separation)
@@ -142,7 +150,7 @@ def kept_slabs(model: BeamModel, rain: Pcg32, nearest_solid_m: np.ndarray) -> tu
             mean_k,
             unit_signal,
             power_rm,
-            config.columns,
+            cells_rm % config.rings,
             np.pi * atm.beta_fog_per_m_sr * separation,
             np.pi * atm.beta_rain_per_m_sr * separation,
             float(rad.ambient_counts),
@@ -185,7 +193,7 @@ def _kept_slabs(
     mean_k,
     unit_signal,
     power_rm,
-    columns,
+    ring_of,
     fog_term,
     rain_factor,
     ambient,
@@ -193,7 +201,8 @@ def _kept_slabs(
 ):
     """Pass 3 over the beams ``first_beam .. end_beam - 1`` (their slabs from ``first_slab``, their
     drops from ``first_drop``): (ring-major position, slab number, rho_slab) of the slabs the skip
-    rule keeps; ``power_rm`` is each beam's emitter power ratio (``BeamModel.power_ratio``), ring-major."""
+    rule keeps; ``power_rm`` is each beam's emitter power ratio (``BeamModel.power_ratio``) and
+    ``ring_of`` its ring, both in the walk's (ring-major) order."""
     n = 0
     for b in range(first_beam, end_beam):
         n += per_beam[b]
@@ -204,7 +213,7 @@ def _kept_slabs(
     slab = first_slab
     drop = first_drop
     for b in range(first_beam, end_beam):
-        ring = b // columns
+        ring = ring_of[b]
         for k in range(per_beam[b]):
             total = 0.0
             for _ in range(counts[slab]):

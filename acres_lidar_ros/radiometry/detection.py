@@ -14,9 +14,14 @@ and completes them, in the order the spec's streams run:
    state seed + 2018, sequence 3), which give ``n1`` and ``n2`` as the two branches of one
    Box-Muller pair; echoes in range order, beams in ring-major sequence: the beam with ring ``r``
    and column ``c`` is number ``r N_c + c`` (the cells are ``c N_r + r``). With noise off the
-   numbers are drawn all the same and not used, so the stream stays aligned.
+   numbers are drawn all the same and not used, so the stream stays aligned. With partial output
+   (``cells``: one slice's beams) the streams are taken slice by slice in time order, each slice
+   in the ring-major sequence restricted to its beams: the one place the model departs from
+   seed 000's whole-scan order (docs/outputs.md "Partial output"), so that a slice can leave
+   before the sweep ends.
 3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
-   extinction), ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
+   extinction) and ``sigma_R`` come with the echoes (``echo_signals``: per column block while the
+   sweep runs, or here with clutter); after the draws ``S' = S + sqrt(S + B) n1``, detected when ``S' >= S_T`` and
    ``R_min <= R_e <= R_max`` (or the beam's other windows: ``windows.CellWindows``); ``R_meas = clamp(R_e + sigma_R n2, 0, R_max)``;
    ``rho_rep = rho_e max(0, S') / S_c`` with ``S_c = S e^{2 alpha R_e}``; signal
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
@@ -39,23 +44,20 @@ import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.clutter import kept_slabs
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.physics import reflectance_limit
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
 from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
-from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, range_sigma_of_snr, snr
-from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
+from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, measured_signal_counts_ufunc
 from acres_lidar_ros.radiometry.weather import CLEAR_AIR
-from acres_lidar_ros.radiometry.windows import CellWindows
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 
 PRECIPITATION_CLASS = CLASS_ID["precipitation"]
 PRECIPITATION_MATERIAL = int(MATERIAL_OF_CLASS[PRECIPITATION_CLASS])
 MAX_SIGNAL_COUNTS = 65535
-MIN_ECHOES_PER_PART = 4096
 
 
 @dataclass(frozen=True)
@@ -124,13 +126,16 @@ def finish_returns(
     streams: NoiseStreams,
     index: int,
     replaced_cells: np.ndarray | None = None,
+    cells: np.ndarray | None = None,
+    out: Returns | None = None,
 ) -> tuple[Returns, ScanEchoes]:
-    """The returns of a scan from the blocks of all its beams (see the module notes).
+    """The returns of a scan from the blocks of all its beams (see the module notes), or of one
+    slice of a partial-output scan from the blocks of its beams.
 
     Parameters
     ----------
     blocks : list of BeamBlock
-        Their ``cells`` hold every cell of the scan once, in any order of blocks.
+        Their ``cells`` hold every cell of the scan (of ``cells``) once, in any order of blocks.
     model : BeamModel
         The model the blocks were prepared with.
     streams : NoiseStreams
@@ -143,47 +148,78 @@ def finish_returns(
         their signal is not formed and they are not detected (NaN ``S`` and ``S'``, no returns),
         since the merge of the body empties them anyway. Ignored with ``model.truth`` (the truth
         output reads every echo's signal).
+    cells : (n,) int64, optional
+        The beams of one slice (partial output): the clutter slabs and the noise pairs of these
+        beams alone are drawn, in the ring-major sequence restricted to them (docs/outputs.md,
+        "Partial output"); None: every beam, the spec's order.
+    out : Returns of shape (columns * rings, R), optional
+        Filled in place at the blocks' cells (the slices of one scan share one); default new.
 
     Returns
     -------
-    Returns of shape (columns * rings, R), and the scan's echoes.
+    Returns of shape (columns * rings, R) (``out`` where given), and the echoes of the blocks.
 
     Raises
     ------
     ValueError
-        When the blocks' cells are not every cell once (nothing is drawn then).
+        When the blocks' cells are not every cell (of ``cells``) once (nothing is drawn then).
     """
     config = model.config
     n_beams = model.beams
-    cells = np.concatenate([block.cells for block in blocks]) if blocks else np.zeros(0, np.int64)
-    if cells.size and (cells.min() < 0 or cells.max() >= n_beams):
+    held = np.concatenate([block.cells for block in blocks]) if blocks else np.zeros(0, np.int64)
+    if held.size and (held.min() < 0 or held.max() >= n_beams):
         raise ValueError(f"a block has a cell outside 0 .. {n_beams - 1}")
-    seen = np.bincount(cells, minlength=n_beams)
-    if not (seen == 1).all():
+    seen = np.bincount(held, minlength=n_beams)
+    wanted = np.ones(n_beams, np.int64)
+    if cells is not None:
+        cells = np.asarray(cells, dtype=np.int64)
+        if cells.size and (cells.min() < 0 or cells.max() >= n_beams):
+            raise ValueError(f"cells: a cell outside 0 .. {n_beams - 1}")
+        wanted = np.bincount(cells, minlength=n_beams)
+    if not (seen == wanted).all():
         raise ValueError(
-            f"the blocks must hold each of the {n_beams} cells once; "
-            f"{int((seen == 0).sum())} missing, {int((seen > 1).sum())} repeated"
+            f"the blocks must hold each of the {int((wanted > 0).sum())} cells once; "
+            f"{int(((seen == 0) & (wanted > 0)).sum())} missing, {int((seen > wanted).sum())} repeated or extra"
         )
     if model.has_clutter:
         nearest_solid = np.empty(n_beams)
         for block in blocks:
             nearest_solid[block.cells] = block.nearest_solid_m
-        slabs = clutter_contributions(model, streams, nearest_solid)
+        slabs = clutter_contributions(model, streams, nearest_solid, cells)
         hits = Contributions.of_beams([block.contributions for block in blocks])
         echoes = form_echoes(hits.merged(slabs), config.min_return_separation_m)
+        signals = None  # formed by detect
     else:
-        echoes = Echoes.concatenate([block.echoes for block in blocks if block.echoes is not None])
+        echoes, signals = _blocks_echoes(blocks)
     skip = None
     if replaced_cells is not None and not model.truth:
         skip = np.zeros(n_beams, np.bool_)
         skip[np.asarray(replaced_cells, dtype=np.int64)] = True
-    return detect(echoes, model, streams, index, skip)
+    return detect(echoes, model, streams, index, skip, out, signals)
 
 
-def clutter_contributions(model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray) -> Contributions:
-    """Step 1 of the module notes: the slabs of every beam that survive the skip rule
-    (``clutter.kept_slabs``; the rain stream advances), as contributions by beam and range."""
-    cell, center_m, rho_slab = kept_slabs(model, streams.rain, nearest_solid_m)
+def _blocks_echoes(blocks: list[BeamBlock]) -> tuple[Echoes, EchoSignals | None]:
+    """The echoes of the blocks (of a scan without clutter) in cell order, and their signals
+    (None where a block has none)."""
+    with_echoes = [block for block in blocks if block.echoes is not None]
+    # Column blocks hold runs of cells: taken by their first cell they are usually in cell order.
+    with_echoes.sort(key=lambda block: int(block.cells[0]) if block.cells.size else -1)
+    echoes = Echoes.concatenate([block.echoes for block in with_echoes])  # type: ignore[misc]
+    if any(block.signals is None for block in with_echoes):
+        return echoes, None
+    signals = EchoSignals.concatenate([block.signals for block in with_echoes])  # type: ignore[misc]
+    cell = np.concatenate([block.echoes.cell for block in with_echoes])  # type: ignore[union-attr]
+    if cell.size > 1 and not bool(np.all(cell[1:] >= cell[:-1])):  # interleaved blocks: as Echoes.concatenate
+        signals = signals.take(np.argsort(cell, kind="stable"))
+    return echoes, signals
+
+
+def clutter_contributions(
+    model: BeamModel, streams: NoiseStreams, nearest_solid_m: np.ndarray, cells: np.ndarray | None = None
+) -> Contributions:
+    """Step 1 of the module notes: the slabs of every beam (of ``cells``) that survive the skip
+    rule (``clutter.kept_slabs``; the rain stream advances), as contributions by beam and range."""
+    cell, center_m, rho_slab = kept_slabs(model, streams.rain, nearest_solid_m, cells)
     order = np.argsort(cell, kind="stable")  # ring-major -> cell order; a beam's slabs stay in range order
     m = cell.size
     return Contributions(
@@ -207,6 +243,11 @@ def draw_positions(cell: np.ndarray, columns: int, rings: int) -> np.ndarray:
     cell = np.asarray(cell, dtype=np.int64)
     if cell.size and (cell.min() < 0 or cell.max() >= columns * rings):
         raise ValueError(f"draw_positions: a cell outside 0 .. {columns * rings - 1}")
+    if cell.size * 8 < columns * rings:  # a few beams (one slice): sort them, not every beam
+        order = np.argsort((cell % rings) * columns + cell // rings, kind="stable")  # a beam's echoes stay in order
+        out = np.empty(cell.size, np.int64)
+        out[order] = np.arange(cell.size)
+        return out
     return _draw_positions(cell, int(columns), int(rings))
 
 
@@ -231,60 +272,40 @@ def _draw_positions(cell, columns, rings):
 
 
 @numba.njit(cache=True, nogil=True)
-def _echo_signals(
-    reflectance,
+def _noisy_signals(
+    clear_in,
+    signal_in,
+    range_sigma_m,
     range_m,
-    peak,
     cell,
-    rings,
-    signal_at_10pct_counts,
-    power_ratio,
-    ring_range_at_10pct_m,
-    overlap_range_m,
-    alpha_per_m,
-    ambient_counts,
-    std_m,
-    range_std_low_snr_m,
     noise,
     n1,
     n2,
     draw,
+    ambient_counts,
     max_range_m,
     skip,
-    lo,
-    hi,
     clear,
     signal,
     measured,
     range_meas,
 ):
-    """Step 3 for the echoes ``lo .. hi - 1``: ``S`` in clear air and after the extinction, ``S'``
-    and ``R_meas``, written into the four output arrays. ``power_ratio`` (cells,) scales each
-    beam's ``S_10`` by its emitter's peak power (``BeamModel.power_ratio``). Echoes of the
-    cells where ``skip`` (cells,) is set get NaN in all four (``skip`` empty: none skipped)."""
-    snr_spec = snr(signal_at_10pct_counts, ambient_counts)
+    """Step 3 after the draws: each echo's ``S'`` and ``R_meas`` from its ``S`` and ``sigma_R``
+    (``echo_signals``) and its pair ``(n1, n2)[draw]``, and its ``S`` in clear air and after the
+    extinction, written into the four output arrays. Echoes of the cells where ``skip`` (cells,)
+    is set get NaN in all four (``skip`` empty: none skipped)."""
     any_skip = skip.shape[0] > 0
-    for i in range(lo, hi):
+    for i in range(cell.shape[0]):
         if any_skip and skip[cell[i]]:
             clear[i] = signal[i] = measured[i] = range_meas[i] = np.nan
             continue
         r = range_m[i]
-        s_clear = signal_counts_of(
-            reflectance[i],
-            r,
-            peak[i],
-            signal_at_10pct_counts * power_ratio[cell[i]],
-            ring_range_at_10pct_m[cell[i] % rings],
-            overlap_range_m,
-            0.0,
-        )
-        s = s_clear * math.exp(-2.0 * alpha_per_m * r) if alpha_per_m > 0.0 else s_clear
-        clear[i] = s_clear
+        s = signal_in[i]
+        clear[i] = clear_in[i]
         signal[i] = s
         if noise:
             measured[i] = measured_signal_counts(s, ambient_counts, n1[draw[i]])
-            sigma = range_sigma_of_snr(snr(s, ambient_counts), snr_spec, std_m, range_std_low_snr_m)
-            moved = r + sigma * n2[draw[i]]
+            moved = r + range_sigma_m[i] * n2[draw[i]]
         else:
             measured[i] = s
             moved = r
@@ -292,60 +313,75 @@ def _echo_signals(
 
 
 def detect(
-    echoes: Echoes, model: BeamModel, streams: NoiseStreams, index: int, skip: np.ndarray | None = None
+    echoes: Echoes,
+    model: BeamModel,
+    streams: NoiseStreams,
+    index: int,
+    skip: np.ndarray | None = None,
+    out: Returns | None = None,
+    signals: EchoSignals | None = None,
 ) -> tuple[Returns, ScanEchoes]:
-    """Steps 2 to 4 of the module notes for the echoes of a whole scan (cell order); the
-    echoes of the cells where ``skip`` (n_beams,) bool is set draw their pairs and are not
-    formed nor detected (``finish_returns``' ``replaced_cells``)."""
+    """Steps 2 to 4 of the module notes for the echoes of a whole scan, or of one slice's beams
+    (cell order; the pairs are drawn in the ring-major sequence of the beams that have echoes
+    here); the echoes of the cells where ``skip`` (n_beams,) bool is set draw their pairs and are
+    not formed nor detected (``finish_returns``' ``replaced_cells``). The returns are written into
+    ``out`` at the echoes' cells (a new empty ``Returns`` by default). ``signals``: the echoes'
+    ``echo_signals`` under ``model`` where they were formed before (per block), None to form them."""
     config = model.config
     rad = config.radiometry
     n_beams, slots = model.beams, model.returns_per_beam
     n_echo = echoes.cell.size
+    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
+    windows = model_windows(model)
+    if signals is None:
+        signals = echo_signals(echoes.cell, echoes.range_m, echoes.reflectance, echoes.peak, model, windows)
     n1_drawn, n2_drawn = streams.noise_pairs(n_echo)
     draw = draw_positions(echoes.cell, config.columns, config.rings)
     clear, signal, measured, range_meas = (np.empty(n_echo) for _ in range(4))
-
-    def part(lo: int, hi: int) -> None:
-        _echo_signals(*inputs, lo, hi, clear, signal, measured, range_meas)  # type: ignore[call-arg]
-
-    inputs = _signal_inputs(echoes, model, n1_drawn, n2_drawn, draw, model.atmosphere.alpha_per_m, skip)
-    map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART))
+    _noisy_signals(
+        signals.clear_counts,
+        signals.signal_counts,
+        signals.range_sigma_m,
+        echoes.range_m,
+        echoes.cell,
+        bool(model.noise),
+        n1_drawn,
+        n2_drawn,
+        draw,
+        float(rad.ambient_counts),
+        float(config.range_m),
+        np.zeros(0, np.bool_) if skip is None else skip,
+        clear,
+        signal,
+        measured,
+        range_meas,
+    )
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
         n2_or_none = n2_drawn[draw] if model.noise else None
         measured, range_meas, seen = reflectance_limit_detection(echoes, signal, n2_or_none, model)
         if skip is not None:
             seen &= ~skip[echoes.cell]
-    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
-    windows = model.windows if model.windows is not None else CellWindows.band(config, n_beams)
-    outside = windows.outside(echoes.cell, echoes.range_m, seen)
+    outside = windows.separation_bits(echoes.cell, echoes.range_m, seen, signals.window)
     detected = seen & (outside == 0)
     truth = None
     if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
         n2 = n2_drawn[draw] if model.noise else None
-        clear_air = _clear_air_seen(echoes, model, (n1_drawn, n2_drawn, draw), clear, n2)
+        clear_air = _clear_air_seen(echoes, model, n1_drawn[draw] if model.noise else None, clear, n2)
         truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
-    det = np.flatnonzero(detected)
-    out = empty_returns(n_beams, slots)
+    out = empty_returns(n_beams, slots) if out is None else out
+    det, lit_start, lit_beams, d_n = _detected_runs(detected, echoes.cell)
     if det.size == 0:
         return out, scan_echoes
 
     # --- 4. Return selection among the detected echoes (beam-major, range order). ---
-    d_cell = echoes.cell[det]
-    lit_start = np.flatnonzero(np.r_[True, d_cell[1:] != d_cell[:-1]])
-    lit_beams = d_cell[lit_start]
-    d_n = np.diff(np.r_[lit_start, det.size])
     chosen, flags = select_returns(config.return_mode, measured[det], lit_start, d_n)
-    lit_row, slot_col = np.nonzero(chosen >= 0)
-    pick = det[chosen[lit_row, slot_col]]  # echo of each return
-    at = lit_beams[lit_row] * slots + slot_col  # flat index into the (n_beams, slots) arrays
-    if truth is not None:
-        truth.return_echo.reshape(-1)[at] = pick
     _write_returns(
-        pick,
-        at,
-        flags[lit_row, slot_col],
+        det,
+        lit_beams,
+        chosen,
+        flags,
         measured,
         clear,
         echoes.reflectance,
@@ -354,9 +390,32 @@ def detect(
         echoes.material_id,
         echoes.instance,
         float(min(rad.saturation_counts, MAX_SIGNAL_COUNTS)),
+        slots,
+        np.zeros(0, np.int64) if truth is None else truth.return_echo.reshape(-1),
         *(getattr(out, name).reshape(-1) for name in _RETURN_FIELDS),
     )
     return out, scan_echoes
+
+
+@numba.njit(cache=True, nogil=True)
+def _detected_runs(detected, cell):
+    """The detected echoes (indices, in order) and their runs by beam: where each lit beam's
+    detected echoes start among them, the beam, and how many there are."""
+    det = np.flatnonzero(detected)
+    n = det.shape[0]
+    lit_start = np.empty(n, np.int64)
+    lit_beams = np.empty(n, np.int64)
+    runs = 0
+    for k in range(n):
+        c = cell[det[k]]
+        if runs == 0 or c != lit_beams[runs - 1]:
+            lit_start[runs] = k
+            lit_beams[runs] = c
+            runs += 1
+    d_n = np.empty(runs, np.int64)
+    for j in range(runs):
+        d_n[j] = (lit_start[j + 1] if j + 1 < runs else n) - lit_start[j]
+    return det, lit_start[:runs], lit_beams[:runs], d_n
 
 
 _RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its order
@@ -374,8 +433,9 @@ _RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its ord
 
 @numba.njit(cache=True, nogil=True)
 def _write_returns(
-    pick,
-    at,
+    det,
+    lit_beams,
+    chosen,
     return_flags,
     measured,
     clear,
@@ -385,6 +445,8 @@ def _write_returns(
     material_id,
     instance,
     max_signal_counts,
+    slots,
+    return_echo,
     out_range,
     out_valid,
     out_reflectivity,
@@ -395,74 +457,46 @@ def _write_returns(
     out_instance,
     out_flags,
 ):
-    """The fields of each return ``k`` (echo ``pick[k]``, flat slot ``at[k]``): ``rho_rep = rho_e
-    max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up (negative gives 0), the
-    intensity byte."""
-    for k in range(pick.shape[0]):
-        e = pick[k]
-        a = at[k]
-        m = measured[e]
-        rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
-        out_range[a] = range_meas[e]
-        out_valid[a] = True
-        out_reflectivity[a] = rho
-        out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
-        out_intensity[a] = intensity_byte_of(rho)
-        out_class[a] = class_id[e]
-        out_material[a] = material_id[e]
-        out_instance[a] = instance[e]
-        out_flags[a] = return_flags[k]
-
-
-def _signal_inputs(
-    echoes: Echoes,
-    model: BeamModel,
-    n1: np.ndarray,
-    n2: np.ndarray,
-    draw: np.ndarray,
-    alpha_per_m: float,
-    skip: np.ndarray | None = None,
-) -> tuple:
-    """``_echo_signals``' inputs for the echoes of a scan under the extinction ``alpha_per_m``
-    (``skip``: cells whose echoes are not formed, None for none)."""
-    config = model.config
-    rad = config.radiometry
-    return (
-        echoes.reflectance,
-        echoes.range_m,
-        echoes.peak,
-        echoes.cell,
-        config.rings,
-        float(rad.signal_at_10pct_counts),
-        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
-        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
-        float(rad.overlap_range_m),
-        float(alpha_per_m),
-        float(rad.ambient_counts),
-        float(config.std_m),
-        float(rad.range_std_low_snr_m),
-        bool(model.noise),
-        n1,
-        n2,
-        draw,
-        float(config.range_m),
-        np.zeros(0, np.bool_) if skip is None else skip,
-    )
+    """The fields of each return: slot ``j`` of lit beam ``lit_beams[i]`` (flat slot ``lit_beams[i]
+    slots + j`` of the outputs) is the detected echo ``det[chosen[i, j]]`` (none where ``chosen`` is
+    -1): ``rho_rep = rho_e max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up
+    (negative gives 0), the intensity byte; with a ``return_echo`` (flat slots; empty: none) each
+    slot's echo is noted there too."""
+    keep_echo = return_echo.shape[0] > 0
+    for i in range(chosen.shape[0]):
+        for j in range(chosen.shape[1]):
+            if chosen[i, j] < 0:
+                continue
+            e = det[chosen[i, j]]
+            a = lit_beams[i] * slots + j
+            m = measured[e]
+            rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
+            out_range[a] = range_meas[e]
+            out_valid[a] = True
+            out_reflectivity[a] = rho
+            out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
+            out_intensity[a] = intensity_byte_of(rho)
+            out_class[a] = class_id[e]
+            out_material[a] = material_id[e]
+            out_instance[a] = instance[e]
+            out_flags[a] = return_flags[i, j]
+            if keep_echo:
+                return_echo[a] = e
 
 
 def _clear_air_seen(
-    echoes: Echoes, model: BeamModel, draws: tuple, clear: np.ndarray, n2: np.ndarray | None
+    echoes: Echoes, model: BeamModel, n1: np.ndarray | None, clear: np.ndarray, n2: np.ndarray | None
 ) -> np.ndarray | None:
-    """The signal test of ``detect`` again with the same draws (``draws``: the scan's n1, n2 and
-    each echo's place in them) and no extinction; None in clear air, where it is the test itself."""
+    """The signal test of ``detect`` again with the same draws (``n1``, ``n2``: each echo's
+    normals, None with noise off) and no extinction (``clear``: ``S`` in clear air); None in
+    clear air, where it is the test itself."""
     if model.atmosphere.alpha_per_m <= 0.0:
         return None
     if model.config.radiometry.detection_model == "reflectance_limit":
         return reflectance_limit_detection(echoes, clear, n2, replace(model, atmosphere=CLEAR_AIR))[2]
-    n_echo = echoes.cell.size
-    out = tuple(np.empty(n_echo) for _ in range(4))
-    _echo_signals(*_signal_inputs(echoes, model, *draws, 0.0), 0, n_echo, *out)  # type: ignore[call-arg]
-    return out[2] >= model.detection_threshold_counts
+    ambient = float(model.config.radiometry.ambient_counts)
+    measured = clear if n1 is None else measured_signal_counts_ufunc(clear, ambient, n1)
+    return measured >= model.detection_threshold_counts
 
 
 def reflectance_limit_detection(
@@ -502,3 +536,45 @@ def reflectance_limit_detection(
         d <= rad.max_range_m
     )
     return signal, np.clip(d, 0.0, config.range_m), detected
+
+
+def join_scan_echoes(parts: list[ScanEchoes], index: int) -> ScanEchoes:
+    """The echoes of a partial-output scan's slices (``finish_returns`` with ``cells``) as the
+    scan's: beams in cell order, each beam's echoes in range order; with the truth, each return
+    slot's echo renumbered into the joined echoes."""
+    if len(parts) == 1:
+        return parts[0]
+    cell = np.concatenate([p.cell for p in parts])
+    order = np.argsort(cell, kind="stable")
+
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in parts])[order]
+
+    truth = None
+    if all(p.truth is not None for p in parts):
+        truths = [p.truth for p in parts if p.truth is not None]
+        new_place = np.empty(order.size, np.int64)
+        new_place[order] = np.arange(order.size)
+        return_echo = np.full_like(truths[0].return_echo, -1)
+        first = 0
+        for t in truths:
+            slot = t.return_echo >= 0
+            return_echo[slot] = new_place[t.return_echo[slot] + first]
+            first += t.echoes.cell.size
+        clear = [t.clear_air_detected for t in truths]
+        truth = EchoTruth(
+            Echoes.concatenate([t.echoes for t in truths]),
+            np.concatenate([t.signal_detected for t in truths])[order],
+            None if any(c is None for c in clear) else np.concatenate(clear)[order],  # type: ignore[arg-type]
+            return_echo,
+        )
+    return ScanEchoes(
+        index,
+        cell[order],
+        joined("range_m"),
+        joined("signal_counts"),
+        joined("measured_counts"),
+        joined("detected"),
+        joined("outside_window"),
+        truth,
+    )

@@ -21,9 +21,11 @@ block as it is traced, before the scan's stamp. The spec's equations come from `
    within ``min_return_separation_m`` of it (``R_i - R_first <= separation``). ``rho_e = sum P``,
    ``R_e`` and ``g_e`` are ``P``-weighted means; class, material and instance are those of the
    largest contribution (the nearest one on a tie).
+5. **Signals** (``echo_signals``): each echo's ``S``, ``S`` in clear air, ``sigma_R`` and its range
+   and azimuth window bits, which need no noise number.
 
 With rain or fog clutter the slabs are contributions too, and they need the rain stream in the
-whole scan's ring-major order: then ``detection.finish_returns`` forms the echoes.
+whole scan's ring-major order: then ``detection.finish_returns`` forms the echoes and their signals.
 
 Foliage option: with ``foliage_solid`` the tracer stops at foliage and a foliage hit is a solid
 surface: ``tau = 0``, the sub-ray ends there, the echo stretch uses ``beta`` and the hit ends
@@ -40,6 +42,7 @@ import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS
 from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.hit_passes import ground_keys, lit_contributions, reached_hits
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import hash_normal, place_seed_term, roughness_seed_term
@@ -138,12 +141,15 @@ class BeamBlock:
     contributions : Contributions
     echoes : Echoes or None
         The block's echoes; None when the scan has clutter (then the slabs join first).
+    signals : EchoSignals or None
+        What the range equation gives each of ``echoes`` (``echo_signals``); None with them.
     """
 
     cells: np.ndarray
     nearest_solid_m: np.ndarray
     contributions: Contributions
     echoes: Echoes | None
+    signals: EchoSignals | None = None
 
 
 def prepare_block(
@@ -156,7 +162,8 @@ def prepare_block(
     scan_index: int,
     cells: np.ndarray,
 ) -> BeamBlock:
-    """Contributions and (without clutter) echoes of a block of beams: see the module notes.
+    """Contributions and (without clutter) echoes and their signals of a block of beams: see the
+    module notes.
 
     Parameters
     ----------
@@ -197,9 +204,14 @@ def prepare_block(
         contributions, nearest_solid = contributions_of_hits(
             _hits_rows(hits, rows), origins[rows], directions[rows], weights, model, seed, scan_index, cells[lo:hi]
         )
-        echoes = None if model.has_clutter else form_echoes(contributions, model.config.min_return_separation_m)
-        return BeamBlock(cells[lo:hi], nearest_solid, contributions, echoes)
+        if model.has_clutter:
+            return BeamBlock(cells[lo:hi], nearest_solid, contributions, None)
+        echoes = form_echoes(contributions, model.config.min_return_separation_m)
+        e = echoes
+        signals = echo_signals(e.cell, e.range_m, e.reflectance, e.peak, model, windows, split=False)
+        return BeamBlock(cells[lo:hi], nearest_solid, contributions, echoes, signals)
 
+    windows = None if model.has_clutter else model_windows(model)
     # A beam's result depends on its own hits only: a large block is split between the cores.
     blocks = map_parts(part, split_bounds(cells.size, MIN_BEAMS_PER_PART))
     if len(blocks) == 1:
@@ -209,6 +221,7 @@ def prepare_block(
         np.concatenate([b.nearest_solid_m for b in blocks]),
         _joined(Contributions, [b.contributions for b in blocks]),
         None if model.has_clutter else _joined(Echoes, [b.echoes for b in blocks]),
+        None if model.has_clutter else EchoSignals.concatenate([b.signals for b in blocks if b.signals is not None]),
     )
 
 

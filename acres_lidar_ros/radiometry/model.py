@@ -125,3 +125,11 @@ def ring_major_cells(columns: int, rings: int) -> np.ndarray:
     """(rings * columns,) int64: the cell ``c N_r + r`` of each position ``r N_c + c`` of the
     ring-major sequence (ring outer, column inner)."""
     return (np.arange(columns)[None, :] * rings + np.arange(rings)[:, None]).ravel()
+
+
+def ring_major_order(cells: np.ndarray, rings: int) -> np.ndarray:
+    """``cells`` (n,) int64 (distinct cells ``c N_r + r``) sorted in the ring-major sequence
+    (ring, then column): the order ``ring_major_cells`` restricted to them. One slice of a
+    partial-output scan draws its numbers in this order (docs/outputs.md)."""
+    cells = np.asarray(cells, dtype=np.int64)
+    return cells[np.lexsort((cells // rings, cells % rings))]

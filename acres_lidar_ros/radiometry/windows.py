@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from acres_lidar_ros.config.sensors import SensorConfig
@@ -128,12 +129,26 @@ class CellWindows:
             Whether the detector sees the echo (its signal passes the detection test): the
             separation near limit looks at the nearest such echo of each beam.
         """
-        near, far = self.near_m[cell], self.far_m[cell]
-        reason = np.where(range_m < near, WINDOW_NEAR, 0) | np.where(range_m > far, WINDOW_FAR, 0)
-        reason |= np.where(self.azimuth_inside[cell], 0, WINDOW_AZIMUTH)
-        if self.separation_m > 0.0:
-            reason |= np.where(separation_blocked(cell, range_m, seen, self.separation_m), WINDOW_SEPARATION, 0)
-        return reason.astype(np.uint8)
+        return self.separation_bits(cell, range_m, seen, self.range_bits(cell, range_m))
+
+    def range_bits(self, cell: np.ndarray, range_m: np.ndarray) -> np.ndarray:
+        """The bits of ``outside`` that need no detection (near, far, azimuth): (e,) uint8 of
+        the echoes' ``cell`` and ``range_m`` (as ``outside``); formed per block before the stamp."""
+        return _range_bits(
+            np.asarray(cell, dtype=np.int64),
+            np.asarray(range_m, dtype=np.float64),
+            self.near_m,
+            self.far_m,
+            self.azimuth_inside,
+        )
+
+    def separation_bits(self, cell: np.ndarray, range_m: np.ndarray, seen: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """``bits`` (``range_bits``) with the separation near limit's bit added (as ``outside``,
+        which is ``separation_bits`` of ``range_bits``); ``bits`` itself without that limit."""
+        if self.separation_m <= 0.0:
+            return bits
+        blocked = separation_blocked(cell, range_m, seen, self.separation_m)
+        return bits | np.where(blocked, WINDOW_SEPARATION, 0).astype(np.uint8)
 
 
 def azimuth_inside(firing_angle_rad: np.ndarray, start_rad: float, end_rad: float) -> np.ndarray:
@@ -147,6 +162,24 @@ def azimuth_inside(firing_angle_rad: np.ndarray, start_rad: float, end_rad: floa
         return np.ones(angle.shape, bool)
     angle_deg = np.mod(np.round(np.mod(np.degrees(angle), 360.0), _ANGLE_DECIMALS), 360.0)
     return np.mod(angle_deg - start_deg, 360.0) < width_deg
+
+
+@numba.njit(cache=True, nogil=True)
+def _range_bits(cell, range_m, near_m, far_m, azimuth_inside):
+    """``CellWindows.range_bits`` in one pass (a NaN range is in both range windows)."""
+    out = np.empty(cell.shape[0], np.uint8)
+    for i in range(cell.shape[0]):
+        c = cell[i]
+        r = range_m[i]
+        bits = 0
+        if r < near_m[c]:
+            bits |= WINDOW_NEAR
+        if r > far_m[c]:
+            bits |= WINDOW_FAR
+        if not azimuth_inside[c]:
+            bits |= WINDOW_AZIMUTH
+        out[i] = bits
+    return out
 
 
 def separation_blocked(cell: np.ndarray, range_m: np.ndarray, seen: np.ndarray, separation_m: float) -> np.ndarray:

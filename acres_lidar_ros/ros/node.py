@@ -56,7 +56,7 @@ from acres_lidar_ros.ros.params import (
     startup_overrides,
 )
 from acres_lidar_ros.runtime.events import Event
-from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop
+from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.messages import ScanMessages, pack_scan
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
@@ -278,7 +278,7 @@ class LidarNode(Node):
         self._log(out.events)
         self._publish(out.publish)
 
-    def _publish(self, jobs: list[ScanJob]) -> None:
+    def _publish(self, jobs: list[ScanJob | SliceOut]) -> None:
         for job in jobs:
             # A worker can finish after Ctrl-C has shut the context down (close() waits for it):
             # nothing more goes out then, and that is not an error.

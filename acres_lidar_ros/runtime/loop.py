@@ -13,7 +13,11 @@ What runs when:
 * **at each tick** (the node's 2 ms timer, the benchmark's next wake-up): due scans open, covered
   ones start (``ScanScheduler.poll``), ready ones are released at stamp + delay;
 * **in a worker**: a scan's finish (its last columns, the whole-scan noise and detection pass, the
-  packing into a message by ``pack``); when it is done, ``emit`` gets what to publish.
+  packing into a message by ``pack``); when it is done, ``emit`` gets what to publish;
+* **with partial output**, after each pretrace: the slices of the running sweep whose columns
+  are traced are finished and packed (``_deliver_slices``), and the tick publishes each at its
+  own end + delay as a ``SliceOut``, while the sweep still runs (docs/outputs.md "Partial
+  output"); the slices left leave with the scan's job.
 
 Everything that needs the outside world is injected: ``clock`` (ROS time, ns), ``pack`` (scan ->
 message, e.g. a PointCloud2), ``emit`` (called from a worker with a ``LoopOutput``),
@@ -23,6 +27,8 @@ Nothing here logs, publishes or reads the wall clock except to time the work.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -32,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.errors import PoseError
-from acres_lidar_ros.outputs.shaping import shaped_outputs
+from acres_lidar_ros.outputs.shaping import shape_slice, shaped_outputs
 from acres_lidar_ros.runtime.diagnostics import diagnostic_status
 from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
 from acres_lidar_ros.runtime.pose_tracker import PoseTracker
@@ -40,17 +46,54 @@ from acres_lidar_ros.runtime.scheduler import PollResult, ScanJob, ScanScheduler
 from acres_lidar_ros.runtime.sweeps import SweepTracer
 from acres_lidar_ros.scan import Scanner
 from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, PoseHistory
+from acres_lidar_ros.sensor.timing import slice_span_ns
 
 TRACE_WORKERS = 2
 """Threads of the trace pool: one finishes a scan while the other pretraces the next sweep."""
 
 
 @dataclass
-class LoopOutput:
-    """What the caller must do: publish ``job.result`` of each job (in order), log the events
-    (``NodeLoop.to_log`` keeps the ones the throttle lets through)."""
+class SliceOut:
+    """One slice of a partial-output scan published while its sweep still runs (before its job
+    opens at the stamp): ``result`` is what ``pack`` made of it.
 
-    publish: list[ScanJob] = field(default_factory=list)
+    Attributes
+    ----------
+    index : int
+        The scan's number (the index its job gets).
+    sweep_end_ns : int
+    slice_index : int
+    release_ns : int
+        The slice's end plus ``delay_s``: when it leaves.
+    result : message
+    published_ns : int or None
+    """
+
+    index: int
+    sweep_end_ns: int
+    slice_index: int
+    release_ns: int
+    result: Any = field(default=None, repr=False)
+    published_ns: int | None = None
+
+
+@dataclass
+class _EarlySlices:
+    """The slices of one sweep finished before its job opened: up to when (the end of the last
+    one, ns), and those not out yet."""
+
+    index: int
+    until_ns: int | None = None
+    pending: list[SliceOut] = field(default_factory=list)
+
+
+@dataclass
+class LoopOutput:
+    """What the caller must do: publish ``.result`` of each entry (in order: a ``ScanJob``'s is
+    its cloud, or with partial output the list of its slices not yet out; a ``SliceOut``'s is one
+    slice), log the events (``NodeLoop.to_log`` keeps the ones the throttle lets through)."""
+
+    publish: list[ScanJob | SliceOut] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
     def extend(self, other: LoopOutput | PollResult) -> LoopOutput:
@@ -149,6 +192,9 @@ class NodeLoop:
         self._owns_executor = executor is None
         self._executor = executor or ThreadPoolExecutor(max_workers=TRACE_WORKERS, thread_name_prefix="lidar-trace")
         self._last_diagnostics: dict[str, Any] | None = None
+        self._early: dict[int, _EarlySlices] = {}  # sweep end ns -> slices out before its job opened
+        self._early_lock = threading.Lock()
+        self._inputs: dict[int, tuple[Sequence[Any], list[Event]]] = {}  # sweep end ns -> job inputs fetched early
 
     @property
     def scanner(self) -> Scanner:
@@ -184,15 +230,57 @@ class NodeLoop:
         result = self.scheduler.poll(self.tracker.newest_ns, self._coverage)
         if any(e.kind == "clock_jump_back" for e in result.events):
             self.tracker.clear()  # poses of the old timeline must not cover the new one's sweeps
+            with self._early_lock:
+                self._early.clear()  # slices of abandoned scans
+            self._inputs.clear()
         out.events.extend(result.events)
         open_ends = [job.sweep_end_ns for job in self.scheduler.jobs()]
         upcoming = self.scheduler.upcoming()
         if open_ends or upcoming is not None:  # forget sweeps of dropped or failed scans
             self.sweeps.discard(min(open_ends) if open_ends else upcoming[0])  # type: ignore[index]
-        out.publish.extend(result.publish)
+        out.publish.extend(self._with_early(result.publish))
+        out.publish.extend(self._due_slices())
         for job in result.start:
             self._start(job, out)
         return out
+
+    def _with_early(self, publish: Sequence[ScanJob]) -> list[ScanJob | SliceOut]:
+        """``publish`` with each job's early slices not yet out put before it (they go first)."""
+        out: list[ScanJob | SliceOut] = []
+        with self._early_lock:
+            for job in publish:
+                early = self._early.pop(job.sweep_end_ns, None)
+                if early is not None and early.index == job.index:
+                    now = int(self.clock())
+                    for part in early.pending:
+                        part.published_ns = now
+                    out.extend(early.pending)
+                out.append(job)
+        return out
+
+    def _due_slices(self) -> list[ScanJob | SliceOut]:
+        """The early slices whose release time has come, once every earlier scan is out (a scan
+        never overtakes an earlier one)."""
+        now = int(self.clock())
+        open_ends = [job.sweep_end_ns for job in self.scheduler.jobs()]
+        out: list[ScanJob | SliceOut] = []
+        with self._early_lock:
+            for sweep_end_ns in sorted(self._early):
+                if any(end < sweep_end_ns for end in open_ends):
+                    break
+                early = self._early[sweep_end_ns]
+                due = [part for part in early.pending if part.release_ns <= now]
+                early.pending = [part for part in early.pending if part.release_ns > now]
+                for part in due:
+                    part.published_ns = now
+                out.extend(due)
+                if not early.pending and sweep_end_ns not in open_ends and not self._upcoming_is(sweep_end_ns):
+                    del self._early[sweep_end_ns]  # its job was dropped or skipped: nothing more comes
+        return out
+
+    def _upcoming_is(self, sweep_end_ns: int) -> bool:
+        upcoming = self.scheduler.upcoming()
+        return upcoming is not None and upcoming[0] <= sweep_end_ns
 
     def _coverage(self, sweep_end_ns: int, need_end: bool) -> str:
         """How the poses cover a sweep about to start: from its first column (one period before
@@ -202,7 +290,11 @@ class NodeLoop:
 
     def next_wakeup_ns(self) -> int | None:
         """The next ROS time at which ``tick`` has something to do if nothing else happens."""
-        return self.scheduler.next_wakeup_ns()
+        times = [self.scheduler.next_wakeup_ns()]
+        with self._early_lock:
+            times += [part.release_ns for early in self._early.values() for part in early.pending]
+        known = [t for t in times if t is not None]
+        return min(known) if known else None
 
     # -- the work -----------------------------------------------------------------------------
 
@@ -212,7 +304,8 @@ class NodeLoop:
         except PoseError as exc:  # the history was cleared between the poll and now
             out.extend(self.scheduler.trace_failed(job, str(exc)))
             return
-        boxes, events = self._job_inputs(job)
+        early_inputs = self._inputs.pop(job.sweep_end_ns, None)
+        boxes, events = early_inputs if early_inputs is not None else self._job_inputs(job)
         out.events.extend(events)
         future = self._executor.submit(self._finish, job, poses, tuple(boxes))
         future.add_done_callback(lambda f: self._finished(job, f))
@@ -224,8 +317,31 @@ class NodeLoop:
         keys of the config at the finish): the whole scan, whose message is the result, or with
         ``partial_output`` each slice in turn, whose messages, a list in slice order, are."""
         started = time.perf_counter()
-        scan = self.sweeps.finish(job, poses, boxes)
+        scan, sweep = self.sweeps.finish_sweep(job, poses, boxes)
         config = self.config
+        if sweep.slices is not None:  # partial output: the slices not out already, in order
+            with self._early_lock:
+                early = self._early.get(job.sweep_end_ns)
+                until_ns = early.until_ns if early is not None and early.index == job.index else None
+            parts = [
+                shape_slice(
+                    scan,
+                    k,
+                    sweep.slice_count,
+                    columns,
+                    config.outputs,
+                    poses,
+                    self.scanner.pattern.T_base_sensor,
+                    world_frame_id=self.tracker.odom_frame,
+                    period_s=config.period_s,
+                    extrapolate=job.extrapolated,
+                    last=k == sweep.slices[-1][0],
+                )
+                for k, columns in sweep.slices
+                if until_ns is None
+                or slice_span_ns(k, sweep.slice_count, job.sweep_end_ns, config.period_s)[1] > until_ns
+            ]
+            return [self._pack(part, job) for part in parts], time.perf_counter() - started
         shaped = shaped_outputs(
             scan,
             config.outputs,
@@ -249,7 +365,12 @@ class NodeLoop:
         else:
             message, wall_s = future.result()
             result = self.scheduler.trace_done(job, message, wall_s)
-        self._emit(LoopOutput().extend(result))
+        out = LoopOutput(events=result.events)
+        out.publish.extend(self._with_early(result.publish))
+        self._emit(out)
+        if self.config.outputs.partial_output and self.pretrace_enabled:  # the next scan may draw now
+            with contextlib.suppress(RuntimeError):  # the pool is shutting down (close): nothing more comes
+                self._executor.submit(self._deliver_slices).add_done_callback(self._pretraces_done)
 
     def _pretrace(self, out: LoopOutput) -> None:
         """Ask a worker to trace the columns of the running and waiting sweeps the poses cover."""
@@ -267,13 +388,100 @@ class NodeLoop:
         upcoming = self.scheduler.upcoming()
         if upcoming is not None:
             targets.append(upcoming)
+        partial = self.config.outputs.partial_output
         for sweep_end_ns, index in targets:
             try:
                 poses = self.tracker.snapshot(sweep_end_ns)
             except PoseError:
                 return
-            if self.sweeps.request_pretrace(sweep_end_ns, index, poses):  # merged with older requests
-                self._executor.submit(self.sweeps.drain_pretraces).add_done_callback(self._pretraces_done)
+            boxes: Sequence[Any] = ()
+            if partial:  # slices leave before the stamp: trace them with the job's own boxes
+                if sweep_end_ns not in self._inputs:
+                    self._inputs[sweep_end_ns] = self._job_inputs(self._provisional_job(sweep_end_ns, index))
+                    out.events.extend(self._inputs[sweep_end_ns][1])
+                    self._inputs = {
+                        end: v for end, v in self._inputs.items() if end >= sweep_end_ns - 4 * self.scheduler.period_ns
+                    }
+                boxes = self._inputs[sweep_end_ns][0]
+            if self.sweeps.request_pretrace(sweep_end_ns, index, poses, boxes):  # merged with older requests
+                self._executor.submit(self._drain).add_done_callback(self._pretraces_done)
+
+    def _drain(self) -> int:
+        traced = self.sweeps.drain_pretraces()
+        if self.config.outputs.partial_output:
+            self._deliver_slices()
+        return traced
+
+    def _provisional_job(self, sweep_end_ns: int, index: int) -> ScanJob:
+        """The job a sweep will get when it opens (what ``pack`` and ``job_inputs`` read)."""
+        scheduler = self.scheduler
+        stamp_ns = sweep_end_ns - scheduler.period_ns if scheduler.ts_first_point else sweep_end_ns
+        return ScanJob(index, sweep_end_ns, stamp_ns, sweep_end_ns + scheduler.delay_ns, opened_ns=int(self.clock()))
+
+    def _deliver_slices(self) -> int:
+        """Partial output, in a worker: the slices of the running sweep whose columns are traced
+        are finished, shaped and packed now (``SweepTracer.deliver_slices``) and leave at their
+        own end + ``delay_s`` (``tick``), while the sweep goes on. Only once every earlier scan
+        is finished (its draws come first: the noise stream runs in scan order) and while the
+        poses cover the sweep honestly so far (no gap, nothing before the first pose); otherwise
+        the slices wait for the scan's finish. Returns the slices finished."""
+        upcoming = self.scheduler.upcoming()
+        newest_ns = self.tracker.newest_ns
+        if upcoming is None or newest_ns is None:
+            return 0
+        sweep_end_ns, index = upcoming
+        if any(job.state in ("waiting_pose", "tracing") for job in self.scheduler.jobs()):
+            return 0  # an earlier scan has yet to draw
+        sweep_ns = self.scheduler.period_ns if self.scanner.options.motion_on(self.config) else 0
+        start_ns = sweep_end_ns - sweep_ns
+        if newest_ns <= start_ns or self.tracker.coverage(start_ns, newest_ns, self.max_pose_gap_s, True) != "covered":
+            return 0
+        try:
+            poses = self.tracker.snapshot(sweep_end_ns)
+        except PoseError:
+            return 0
+        config = self.config
+        job = self._provisional_job(sweep_end_ns, index)
+
+        def deliver(sweep: Any, done: list) -> None:  # under the sweeps' lock
+            scan = sweep.scan_so_far()
+            with self._early_lock:
+                early = self._early.get(sweep_end_ns)
+                until_ns = early.until_ns if early is not None and early.index == index else None
+            parts = []
+            for k, columns in done:
+                end_ns = slice_span_ns(k, sweep.slice_count, sweep_end_ns, config.period_s)[1]
+                if until_ns is not None and end_ns <= until_ns:
+                    continue  # out already (a sweep traced again after a pattern rebuild)
+                if k == sweep.slices[-1][0]:
+                    break  # the last slice goes with the scan's job (and its truth, which needs every slice)
+                shaped = shape_slice(
+                    scan,
+                    k,
+                    sweep.slice_count,
+                    columns,
+                    config.outputs,
+                    poses,
+                    self.scanner.pattern.T_base_sensor,
+                    world_frame_id=self.tracker.odom_frame,
+                    period_s=config.period_s,
+                )
+                parts.append(
+                    SliceOut(index, sweep_end_ns, k, end_ns + self.scheduler.delay_ns, self._pack(shaped, job))
+                )
+            with self._early_lock:
+                early = self._early.setdefault(sweep_end_ns, _EarlySlices(index))
+                if early.index != index:
+                    early = self._early[sweep_end_ns] = _EarlySlices(index)
+                early.pending.extend(parts)
+                if parts:
+                    end_ns = parts[-1].release_ns - self.scheduler.delay_ns
+                    early.until_ns = end_ns if early.until_ns is None else max(early.until_ns, end_ns)
+
+        delivered = self.sweeps.deliver_slices(sweep_end_ns, index, deliver)
+        if delivered:  # wake the caller: the tick publishes them at their release (next_wakeup_ns)
+            self._emit(LoopOutput())
+        return delivered
 
     def _pretraces_done(self, future: Future) -> None:
         """A failed pretrace loses nothing (the scan's finish traces those columns again and

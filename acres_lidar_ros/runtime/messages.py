@@ -45,6 +45,6 @@ def pack_scan(shaped: ShapedScan, point_type: str, stamp_ns: int, message: Messa
     """The messages of a shaped scan or slice (``shaping.shaped_outputs``), stamped ``stamp_ns``."""
     points = message(point_cloud(shaped, point_type, stamp_ns), shaped.frame_id, stamp_ns)
     scan = shaped.scan
-    last = shaped.slice_index == shaped.slice_count - 1
+    last = shaped.last_slice
     truth = message(truth_cloud(scan), scan.frame_id, stamp_ns) if last and scan.truth is not None else None
     return ScanMessages(points, truth)

@@ -25,7 +25,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import AcresLidarError
 from acres_lidar_ros.runtime.events import NS_PER_S
-from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop
+from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import freeze_startup_objects, gil_switch_interval
 from acres_lidar_ros.scan import Scanner
@@ -137,12 +137,14 @@ class _Record:
     def __init__(self, clock: VirtualClock | WallPacedClock) -> None:
         self.clock = clock
         self.published: list[ScanJob] = []
+        self.slices: list[SliceOut] = []  # partial output: slices out before their scan's job
         self.events: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def add(self, out: LoopOutput) -> None:
         with self._lock:
-            self.published.extend(out.publish)
+            self.published.extend(job for job in out.publish if isinstance(job, ScanJob))  # whole scans
+            self.slices.extend(part for part in out.publish if isinstance(part, SliceOut))
             for event in out.events:
                 self.events[event.kind] = self.events.get(event.kind, 0) + 1
 
@@ -174,7 +176,9 @@ def simulate_schedule(
         ``at_delay`` (scans published within ``ON_TIME_TOLERANCE_MS`` of stamp + delay, and
         their fraction of the due scans), ``work_after_stamp_ms`` (each finish: its last
         columns, the whole-scan pass and the packing), ``pose_wait_ms`` (sweep end to the start
-        of its finish), ``events`` (kind -> number), ``wall_s``.
+        of its finish), ``early_slices`` (with partial output, the slices published while their
+        sweep ran: ``n``, ``publish_minus_slice_end_ms`` and ``before_sweep_end_ms``, the time
+        from publication to the end of the sweep), ``events`` (kind -> number), ``wall_s``.
     """
     started = time.perf_counter()
     record = _Record(clock)
@@ -205,6 +209,15 @@ def simulate_schedule(
         },
         "work_after_stamp_ms": summary([j.trace_wall_s * 1e3 for j in published if j.trace_wall_s is not None]),
         "pose_wait_ms": summary([(j.started_ns - j.sweep_end_ns) * 1e-6 for j in published if j.started_ns]),
+        "early_slices": {
+            "n": len(record.slices),
+            "publish_minus_slice_end_ms": summary(
+                [(p.published_ns - p.release_ns) * 1e-6 + delay_ms for p in record.slices if p.published_ns]
+            ),
+            "before_sweep_end_ms": summary(
+                [(p.sweep_end_ns - p.published_ns) * 1e-6 for p in record.slices if p.published_ns]
+            ),
+        },
         "events": dict(record.events),
         "wall_s": time.perf_counter() - started,
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,9 +91,30 @@ class SweepTracer:
             return 0
         return self.pretrace_upcoming(job.sweep_end_ns, job.index, poses, boxes)
 
+    def deliver_slices(self, sweep_end_ns: int, index: int, deliver: Callable[[Any, list], None]) -> int:
+        """Partial output: finish the next slices of the sweep ending at ``sweep_end_ns`` (scan
+        ``index``) whose columns are traced (``Sweep.ready_slices``) and hand them to
+        ``deliver(sweep, slices)`` while the lock is held, so a finish of that scan (which takes
+        the lock) comes after them. The caller keeps the scans' draws in order: it calls this only
+        once every earlier scan is finished. Returns the slices finished."""
+        with self.lock:
+            if sweep_end_ns in self._finished:
+                return 0
+            sweep = self._sweeps.get(int(sweep_end_ns))
+            if sweep is None or sweep.index != index or sweep.slices is None:
+                return 0
+            done = sweep.ready_slices()
+            if done:
+                deliver(sweep, done)
+            return len(done)
+
     def finish(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> Any:
         """The whole scan of ``job`` (its remaining columns, extrapolated when the job says so).
         Requested pretraces wait until it is done."""
+        return self.finish_sweep(job, poses, boxes)[0]
+
+    def finish_sweep(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> tuple[Any, Any]:
+        """``finish``, with the ``Sweep`` it finished (its ``slices`` with partial output)."""
         with self._turn:
             self._finishing += 1
         try:
@@ -102,7 +123,7 @@ class SweepTracer:
                 if sweep is None or sweep.index != job.index or not _same_boxes(sweep.boxes, tuple(boxes)):
                     sweep = self.scanner.start_sweep(job.sweep_end_ns, boxes=boxes, index=job.index)
                 self._finished = self._finished[-7:] + [job.sweep_end_ns]
-                return sweep.finish(poses, extrapolate=job.extrapolated)
+                return sweep.finish(poses, extrapolate=job.extrapolated), sweep
         finally:
             with self._turn:
                 self._finishing -= 1

@@ -263,12 +263,17 @@ class Scanner:
             sub, origins = sub[cells], origins[cells]
         return world_rays(T_world_sensor, sub, origins)
 
-    def points_sensor(self, range_m: np.ndarray, pattern: BeamPattern | None = None) -> np.ndarray:
+    def points_sensor(
+        self, range_m: np.ndarray, pattern: BeamPattern | None = None, cells: np.ndarray | None = None
+    ) -> np.ndarray:
         """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
-        the (cells, R) ranges; NaN where the range is NaN."""
+        the (cells, R) ranges; NaN where the range is NaN. ``cells``: the ranges are those of
+        these cells only (one slice's)."""
         pattern = self.pattern if pattern is None else pattern
         directions = np.ascontiguousarray(pattern.directions_sensor).reshape(-1, 3)
         origins = np.ascontiguousarray(pattern.lens_origins_sensor).reshape(-1, 3)
+        if cells is not None:
+            directions, origins = directions[cells], origins[cells]
         return sensor_points(range_m, directions, origins)
 
     # -- the scan -----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns
+from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns, join_scan_echoes
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
@@ -22,6 +22,7 @@ from acres_lidar_ros.scan.model import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.rays import mounted_poses
+from acres_lidar_ros.sensor.timing import column_slices
 from acres_lidar_ros.tracing.hits import Hits
 
 
@@ -38,6 +39,7 @@ class _Block:
     trace_key: tuple
     beams: BeamBlock | None = None
     model: BeamModel | None = None
+    slice_position: int = 0  # with partial output: the slice it belongs to (``Sweep.slices``)
 
 
 class Sweep:
@@ -50,11 +52,15 @@ class Sweep:
     The ROS 2 node starts a sweep when the scan is due and calls ``trace_covered`` whenever
     odometry arrives, so when the sweep ends only the columns that fired after the last pose are
     left; ``finish`` traces those and forms the scan. With radiometry, the part that needs only
-    a beam's own hits (contributions and echoes: ``echoes.prepare_block``) runs on each block as
-    it is traced, and the noise pairs the scan will take are formed ahead
-    (``NoiseStreams.draw_ahead``); ``finish`` runs the rest over all beams at once
-    (``detection.finish_returns``: clutter, noise draws, detection, returns), because the noise
-    and rain streams run over the beams in ring-major order. A block prepared with another model
+    a beam's own hits (contributions, echoes and their signals ``S`` and ``sigma_R``:
+    ``echoes.prepare_block``) runs on each block as it is traced, and the noise pairs the scan
+    will take are formed ahead (``NoiseStreams.draw_ahead``); ``finish`` runs the rest over all
+    beams at once (``detection.finish_returns``: clutter, the noise draws' places, ``S'`` and
+    ``R_meas``, detection, returns), because the noise
+    and rain streams run over the beams in ring-major order. With partial output (read when the
+    sweep starts) each slice is finished on its own as soon as its columns are traced
+    (``ready_slices``), the streams taken slice by slice (docs/outputs.md "Partial output"), and
+    ``finish`` finishes the slices left. A block prepared with another model
     than the scanner's at the finish (``set_options``, ``set_runtime_config``), or one whose
     hits were refused, is prepared again there (which raises the refusal). Either way the result
     is the same scan as one ``Scanner.scan`` with the same poses.
@@ -89,6 +95,26 @@ class Sweep:
             self._covered_time_s = self.firing_time_s + self.fire_time_s.reshape(columns, rings).max(axis=1)
         self.traced = np.zeros(columns, dtype=bool)
         self._blocks: list[_Block] = []
+        # Partial output (read when the sweep starts): the slices in time order, each finished on
+        # its own as soon as its columns are traced (``ready_slices``), the noise stream taken
+        # slice by slice (docs/outputs.md "Partial output").
+        self.slices: list[tuple[int, np.ndarray]] | None = None
+        self.slice_count = 1  # partial_slices at the sweep's start
+        self.slices_done = 0
+        self._slice_of_column = np.zeros(columns, np.int64)
+        self._returns_so_far: Returns | None = None
+        self._points_so_far: np.ndarray | None = None
+        self._slice_echoes: list[ScanEchoes] = []
+        self._truth_returns: Returns | None = None
+        outputs = scanner.config.outputs
+        if outputs.partial_output:
+            first_offset_s = self.time_offset_s
+            if self.fire_time_s is not None:
+                first_offset_s = first_offset_s + self.fire_time_s.reshape(columns, rings).min(axis=1)
+            self.slice_count = outputs.partial_slices
+            self.slices = column_slices(first_offset_s, outputs.partial_slices, scanner.config.period_s)
+            for position, (_, slice_columns) in enumerate(self.slices):
+                self._slice_of_column[slice_columns] = position
         self._self_decision: tuple[tuple, SelfDecision] | None = None  # (key, decision) once decided
         self.rays_s = 0.0
         self.trace_s = 0.0
@@ -130,6 +156,25 @@ class Sweep:
         self.trace_columns(poses, columns)
         return int(columns.size)
 
+    def ready_slices(self) -> list[tuple[int, np.ndarray]]:
+        """With partial output: finish, in order, every next slice whose columns are all traced
+        (its returns, self returns, corrections and points; its noise pairs and rain numbers are
+        drawn now, after the previous slice's); returns those slices as ``(k, columns)``
+        (``timing.column_slices``). Their cells of ``scan_so_far`` are then final. The caller
+        keeps the scans in order: an earlier scan's draws come first."""
+        if self.slices is None:
+            return []
+        self._check_pattern()
+        done = []
+        while self.slices_done < len(self.slices):
+            k, columns = self.slices[self.slices_done]
+            if not self.traced[columns].all():
+                break
+            self._finish_slice(self.slices_done, columns)
+            self.slices_done += 1
+            done.append((k, columns))
+        return done
+
     def _check_pattern(self) -> None:
         """A sweep belongs to the pattern it started with: after a rebuild (``set_runtime_config``
         of a pattern key) its traced columns are of the old pattern, and it is not finished."""
@@ -138,18 +183,26 @@ class Sweep:
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
         """Trace what is left (and blocks traced under another ``trace_key``: a
-        runtime change since) and form the scan."""
+        runtime change since) and form the scan. With partial output the slices not yet
+        finished are finished in order (``ready_slices``) and the scan is the slices together."""
         scanner = self.scanner
         self._check_pattern()
         key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
-        for block in [block for block in self._blocks if block.trace_key != key]:
+        for block in [block for block in self._blocks if block.trace_key != key]:  # a finished slice has none
             self.traced[block.columns] = False
             self._blocks.remove(block)
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        config, options = scanner.config, scanner.options
+        options = scanner.options
         t2 = time.perf_counter()
+        if self.slices is not None:
+            self.ready_slices()
+            assert self._returns_so_far is not None and self._points_so_far is not None
+            if self._slice_echoes:
+                self.echoes = join_scan_echoes(self._slice_echoes, self.index)
+            truth = self._slices_truth() if options.truth else None
+            return self._scan(self._returns_so_far, self._points_so_far, truth, t2, time.perf_counter())
         returns = self._returns()
         truth = (
             cell_truth(self.echoes, returns, scanner.model_for(self.index)) if options.truth and self.echoes else None
@@ -167,6 +220,12 @@ class Sweep:
         returns = emitter_corrections(returns, self.pattern.cells)
         t3 = time.perf_counter()
         points = scanner.points_sensor(returns.range_m, self.pattern)
+        return self._scan(returns, points, truth, t2, t3)
+
+    def _scan(self, returns: Returns, points: np.ndarray, truth: Any, t2: float, t3: float) -> Scan:
+        """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set)."""
+        scanner = self.scanner
+        config, options = scanner.config, scanner.options
         t4 = time.perf_counter()
         weather_on = options.weather_on(config)
         self.timings_ms = {
@@ -196,9 +255,105 @@ class Sweep:
             truth=truth,
         )
 
+    def scan_so_far(self) -> Scan:
+        """With partial output, the scan as its finished slices make it (``ready_slices``): the
+        cells of the other slices hold no return yet. What the node shapes each slice from."""
+        if self._returns_so_far is None or self._points_so_far is None:
+            raise ConfigError(f"scan {self.index}: no slice of its sweep is finished yet")
+        t = time.perf_counter()
+        return self._scan(self._returns_so_far, self._points_so_far, None, t, t)
+
+    def _finish_slice(self, position: int, columns: np.ndarray) -> None:
+        """One slice's returns (``ready_slices``): its blocks through the detection with the noise
+        and rain streams at their place after the previous slice, then the body's part, the
+        emitters' corrections and the points, written into the scan's arrays at its cells."""
+        scanner, config = self.scanner, self.scanner.config
+        rings = config.rings
+        cells = (np.sort(columns)[:, None] * rings + np.arange(rings)).reshape(-1)
+        blocks = [block for block in self._blocks if block.slice_position == position]
+        self._blocks = [block for block in self._blocks if block.slice_position != position]
+        t0 = time.perf_counter()
+        table = scanner.applied_self_table
+        decision = None
+        if table is not None:
+            full = self.self_decision(table)
+            mine = np.zeros(config.columns * rings, bool)
+            mine[cells] = True
+            decision = full._replace(
+                body_cells=full.body_cells[mine[full.body_cells]],
+                replaced_cells=full.replaced_cells[mine[full.replaced_cells]],
+            )
+        if self._returns_so_far is None:
+            self._returns_so_far = empty_returns(config.columns * rings, _slots(scanner))
+            self._points_so_far = np.full((config.columns * rings, _slots(scanner), 3), np.nan)
+        returns = self._returns_so_far
+        if scanner.options.radiometry:
+            model = scanner.model_for(self.index)
+            for block in blocks:
+                if block.beams is None or block.model is not model:
+                    self._prepare(block)
+            assert scanner.streams is not None
+            replaced = None if decision is None else decision.replaced_cells
+            beams = [block.beams for block in blocks if block.beams is not None]
+            _, echoes = finish_returns(beams, model, scanner.streams, self.index, replaced, cells=cells, out=returns)
+            self._slice_echoes.append(echoes)
+            if scanner.options.truth:  # the truth reads the returns before the body and the corrections
+                if self._truth_returns is None:
+                    self._truth_returns = empty_returns(*returns.valid.shape)
+                for name in Returns.__dataclass_fields__:
+                    getattr(self._truth_returns, name)[cells] = getattr(returns, name)[cells]
+        else:
+            block_cells = np.concatenate([block.cells for block in blocks])
+            windows = scanner.windows_for(self.index)
+            mine_returns = nearest_hit_returns(
+                Hits.joined([block.hits for block in blocks], np.arange(block_cells.size * scanner.sub_rays)),
+                self.pattern.sub_ray_weights,
+                np.where(windows.azimuth_inside, windows.near_m, np.inf)[block_cells],
+                windows.far_m[block_cells],
+                config.materials.reflectivity,
+                windows.separation_m,
+            )
+            for name in Returns.__dataclass_fields__:
+                getattr(returns, name)[block_cells] = getattr(mine_returns, name)
+        if table is not None and decision is not None:
+            from acres_lidar_ros.body.self_returns import merge_self_returns
+
+            merge_self_returns(table, returns, decision, copy=False)  # the scan's own arrays
+        corrected = emitter_corrections(_rows(returns, cells), self.pattern.cells, cells)
+        for name in Returns.__dataclass_fields__:
+            getattr(returns, name)[cells] = getattr(corrected, name)
+        assert self._points_so_far is not None
+        self._points_so_far[cells] = scanner.points_sensor(corrected.range_m, self.pattern, cells)
+        self.prepare_s += time.perf_counter() - t0
+
+    def _slices_truth(self) -> Any:
+        """The truth of a partial-output scan, over the whole scan (its slices' echoes together,
+        in cell order), as ``finish`` makes it for a whole scan."""
+        scanner = self.scanner
+        if self.echoes is None or self._truth_returns is None:
+            return None
+        truth = cell_truth(self.echoes, self._truth_returns, scanner.model_for(self.index))
+        table = scanner.applied_self_table
+        if table is not None:
+            from acres_lidar_ros.body.self_returns import merge_self_truth
+
+            truth = merge_self_truth(table, truth, self.self_decision(table), copy=False)
+        return replace(truth, points_sensor=scanner.points_sensor(truth.range_m[:, None], self.pattern)[:, 0])
+
     def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
-        beams); ``trace_covered`` and ``finish`` call it with the columns that are due."""
+        beams); ``trace_covered`` and ``finish`` call it with the columns that are due. With
+        partial output, one block per slice (a slice's beams are its blocks')."""
+        if self.slices is None:
+            self._trace_block(poses, np.asarray(columns), extrapolate, 0)
+            return
+        columns = np.asarray(columns)
+        part = self._slice_of_column[columns]
+        for position in np.unique(part):
+            self._trace_block(poses, columns[part == position], extrapolate, int(position))
+
+    def _trace_block(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool, position: int) -> None:
+        """``trace_columns`` of one block (of the slice ``position`` with partial output)."""
         scanner, config = self.scanner, self.scanner.config
         self._check_pattern()
         table = scanner.applied_self_table
@@ -240,7 +395,13 @@ class Sweep:
         self.trace_s += t2 - t1
         self.traced[columns] = True
         block = _Block(
-            columns, cells, origins, directions, hits, trace_key(config, scanner.options.foliage, scanner.options.seed)
+            columns,
+            cells,
+            origins,
+            directions,
+            hits,
+            trace_key(config, scanner.options.foliage, scanner.options.seed),
+            slice_position=position,
         )
         self._blocks.append(block)
         if scanner.options.radiometry:
@@ -306,8 +467,19 @@ class Sweep:
         )
 
 
-def emitter_corrections(returns: Returns, cells: FiringCells) -> Returns:
-    """The emitters' own corrections of a scan's returns (seed 004), in place where there are any.
+def _slots(scanner: Any) -> int:
+    """Return slots per beam: the model's (``returns_per_beam``), 1 without radiometry."""
+    return int(scanner.model.returns_per_beam) if scanner.options.radiometry else 1
+
+
+def _rows(returns: Returns, cells: np.ndarray) -> Returns:
+    """The returns of ``cells`` (copies)."""
+    return Returns(**{name: getattr(returns, name)[cells] for name in Returns.__dataclass_fields__})
+
+
+def emitter_corrections(returns: Returns, cells: FiringCells, at: np.ndarray | None = None) -> Returns:
+    """The emitters' own corrections of a scan's returns (seed 004), in place where there are any
+    (``at``: the returns are those of these cells only, one slice's).
 
     * An ROI state's emitter that does not fire at a tick (``cells.fires`` False) has no return.
     * ``distance_correction_m`` is subtracted from every range the emitter reports; a return whose
@@ -315,6 +487,8 @@ def emitter_corrections(returns: Returns, cells: FiringCells) -> Returns:
     """
     fires = cells.fires.reshape(-1)
     correction = cells.distance_correction_m.reshape(-1)
+    if at is not None:
+        fires, correction = fires[at], correction[at]
     if fires.all() and not correction.any():
         return returns
     valid = returns.valid & fires[:, None]

@@ -4,9 +4,9 @@
 of the farmyard; x east, y north. The ground (``farm_v2_ground``) is a 0.5 m terrain grid with
 relief at every scale; on it:
 
-* the farmyard (x -35..35, y -25..25): machine shed, barn, bale shed, house, workshop, grain bins
-  and a hopper bin, a fuel tank, a parked tractor, combine and grain cart, round and square bale
-  stacks, yard lights, and a paddock with a post-and-rail fence south of it;
+* the farmyard (x -35..35, y -25..25): machine shed, barn, bale shed, house with a garden fence,
+  workshop, grain bins and a hopper bin, a fuel tank, a parked tractor, combine and grain cart,
+  round and square bale stacks, yard lights, and a paddock with a post-and-rail fence south of it;
 * east of the yard the farm track (ruts) along y = 0, a fence line with posts between it and the
   open, furrowed field to the south (round bales on it), the corn field to the north;
 * the headland north along x = 90 with a three-row shelterbelt (shrubs and two rows of trees) to
@@ -115,15 +115,29 @@ def build_farm_v2(seed: int = 0) -> Scene:
     for k, (x, y, level) in enumerate([(-14.0 + 1.25 * i, -6.5, lv) for i in range(4) for lv in range(3)]):
         z = float(terrain.height_at(x, y)) + 0.9 * level
         b.add_box((x, y), (1.2, 2.4, 0.9), "other", material="grass", base_z_m=z, name=f"square_bale_{k}")
-    # Yard clutter: drums by the workshop, a pickup, a pallet stack, the house's hedge and garden fence.
+    # Yard clutter: drums by the workshop, a pickup, a pallet stack, the house's garden fences.
     for k, x in enumerate(np.arange(2.5, 6.0, 0.7)):
         b.add_cylinder((x, -10.0 - 0.4 * (k % 2)), 0.3, 0.9, "other", "metal_bin", segments=12, name=f"drum_{k}")
     pickup = parts_mesh([box_part([0.0, 0.0, 0.95], [5.3, 1.9, 0.9]), box_part([0.6, 0.0, 1.75], [1.9, 1.8, 0.7])])
     v, t = place(pickup, (-17.0, -4.6), 0.1, float(terrain.height_at(-17.0, -4.6)))
     b.add_mesh(v, t, "other", material="vehicle", name="pickup")
     b.add_box((3.0, 6.0), (1.2, 1.0, 1.6), "other", material="bark", name="pallet_stack")
-    for k, p in enumerate(_row(rng, (-35.0, -7.5), (-19.0, -7.5), (1.6, 2.2), 0.2)):
-        b.add_shrub(p, rng.uniform(1.4, 2.0), name=f"hedge_{k}")
+    # The garden's front: a close-boarded fence of stepped panels 1.4-2.0 m high between posts
+    # (not a hedge: 7 m from the tour's start, foliage there cost two more casts per ray it took).
+    posts = _row(rng, (-35.0, -7.5), (-19.0, -7.5), (1.6, 2.2), 0.2)
+    panel_h = rng.uniform(1.4, 2.0, len(posts))
+    for k, (a, c) in enumerate(zip(posts[:-1], posts[1:])):
+        mid, length = (a + c) / 2, float(np.linalg.norm(c - a))
+        yaw = float(np.arctan2(*(c - a)[::-1]))
+        b.add_box(mid, (length, 0.04, panel_h[k]), "other", yaw, "bark", name=f"garden_panel_{k}")
+    for k, p in enumerate(posts):
+        b.add_box(
+            p,
+            (0.1, 0.1, max(panel_h[max(k - 1, 0)], panel_h[min(k, len(posts) - 2)]) + 0.1),
+            "other",
+            material="bark",
+            name=f"garden_front_post_{k}",
+        )
     for k, p in enumerate(_row(rng, (-18.0, -7.5), (-18.0, -22.0), (2.2, 2.2), 0.0)):
         b.add_box(p, (0.1, 0.1, 1.1), "other", material="bark", name=f"garden_post_{k}")
 

@@ -77,3 +77,38 @@ def first_scan_at_or_after(t_ns: int, hz: float, stepped: bool = True) -> int:
     while scan_stamp_ns(k, hz, stepped) < t_ns:
         k += 1
     return k
+
+
+def column_slices(column_offset_s: np.ndarray, count: int, period_s: float) -> list[tuple[int, np.ndarray]]:
+    """The slices of partial output (seed 004 ``partialOutputs``): the sweep ``[S - T, S)`` cut
+    into ``count`` equal parts; slice ``k`` holds the columns whose first firing time falls in
+    ``[S - T + k T / count, S - T + (k + 1) T / count)``. A column at or after the stamp (instant
+    mode, or no motion distortion: all of them) is in the last slice, one before ``S - T`` in the
+    first.
+
+    Parameters
+    ----------
+    column_offset_s : (N_c,) float64
+        Each column's first firing time minus the stamp, s.
+    count : int >= 1
+    period_s : float
+        ``T``.
+
+    Returns
+    -------
+    list of (k, columns) for the slices that hold a column, in slice order; ``columns`` (n,)
+    int64 in firing order (the column number breaks a tie). Every column is in exactly one.
+    """
+    period_ns = int(round(period_s * 1e9))
+    offset_ns = np.rint(np.asarray(column_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
+    part = np.clip(((offset_ns + period_ns) * count) // period_ns, 0, count - 1)
+    order = np.lexsort((np.arange(part.size), offset_ns, part))  # by slice, then firing time
+    bounds = np.searchsorted(part[order], np.arange(count + 1))
+    return [(k, order[bounds[k] : bounds[k + 1]]) for k in range(count) if bounds[k + 1] > bounds[k]]
+
+
+def slice_span_ns(k: int, count: int, stamp_ns: int, period_s: float) -> tuple[int, int]:
+    """``[start, end)`` of slice ``k`` of ``count`` of the sweep ending at ``stamp_ns``, ns."""
+    period_ns = int(round(period_s * 1e9))
+    sweep_start_ns = int(stamp_ns) - period_ns
+    return sweep_start_ns + (k * period_ns) // count, sweep_start_ns + ((k + 1) * period_ns) // count

@@ -22,9 +22,10 @@ at 500 m from it); ranges are float64 from there on.
 
 Three Embree scenes: all triangles plus one box per crop patch (the first cast of every ray),
 the triangles alone (re-cast of the few rays whose first hit is a crop box) and the crop boxes
-alone (the walk from patch to patch). Between casts, the bookkeeping of the sub-rays (crop
-walk, proxy exits, continuation, ground rules, writing the hits) is compiled, one pass per cast
-(``trace_kernel``); its work arrays are kept per thread and reused.
+alone (the walk from patch to patch where it leaves a field or its neighbour patch is not
+clearly next, ``crop_walk``). Between casts, the bookkeeping of the sub-rays (crop walk, proxy
+exits, continuation, ground rules, writing the hits) is compiled, one pass per cast
+(``trace_kernel``, ``crop_walk``); its work arrays are kept per thread and reused.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from acres_lidar_ros.scene.grids import NO_POLYGON
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
 from acres_lidar_ros.tracing import trace_kernel as kernel
+from acres_lidar_ros.tracing.crop_walk import crop_links, crop_walk
 from acres_lidar_ros.tracing.hits import Hits
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
@@ -54,7 +56,7 @@ EXIT_STEP_M = 1e-3  # restart distance behind the surface a ray leaves (proxy ex
 CROP_BOX_SHRINK_M = 1e-3
 CAST_PIECE_RAYS = 16384  # most rays per cast_rays call (see Tracer._cast_rays)
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
-_MAX_CROP_ROUNDS = 256  # bound of the patch-to-patch crop walk per round
+_MAX_CROP_PATCHES = 256  # bound of the patch-to-patch crop walk of a sub-ray per round
 _CPU = o3d.core.Device("CPU:0")  # where the Embree scenes and their tensors live
 
 _GROUND = CLASS_ID["ground"]
@@ -131,6 +133,16 @@ class Tracer:
             tuple(values for values, _ in grids),
             np.stack([numbers for _, numbers in grids]),
         )
+        # After the per-call range limits and the local origin: the crop walk's neighbour steps.
+        self._crop_links = crop_links(
+            crops.centre_xy_m,
+            crops.yaw_rad,
+            crops.instance,
+            CROP_PATCH_SIZE_M,
+            crops.cell_base_z_m,
+            crops.cell_top_z_m,
+            float(self.local_origin_m[2]),
+        )
         self._params = (
             self._miss,
             self._first_box,
@@ -160,9 +172,9 @@ class Tracer:
     def _buffers(self, n: int) -> tuple:
         """Work arrays of a trace of ``n`` sub-rays, kept per thread and reused by later calls.
 
-        ``(state, rays, rows, next_rows, fresh, listed, walk, done)``: ``state`` as in
-        ``trace_kernel`` (float64 / int64 / float32 / bool per sub-ray), ``rays`` (n, 6) float32
-        and six int64 lists of sub-rays. Their contents do not carry over between calls
+        ``(state, rays, rows, next_rows, fresh, listed, walk, done, walked)``: ``state`` as in
+        ``trace_kernel`` (float64 / int64 / float32 / bool per sub-ray), ``rays`` (n, 6) float32,
+        six int64 lists of sub-rays and the crop walk's patch count per sub-ray. Their contents do not carry over between calls
         (``round_rays`` resets what is read before it is written).
         """
         buf = getattr(self._local, "buffers", None)
@@ -170,7 +182,7 @@ class Tracer:
             f8, i8 = np.float64, np.int64
             dtypes = (f8, f8, i8, np.float32, f8, i8, f8, i8, f8, f8, f8, i8, f8, i8, np.float32, i8, bool, i8, bool)
             state = tuple(np.empty(n, dtype) for dtype in dtypes)
-            buf = (state, np.empty((n, 6), np.float32), *(np.empty(n, i8) for _ in range(6)))
+            buf = (state, np.empty((n, 6), np.float32), *(np.empty(n, i8) for _ in range(7)))
             self._local.buffers = buf
         return buf
 
@@ -296,7 +308,7 @@ class Tracer:
             limit = np.minimum(max_range_m, box_t)
         else:
             limit = np.array([float(max_range_m)])
-        tables = self._tables + (limit, np.nextafter(limit, np.inf), self.local_origin_m)
+        tables = self._tables + (limit, np.nextafter(limit, np.inf), self.local_origin_m) + self._crop_links
         shared = self._params if start_m == START_M else self._params[:3] + (start_m,) + self._params[4:]
         params = (k, bool(foliage_solid), 1 if boxes else 0, float(continue_step_m), float(pond_threshold_m), *shared)
         out = (
@@ -309,7 +321,7 @@ class Tracer:
             hits.wetness,
             hits.pond_depth_m,
         )
-        state, rays, rows, next_rows, fresh, listed, walk, done = self._buffers(n)
+        state, rays, rows, next_rows, fresh, listed, walk, done, walked = self._buffers(n)
         n_rows = n
         for round_index in range(_MAX_ROUNDS):
             # One cast of every active sub-ray (a cached triangle hit behind a crop hit spares it),
@@ -338,14 +350,15 @@ class Tracer:
                     w = kernel.triangle_cast_results(listed, r, t_hit, ids, normals, d, state, params, walk, w)
             if w:
                 no_hit = np.zeros(0, np.float32)
-                w, nd = kernel.crop_walk(
-                    walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params, rays, done, nd
+                bounds = (walked, _MAX_CROP_PATCHES, CROP_BOX_SHRINK_M)
+                w, nd = crop_walk(
+                    walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params, rays, done, nd, *bounds
                 )
-                for _ in range(_MAX_CROP_ROUNDS - 1):
+                for _ in range(_MAX_CROP_PATCHES - 1):
                     if not w:
                         break
                     t_hit, ids, _ = self._cast_rays(self._crop_rc, rays[:w])
-                    w, nd = kernel.crop_walk(walk, w, False, t_hit, ids, ol, d, state, tables, params, rays, done, nd)
+                    w, nd = crop_walk(walk, w, False, t_hit, ids, ol, d, state, tables, params, rays, done, nd, *bounds)
                 done[nd : nd + w] = walk[:w]  # the walk's bound: no crop hit
                 nd += w
             n_rows = kernel.finish(done, nd, ol, d, state, tables, params, out, next_rows)

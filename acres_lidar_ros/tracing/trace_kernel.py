@@ -4,8 +4,8 @@ casts, one loop over the sub-rays of each cast (numba).
 A call of ``Tracer.trace`` runs rounds. A round casts every active sub-ray once from its start
 ``s`` (``round_rays`` writes the rays, ``first_cast_results`` takes the hits); those whose first
 primitive was a crop box are cast again against the triangles alone (``triangle_cast_results``)
-and walk the crop patches in front of the triangle (``crop_walk``, with casts against the crop
-boxes between patches); then ``finish`` records each sub-ray's hit and lists the sub-rays that go
+and walk the crop patches in front of the triangle (``crop_walk.crop_walk``, stepping to neighbour
+patches or casting against the crop boxes between patches); then ``finish`` records each sub-ray's hit and lists the sub-rays that go
 on in the next round.
 
 Each pass does, per sub-ray, exactly the float64 / float32 arithmetic of the numpy formulation
@@ -27,7 +27,8 @@ Argument groups (tuples, built by ``trace.Tracer``):
     class ``is_foliage``; per crop patch ``class, material, instance``; the crop geometry ``xs, ys,
     centre, cos, sin, base, top``; the ground grids ``(cover, polygon, pond, soil_wetness)``
     padded values and their ``(4, 5)`` index numbers; the range ``limit`` and ``limit_next``
-    (``nextafter(limit, inf)``), per sub-ray or one value; the tracer's ``local_origin`` (3,).
+    (``nextafter(limit, inf)``), per sub-ray or one value; the tracer's ``local_origin`` (3,); the
+    crop walk's ``neighbour`` (p, 4) and box ``lo_z, hi_z`` (``crop_walk.crop_links``).
 ``params``
     Numbers: ``k, foliage_solid, per_ray_limit, continue_step_m, pond_threshold_m, miss,
     first_box, last_crop_prim, start_m, crop_step_m, exit_step_m, crop_cos, ground_class,
@@ -273,122 +274,6 @@ def triangle_cast_results(
     return w
 
 
-# --- crop walk --------------------------------------------------------------------------------
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def crop_walk(
-    walk: np.ndarray,
-    w: int,
-    start_walk: bool,
-    t_hit: np.ndarray,
-    prim_ids: np.ndarray,
-    ol: np.ndarray,
-    d: np.ndarray,
-    state: tuple,
-    tables: tuple,
-    params: tuple,
-    rays: np.ndarray,
-    done: np.ndarray,
-    nd: int,
-) -> tuple[int, int]:
-    """Walk one crop patch of each sub-ray ``walk[:w]``.
-
-    ``start_walk``: the sub-rays start their walk; their first box is a crop box before the
-    triangle ``t`` (``first_t``, ``first_patch``); the walk ends at the triangle or just past the
-    range limit. Otherwise ``t_hit``, ``prim_ids`` are the cast against the crop boxes that finds
-    each one's next patch. In a patch, the first step point at or after ``walk_from`` that lies
-    in a cell is the hit (``crop_t``, ``crop_patch``); a sub-ray that leaves the patch without
-    one is written to ``rays`` (a cast from just behind the exit) and kept in ``walk``; the
-    others are done (appended to ``done``). Returns ``(kept, nd)``.
-    """
-    (s, t, _p, _c, first_t, first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch) = state[:12]
-    xs, ys, patch_centre, patch_cos, patch_sin, patch_base, patch_top = tables[8:15]
-    limit_next = tables[18]
-    per_ray_limit = params[2]
-    last_prim = params[7]
-    start_m, step_m, exit_step_m = params[8], params[9], params[10]
-    size_x = xs[-1]
-    size_y = ys[-1]
-    kept = 0
-    for i in range(w):
-        g = walk[i]
-        if start_walk:
-            walk_end[g] = min(t[g], limit_next[g * per_ray_limit])
-            walk_from[g] = s[g]
-            walk_t_e[g] = first_t[g]
-            walk_patch[g] = first_patch[g]
-        else:
-            walk_t_e[g] = (walk_from[g] + exit_step_m) + np.float64(t_hit[i])
-            walk_patch[g] = np.int64(min(prim_ids[i], last_prim)) // 12
-        end = walk_end[g]
-        t_e = walk_t_e[g]
-        go_on = False
-        if t_e < end:
-            patch = walk_patch[g]
-            wf = walk_from[g]
-            # The ray in the patch frame: x along the 1.52 m side from the patch corner.
-            rel0 = ol[g, 0] - patch_centre[patch, 0]
-            rel1 = ol[g, 1] - patch_centre[patch, 1]
-            rel2 = ol[g, 2] - patch_centre[patch, 2]
-            c = patch_cos[patch]
-            sn = patch_sin[patch]
-            px = c * rel0 + sn * rel1 + size_x / 2
-            py = -sn * rel0 + c * rel1 + size_y / 2
-            qx = c * d[g, 0] + sn * d[g, 1]
-            qy = -sn * d[g, 0] + c * d[g, 1]
-            inv_x = 1.0 / qx
-            inv_y = 1.0 / qy
-            inv_z = 1.0 / d[g, 2]
-            x_lo, x_hi = _slabs4(px, inv_x, xs[0], xs[1], xs[2], xs[3], xs[4])
-            best = np.inf
-            for iy in range(4):
-                t1 = (ys[iy] - py) * inv_y
-                t2 = (ys[iy + 1] - py) * inv_y
-                y_lo = _fmin(t1, t2)
-                y_hi = _fmax(t1, t2)
-                for ix in range(4):
-                    xy_lo = _maximum(x_lo[ix], y_lo)
-                    xy_hi = _minimum(x_hi[ix], y_hi)
-                    if xy_lo > xy_hi or xy_hi < wf:
-                        continue  # the ray misses the cell's column from wf on (hi < lo below)
-                    t_top = (patch_top[patch, iy, ix] - rel2) * inv_z
-                    t_base = (patch_base[patch, iy, ix] - rel2) * inv_z
-                    lo = _maximum(_maximum(xy_lo, _fmin(t_top, t_base)), wf)
-                    hi = _minimum(xy_hi, _fmax(t_top, t_base))
-                    if hi >= lo:  # the ray crosses the cell: its first step point in it
-                        gp = start_m + np.ceil((lo - start_m) / step_m) * step_m
-                        if gp <= hi and gp < best:
-                            best = gp
-            if best < end:
-                crop_t[g] = best
-                crop_patch[g] = patch
-            else:
-                # No step point in this patch: go on from where the ray leaves its box (the
-                # highest cell top or lowest base along z; np.max over the cells: a NaN wins).
-                z_max = np.nan
-                for iy in range(4):
-                    for ix in range(4):
-                        t_top = (patch_top[patch, iy, ix] - rel2) * inv_z
-                        t_base = (patch_base[patch, iy, ix] - rel2) * inv_z
-                        z_hi = _fmax(t_top, t_base)
-                        z_max = z_hi if (iy == 0 and ix == 0) else _maximum(z_max, z_hi)
-                bx = _fmax((0.0 - px) * inv_x, (size_x - px) * inv_x)
-                by = _fmax((0.0 - py) * inv_y, (size_y - py) * inv_y)
-                box_hi = _minimum(_minimum(bx, by), z_max)
-                exit_t = _maximum(_maximum(box_hi, wf), t_e)
-                if exit_t < end:
-                    walk_from[g] = exit_t
-                    _write_ray(rays, kept, ol, d, g, exit_t + exit_step_m)
-                    walk[kept] = g
-                    kept += 1
-                    go_on = True
-        if not go_on:
-            done[nd] = g
-            nd += 1
-    return kept, nd
-
-
 # --- recording the hits -----------------------------------------------------------------------
 
 
@@ -455,6 +340,9 @@ def finish(
         limit,
         _limit_next,
         local_origin,
+        _neighbour,
+        _box_lo_z,
+        _box_hi_z,
     ) = tables
     (
         k,
