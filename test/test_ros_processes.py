@@ -105,7 +105,7 @@ def session():
     # A file, not a pipe: a pipe nobody reads would block the node once it fills.
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
-            [str(script), "--ros-args", "-p", "use_sim_time:=true", "-p", "self_returns:=false"],
+            [str(script), "--ros-args", "-p", "use_sim_time:=true", "-p", "lidar.self_returns:=''"],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=dict(os.environ),
@@ -210,16 +210,24 @@ def test_sigint_ends_the_node_with_exit_code_0(session):
 
 def test_with_tf2_ros_the_node_takes_its_mount_from_tf():
     """Runs in a ROS 2 install (tf2_ros is not among the PyPI wheels): a static TF
-    base_footprint -> lidar that differs from the sensors file replaces its mount."""
+    base_footprint -> lidar that differs from the sensors file replaces its mount. In a context of
+    its own: the module's session may still hold the default one."""
     tf2_ros = pytest.importorskip("tf2_ros", reason="tf2_ros is not installed (not among the ROS 2 PyPI wheels)")
     from geometry_msgs.msg import TransformStamped
+    from rclpy.executors import SingleThreadedExecutor
 
     from acres_lidar_ros.ros.node import LidarNode
 
-    rclpy.init()
+    context = rclpy.Context()
+    rclpy.init(context=context)
     try:
-        node = LidarNode(parameter_overrides=[Parameter("self_returns", Parameter.Type.BOOL, False)])
-        helper = rclpy.create_node("acres_lidar_test_static_tf")
+        node = LidarNode(
+            context=context, parameter_overrides=[Parameter("lidar.self_returns", Parameter.Type.STRING, "")]
+        )
+        helper = rclpy.create_node("acres_lidar_test_static_tf", context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        executor.add_node(helper)
         broadcaster = tf2_ros.StaticTransformBroadcaster(helper)
         mount = TransformStamped()
         mount.header.frame_id, mount.child_frame_id = "base_footprint", "lidar"
@@ -229,14 +237,14 @@ def test_with_tf2_ros_the_node_takes_its_mount_from_tf():
         try:
             deadline = time.monotonic() + 20.0
             while not node._mount_from_tf and time.monotonic() < deadline:
-                rclpy.spin_once(helper, timeout_sec=0.01)
-                rclpy.spin_once(node, timeout_sec=0.01)
+                executor.spin_once(timeout_sec=0.01)
                 node._resolve_mount()
             assert node._mount_from_tf
             assert list(node.config.position_flu_m) == pytest.approx([1.5, 0.0, 1.8])
         finally:
+            executor.shutdown()
             node.close()
             node.destroy_node()
             helper.destroy_node()
     finally:
-        rclpy.try_shutdown()
+        rclpy.try_shutdown(context=context)

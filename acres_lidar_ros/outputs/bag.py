@@ -30,7 +30,7 @@ import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -47,6 +47,8 @@ TF_STATIC_TOPIC = "/tf_static"
 ODOM_TOPIC = "/odom"
 CLOCK_TOPIC = "/clock"
 
+#: metadata.yaml version: ROS 2 Jazzy's rosbag2 writes 9 (test_ros_tf_bag.py checks it against ``ros2 bag record``).
+METADATA_VERSION: Final = 9
 # RMW_DURATION_INFINITE as rosbag2 writes it in offered_qos_profiles.
 _INFINITE = {"sec": 9_223_372_036, "nsec": 854_775_807}
 
@@ -152,7 +154,7 @@ class BagWriter:
         from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 
         refuse_existing(self.path)
-        writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
+        writer = Writer(self.path, version=METADATA_VERSION, storage_plugin=StoragePlugin.MCAP)
         try:
             writer.open()
         except (WriterError, OSError) as error:
