@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
@@ -43,3 +43,13 @@ def map_parts(run: Callable[[int, int], _T], bounds: np.ndarray) -> list[_T]:
     if bounds.size <= 2:
         return [run(int(bounds[0]), int(bounds[-1]))]
     return list(_pool().map(run, [int(b) for b in bounds[:-1]], [int(b) for b in bounds[1:]]))
+
+
+def in_background(run: Callable[..., _T], *args: object) -> Future[_T]:
+    """``run(*args)`` in one of the pool's threads while the caller goes on (for compiled passes
+    that release the GIL); on one core it runs here, before this returns."""
+    if PARTS < 2:
+        done: Future[_T] = Future()
+        done.set_result(run(*args))
+        return done
+    return _pool().submit(run, *args)

@@ -123,6 +123,13 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     ValueError
         When the echoes were formed without ``model.truth`` (they hold no truth).
     """
+    return truth_of_primary_slots(scan_echoes, returns.primary_index(), model)
+
+
+def truth_of_primary_slots(scan_echoes: ScanEchoes, primary_slot: np.ndarray, model: BeamModel) -> CellTruth:
+    """``cell_truth`` from the returns' primary slots alone (``Returns.primary_index``), which is
+    all it reads of them: the returns may change meanwhile (the scanner merges the body into them
+    while this runs in a thread)."""
     t = scan_echoes.truth
     if t is None:
         raise ValueError("the scan's echoes hold no truth: build the BeamModel with truth=True")
@@ -130,7 +137,7 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     none = np.zeros(0, np.bool_)
     range_m, incidence, class_id, material_id, instance, signal, reason = _cell_truth(
         t.return_echo,
-        returns.primary_index(),
+        primary_slot,
         none if t.unformed is None else t.unformed,
         echoes.cell,
         echoes.range_m,

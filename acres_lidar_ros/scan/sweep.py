@@ -12,12 +12,13 @@ import numpy as np
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.config.limits import trace_key
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.cores import in_background
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns, join_scan_echoes
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
-from acres_lidar_ros.radiometry.truth import cell_truth
+from acres_lidar_ros.radiometry.truth import cell_truth, truth_of_primary_slots
 from acres_lidar_ros.scan.model import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
@@ -204,26 +205,49 @@ class Sweep:
             truth = self._slices_truth() if options.truth else None
             return self._scan(self._returns_so_far, self._points_so_far, truth, t2, time.perf_counter())
         returns = self._returns()
-        truth = (
-            cell_truth(self.echoes, returns, scanner.model_for(self.index)) if options.truth and self.echoes else None
-        )
         table = scanner.applied_self_table
+        truth_job = None
+        if options.truth and self.echoes:
+            # The truth (its own arrays) forms on the other core while the body and the points
+            # go into the returns here; it reads only their primary slots, taken now.
+            decision = None if table is None else self.self_decision(table)
+            args = (self.echoes, returns.primary_index(), scanner.model_for(self.index), table, decision)
+            truth_job = in_background(self._whole_truth, *args)
         if table is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_returns, merge_self_truth
+            from acres_lidar_ros.body.self_returns import merge_self_returns
 
-            if truth is not None:
-                truth = merge_self_truth(table, truth, self.self_decision(table), copy=False)  # just made
             # The returns were just made for this scan and nothing else holds them: merge in place.
             returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
-        if truth is not None:
-            truth = replace(truth, points_sensor=scanner.points_sensor(truth.range_m[:, None], self.pattern)[:, 0])
         returns = emitter_corrections(returns, self.pattern.cells)
         t3 = time.perf_counter()
         points = scanner.points_sensor(returns.range_m, self.pattern)
-        return self._scan(returns, points, truth, t2, t3)
+        waited = time.perf_counter()
+        truth = None if truth_job is None else truth_job.result()
+        return self._scan(returns, points, truth, t2, t3, time.perf_counter() - waited)
 
-    def _scan(self, returns: Returns, points: np.ndarray, truth: Any, t2: float, t3: float) -> Scan:
-        """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set)."""
+    def _whole_truth(
+        self,
+        echoes: ScanEchoes,
+        primary_slot: np.ndarray,
+        model: BeamModel,
+        table: SelfReturnTable | None,
+        decision: SelfDecision | None,
+    ) -> Any:
+        """The cell truth of a whole scan from its echoes and its returns' primary slots, the
+        body's ``decision`` merged in and the noise-free points formed (reads nothing else that
+        changes meanwhile)."""
+        truth = truth_of_primary_slots(echoes, primary_slot, model)
+        if table is not None and decision is not None:
+            from acres_lidar_ros.body.self_returns import merge_self_truth
+
+            truth = merge_self_truth(table, truth, decision, copy=False)  # just made
+        return replace(truth, points_sensor=self.scanner.points_sensor(truth.range_m[:, None], self.pattern)[:, 0])
+
+    def _scan(
+        self, returns: Returns, points: np.ndarray, truth: Any, t2: float, t3: float, truth_wait_s: float = 0.0
+    ) -> Scan:
+        """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set);
+        ``truth_wait_s``: the time waited for the truth after the points, counted in ``returns_ms``."""
         scanner = self.scanner
         config, options = scanner.config, scanner.options
         t4 = time.perf_counter()
@@ -231,8 +255,8 @@ class Sweep:
         self.timings_ms = {
             "rays_ms": self.rays_s * 1e3,
             "trace_ms": self.trace_s * 1e3,
-            "returns_ms": (t3 - t2 + self.prepare_s) * 1e3,
-            "points_ms": (t4 - t3) * 1e3,
+            "returns_ms": (t3 - t2 + truth_wait_s + self.prepare_s) * 1e3,
+            "points_ms": (t4 - t3 - truth_wait_s) * 1e3,
         }
         return Scan(
             index=self.index,
