@@ -313,16 +313,37 @@ def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDec
         )
     arrays = {f.name: getattr(truth, f.name) for f in dataclass_fields(CellTruth)}
     out = replace(truth, **{k: a.copy() for k, a in arrays.items() if a is not None}) if copy else truth
-    body = decision.body_cells
-    out.range_m[body] = np.maximum(SELF_MIN_RANGE_M, table.range_m[body])
-    out.incidence_rad[body] = np.nan
-    out.signal_counts[body] = np.nan
-    out.class_id[body] = SELF_CLASS_ID
-    out.material_id[body] = SELF_MATERIAL_ID
-    out.instance[body] = BODY_INSTANCE
-    out.reason[decision.blocked] = BLOCKED_BY_BODY
-    out.reason[body] = RETURNED
+    _merge_truth(
+        np.asarray(decision.body_cells, dtype=np.int64),
+        np.asarray(decision.blocked, dtype=np.bool_),
+        table.range_m,
+        out.range_m,
+        out.incidence_rad,
+        out.signal_counts,
+        out.class_id,
+        out.material_id,
+        out.instance,
+        out.reason,
+    )
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_truth(
+    body_cells, blocked, table_range_m, range_m, incidence, signal, class_id, material_id, instance, reason
+):
+    """``merge_self_truth``'s changes, in place: the blocked cells' reason, then the body cells'."""
+    for c in range(blocked.shape[0]):
+        if blocked[c]:
+            reason[c] = BLOCKED_BY_BODY
+    for c in body_cells:
+        range_m[c] = max(SELF_MIN_RANGE_M, table_range_m[c])
+        incidence[c] = np.nan
+        signal[c] = np.nan
+        class_id[c] = SELF_CLASS_ID
+        material_id[c] = SELF_MATERIAL_ID
+        instance[c] = BODY_INSTANCE
+        reason[c] = RETURNED
 
 
 class SelfReturnResult(NamedTuple):

@@ -194,7 +194,6 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
         )
     shaped = as_shaped(scan)
     dtype = point_dtype(point_type, shaped.coordinates)
-    cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
     if point_type == "XYZIRT_labels":
         # One compiled pass into XYZIRT_LABELS records; the spherical twin has the same bytes.
         returns = shaped.returns
@@ -208,11 +207,13 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
             returns.instance,
             _primary(shaped),
             np.asarray(shaped.ring_rank, dtype=np.uint16),
-            np.ascontiguousarray(cell_time_s.reshape(-1)),
+            np.ascontiguousarray(np.asarray(shaped.time_offset_s, dtype=np.float64).reshape(-1)),
+            shaped.stamp_ns * 1e-9,
             shaped.rings,
             np.uint32(NO_INSTANCE),
         )
         return labelled.view(dtype).reshape(shaped.columns, shaped.rings)
+    cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
     # The three coordinates and intensity as one contiguous float32 block: XYZI is exactly its view.
     xyzi = _primary_xyzi(_coordinates(shaped), shaped.returns.valid, shaped.returns.intensity, _primary(shaped))
     if point_type == "XYZI":
@@ -401,12 +402,15 @@ def all_returns(scan: Scan | ShapedScan, labels: bool = False) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_labelled(out, points, valid, intensity, class_id, instance, primary, ring_rank, cell_time_s, rings, none):
+def _fill_labelled(
+    out, points, valid, intensity, class_id, instance, primary, ring_rank, time_offset_s, stamp_s, rings, none
+):
     """``XYZIRT_LABELS`` records of each beam's primary return in one pass (field by field numpy
-    assignment into the packed records cost seven times as much): the ``XYZIRT`` values of
-    ``organised_cloud`` plus class and instance; NaN coordinates, intensity 0, class 0 and
-    ``none`` for a beam without a return. ``points`` (n, R, 3) fill the three coordinate fields
-    (x, y, z, or the spherical twin's azimuth, elevation, range)."""
+    assignment into the packed records cost seven times as much): the ``XYZIRT``
+    values of ``organised_cloud`` (timestamp ``stamp_s + time_offset_s``) plus class and
+    instance; NaN coordinates, intensity 0, class 0 and ``none`` for a beam without a return.
+    ``points`` (n, R, 3) fill the three coordinate fields (x, y, z, or the spherical twin's
+    azimuth, elevation, range)."""
     for i in range(primary.size):
         j = primary[i]
         rec = out[i]
@@ -425,7 +429,7 @@ def _fill_labelled(out, points, valid, intensity, class_id, instance, primary, r
             rec["class"] = 0
             rec.instance = none
         rec.ring = ring_rank[i % rings]
-        rec.timestamp = cell_time_s[i]
+        rec.timestamp = stamp_s + time_offset_s[i]
 
 
 @numba.njit(cache=True, nogil=True)

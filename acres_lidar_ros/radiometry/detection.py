@@ -112,12 +112,16 @@ class EchoTruth:
         The signal test with the same draws in clear air (``alpha = 0``); None in clear air.
     return_echo : (n_beams, R) int64
         The echo of each return slot (-1 for an empty slot).
+    unformed : (n_beams,) bool or None
+        The cells whose echoes were not formed (``finish_returns``' ``replaced_cells``: NaN
+        ``S``, never detected); None for none.
     """
 
     echoes: Echoes
     signal_detected: np.ndarray
     clear_air_detected: np.ndarray | None
     return_echo: np.ndarray
+    unformed: np.ndarray | None = None
 
 
 def finish_returns(
@@ -146,8 +150,9 @@ def finish_returns(
         Cells whose returns the body replaces (``self_returns.SelfDecision.replaced_cells``):
         their echoes still take their noise pairs (the stream stays where it would be), but
         their signal is not formed and they are not detected (NaN ``S`` and ``S'``, no returns),
-        since the merge of the body empties them anyway. Ignored with ``model.truth`` (the truth
-        output reads every echo's signal).
+        since the merge of the body empties them anyway. With ``model.truth`` pass only the cells
+        with a body return (``SelfDecision.body_cells``), whose truth the body gives whole: a
+        blocked cell's truth keeps the echo the body hid (its range, ``S`` and labels).
     cells : (n,) int64, optional
         The beams of one slice (partial output): the clutter slabs and the noise pairs of these
         beams alone are drawn, in the ring-major sequence restricted to them (docs/outputs.md,
@@ -192,7 +197,7 @@ def finish_returns(
     else:
         echoes, signals = _blocks_echoes(blocks)
     skip = None
-    if replaced_cells is not None and not model.truth:
+    if replaced_cells is not None:
         skip = np.zeros(n_beams, np.bool_)
         skip[np.asarray(replaced_cells, dtype=np.int64)] = True
     return detect(echoes, model, streams, index, skip, out, signals)
@@ -366,9 +371,11 @@ def detect(
     detected = seen & (outside == 0)
     truth = None
     if model.truth:  # the truth output's hook: what the passes decided, and the clear-air test
-        n2 = n2_drawn[draw] if model.noise else None
-        clear_air = _clear_air_seen(echoes, model, n1_drawn[draw] if model.noise else None, clear, n2)
-        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64))
+        clear_air = None
+        if model.atmosphere.alpha_per_m > 0.0:  # the clear-air test needs each echo's draws
+            n1, n2 = (n1_drawn[draw], n2_drawn[draw]) if model.noise else (None, None)
+            clear_air = _clear_air_seen(echoes, model, n1, clear, n2)
+        truth = EchoTruth(echoes, seen, clear_air, np.full((n_beams, slots), -1, np.int64), skip)
     scan_echoes = ScanEchoes(index, echoes.cell, echoes.range_m, signal, measured, detected, outside, truth)
     out = empty_returns(n_beams, slots) if out is None else out
     det, lit_start, lit_beams, d_n = _detected_runs(detected, echoes.cell)
@@ -562,11 +569,13 @@ def join_scan_echoes(parts: list[ScanEchoes], index: int) -> ScanEchoes:
             return_echo[slot] = new_place[t.return_echo[slot] + first]
             first += t.echoes.cell.size
         clear = [t.clear_air_detected for t in truths]
+        unformed = [t.unformed for t in truths if t.unformed is not None]  # each slice marks its own cells
         truth = EchoTruth(
             Echoes.concatenate([t.echoes for t in truths]),
             np.concatenate([t.signal_detected for t in truths])[order],
             None if any(c is None for c in clear) else np.concatenate(clear)[order],  # type: ignore[arg-type]
             return_echo,
+            np.logical_or.reduce(unformed) if unformed else None,
         )
     return ScanEchoes(
         index,

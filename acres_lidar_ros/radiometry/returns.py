@@ -74,6 +74,8 @@ class Returns:
         The strongest return, or the first when no return of the beam has the strongest flag
         (spec "Organised Cloud"). Beams without a return give 0 (check ``valid``).
         """
+        if self.valid.shape[1] == 1:  # one slot: it is the primary one
+            return np.zeros(self.valid.shape[0], np.int64)
         strongest = self.valid & ((self.return_flags & FLAG_STRONGEST) != 0)
         has_strongest = strongest.any(axis=1)
         return np.where(has_strongest, strongest.argmax(axis=1), 0)

@@ -8,7 +8,9 @@ Each cell ``c N_r + r`` gets one **deciding echo**:
 * a cell with a return: the echo of the return the organised cloud carries (the strongest, else
   the first: ``Returns.primary_index``);
 * a cell without one: of its echoes from surfaces (clutter slabs of rain and fog are not
-  surfaces), the one with the largest mean signal ``S``; none when it has no such echo.
+  surfaces), the one with the largest mean signal ``S``; none when it has no such echo, or when
+  its echoes were not formed (``EchoTruth.unformed``: a cell the body returns from, whose truth
+  ``merge_self_truth`` gives whole).
 
 and a reason code (``REASON_NAMES``). The rules in the order they are tried, the first that holds
 giving the code:
@@ -124,59 +126,36 @@ def cell_truth(scan_echoes: ScanEchoes, returns: Returns, model: BeamModel) -> C
     t = scan_echoes.truth
     if t is None:
         raise ValueError("the scan's echoes hold no truth: build the BeamModel with truth=True")
-    n = model.beams
     echoes = t.echoes
-    cell = echoes.cell
-
-    # The deciding echo of each cell.
-    primary = np.full(n, -1, np.int64)
-    lit = np.flatnonzero(returns.valid.any(axis=1))
-    primary[lit] = t.return_echo[lit, returns.primary_index()[lit]]
-    deciding = _deciding_echoes(cell, echoes.class_id, scan_echoes.signal_counts, primary, PRECIPITATION_CLASS)
-
-    no_cos = np.full(cell.size, np.nan)
-    cos = no_cos if echoes.cos_incidence is None else echoes.cos_incidence
-    clear_air = np.zeros(cell.size, np.bool_) if t.clear_air_detected is None else t.clear_air_detected
-    range_m, incidence, class_id, material_id, instance, signal, reason = _cell_fields(
-        deciding,
-        primary >= 0,
+    none = np.zeros(0, np.bool_)
+    range_m, incidence, class_id, material_id, instance, signal, reason = _cell_truth(
+        t.return_echo,
+        returns.primary_index(),
+        none if t.unformed is None else t.unformed,
+        echoes.cell,
         echoes.range_m,
-        cos,
+        np.full(echoes.cell.size, np.nan) if echoes.cos_incidence is None else echoes.cos_incidence,
         echoes.class_id,
         echoes.material_id,
         echoes.instance,
         scan_echoes.signal_counts,
-        clear_air,
+        none if t.clear_air_detected is None else t.clear_air_detected,
         scan_echoes.outside_window,
-        model.config.min_range_m,
-        model.config.range_m,
+        float(model.config.min_range_m),
+        float(model.config.range_m),
+        PRECIPITATION_CLASS,
     )
     spec_model = model.config.radiometry.detection_model != "reflectance_limit"
-    threshold = np.full(n, model.detection_threshold_counts if spec_model else np.nan)
+    threshold = np.full(model.beams, model.detection_threshold_counts if spec_model else np.nan)
     return CellTruth(range_m, incidence, class_id, material_id, instance, signal, threshold, reason)
 
 
 @numba.njit(cache=True, nogil=True)
-def _deciding_echoes(cell, class_id, signal_counts, primary, precipitation):
-    """Per cell, its deciding echo in one pass over the echoes (cell order): ``primary`` (the
-    returned echo, -1 where none), else its non-clutter echo of the largest ``S`` (the first on
-    a tie), else -1."""
-    deciding = primary.copy()
-    best = np.empty(primary.shape[0])
-    for i in range(cell.shape[0]):
-        c = cell[i]
-        if primary[c] >= 0 or class_id[i] == precipitation:
-            continue
-        if deciding[c] < 0 or signal_counts[i] > best[c]:
-            deciding[c] = i
-            best[c] = signal_counts[i]
-    return deciding
-
-
-@numba.njit(cache=True, nogil=True)
-def _cell_fields(
-    deciding,
-    returned,
+def _cell_truth(
+    return_echo,
+    primary_slot,
+    unformed,
+    cell,
     range_m,
     cos_incidence,
     class_id,
@@ -187,20 +166,45 @@ def _cell_fields(
     outside_window,
     min_range_m,
     max_range_m,
+    precipitation,
 ):
-    """The cell arrays of ``CellTruth`` (but ``S_T``) from each cell's deciding echo, and its
-    reason by the module's table (the first rule that holds), in one pass."""
-    n = deciding.shape[0]
-    out_range = np.full(n, np.nan)
-    out_incidence = np.full(n, np.nan)
-    out_class = np.zeros(n, np.uint8)
-    out_material = np.zeros(n, np.uint8)
-    out_instance = np.full(n, NO_INSTANCE, np.uint32)
-    out_signal = np.full(n, np.nan)
-    out_reason = np.full(n, NO_SURFACE, np.uint8)
+    """The cell arrays of ``CellTruth`` (but ``S_T``): each cell's deciding echo in one pass over
+    the echoes (cell order), then its fields and its reason by the module's table (the first rule
+    that holds) in one pass over the cells.
+
+    The deciding echo is the echo of the cell's primary return (``return_echo`` at
+    ``primary_slot``; -1 where none), else its non-clutter echo of the largest ``S`` (the first
+    on a tie), else none. The echoes of the cells where ``unformed`` is set (``EchoTruth``; empty:
+    none) are no candidates. ``clear_air`` empty: in clear air (never extinguished)."""
+    n = primary_slot.shape[0]
+    primary = np.empty(n, np.int64)
+    for c in range(n):
+        primary[c] = return_echo[c, primary_slot[c]]
+    deciding = primary.copy()
+    best = np.empty(n)
+    any_unformed = unformed.shape[0] > 0
+    for i in range(cell.shape[0]):
+        c = cell[i]
+        if primary[c] >= 0 or class_id[i] == precipitation or (any_unformed and unformed[c]):
+            continue
+        if deciding[c] < 0 or signal[i] > best[c]:
+            deciding[c] = i
+            best[c] = signal[i]
+    weather = clear_air.shape[0] > 0
+    out_range = np.empty(n)
+    out_incidence = np.empty(n)
+    out_class = np.empty(n, np.uint8)
+    out_material = np.empty(n, np.uint8)
+    out_instance = np.empty(n, np.uint32)
+    out_signal = np.empty(n)
+    out_reason = np.empty(n, np.uint8)
     for c in range(n):
         e = deciding[c]
         if e < 0:
+            out_range[c] = out_incidence[c] = out_signal[c] = np.nan
+            out_class[c] = out_material[c] = 0
+            out_instance[c] = NO_INSTANCE
+            out_reason[c] = NO_SURFACE
             continue
         out_range[c] = range_m[e]
         out_incidence[c] = np.arccos(min(max(cos_incidence[e], 0.0), 1.0))  # NaN stays NaN
@@ -208,7 +212,7 @@ def _cell_fields(
         out_material[c] = material_id[e]
         out_instance[c] = instance[e]
         out_signal[c] = signal[e]
-        if returned[c]:
+        if primary[c] >= 0:
             out_reason[c] = RETURNED
         elif range_m[e] > max_range_m:
             out_reason[c] = NO_SURFACE
@@ -216,7 +220,7 @@ def _cell_fields(
             out_reason[c] = BELOW_MIN_RANGE
         elif outside_window[e]:
             out_reason[c] = OUTSIDE_WINDOW
-        elif clear_air[e]:
+        elif weather and clear_air[e]:
             out_reason[c] = EXTINGUISHED_BY_WEATHER
         else:
             out_reason[c] = BELOW_THRESHOLD

@@ -293,7 +293,7 @@ class Sweep:
                 if block.beams is None or block.model is not model:
                     self._prepare(block)
             assert scanner.streams is not None
-            replaced = None if decision is None else decision.replaced_cells
+            replaced = _unformed_cells(decision, model)
             beams = [block.beams for block in blocks if block.beams is not None]
             _, echoes = finish_returns(beams, model, scanner.streams, self.index, replaced, cells=cells, out=returns)
             self._slice_echoes.append(echoes)
@@ -444,7 +444,7 @@ class Sweep:
             beams = [block.beams for block in self._blocks if block.beams is not None]
             self._blocks = []
             table = scanner.applied_self_table
-            replaced = None if table is None else self.self_decision(table).replaced_cells
+            replaced = _unformed_cells(None if table is None else self.self_decision(table), model)
             returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index, replaced)
             return returns
         config = scanner.config
@@ -475,6 +475,15 @@ def _slots(scanner: Any) -> int:
 def _rows(returns: Returns, cells: np.ndarray) -> Returns:
     """The returns of ``cells`` (copies)."""
     return Returns(**{name: getattr(returns, name)[cells] for name in Returns.__dataclass_fields__})
+
+
+def _unformed_cells(decision: SelfDecision | None, model: BeamModel) -> np.ndarray | None:
+    """The cells whose echoes ``finish_returns`` need not form (its ``replaced_cells``): those the
+    body replaces; with the truth only those it returns from, since a blocked cell's truth reads
+    the echoes the body hid."""
+    if decision is None:
+        return None
+    return decision.body_cells if model.truth else decision.replaced_cells
 
 
 def emitter_corrections(returns: Returns, cells: FiringCells, at: np.ndarray | None = None) -> Returns:
