@@ -22,8 +22,10 @@ import time
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
+from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
@@ -185,7 +187,7 @@ def test_a_bad_yaml_value_would_be_caught(decls):
 def test_launch_smoke_publishes_lidar_points():
     """``ros2 launch acres_lidar_ros polaris.launch.py demo:=true`` publishes an organised cloud."""
     rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: launch smoke test skipped")
-    pytest.importorskip("tf2_ros", reason="tf2_ros is not installed: the demo launch publishes TF")
+    tf2_ros = pytest.importorskip("tf2_ros", reason="tf2_ros is not installed: the demo launch publishes TF")
     ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python is not installed")
     try:
         ament.get_package_share_directory("acres_lidar_ros")
@@ -193,6 +195,7 @@ def test_launch_smoke_publishes_lidar_points():
         pytest.skip("acres_lidar_ros is not installed in a sourced colcon workspace: launch smoke test skipped")
     if shutil.which("ros2") is None:
         pytest.skip("the ros2 command is not on PATH")
+    from rclpy.time import Time
     from sensor_msgs.msg import PointCloud2
 
     from acres_lidar_ros.ros.node import cloud_qos
@@ -205,12 +208,18 @@ def test_launch_smoke_publishes_lidar_points():
     )
     rclpy.init()
     received = []
+    mount = None
     try:
         node = rclpy.create_node("polaris_launch_smoke")
         node.create_subscription(PointCloud2, "/lidar/points", received.append, cloud_qos(10))
+        tf_buffer = tf2_ros.Buffer()
+        tf_listener = tf2_ros.TransformListener(tf_buffer, node)  # robot_state_publisher's /tf_static
         deadline = time.monotonic() + 120.0
-        while not received and time.monotonic() < deadline and process.poll() is None:
+        while (not received or mount is None) and time.monotonic() < deadline and process.poll() is None:
             rclpy.spin_once(node, timeout_sec=0.5)
+            if mount is None and tf_buffer.can_transform("base_footprint", "lidar", Time()):
+                mount = tf_buffer.lookup_transform("base_footprint", "lidar", Time()).transform
+        del tf_listener
         node.destroy_node()
     finally:
         rclpy.try_shutdown()
@@ -224,6 +233,12 @@ def test_launch_smoke_publishes_lidar_points():
     assert received, f"no /lidar/points within 120 s; launch output:\n{output[-4000:]}"
     cloud = received[0]
     config = load_sensor_config("polaris")
+    # robot_state_publisher, from urdf/polaris.urdf, publishes the sensors file's mount.
+    assert mount is not None, f"no TF base_footprint -> lidar within 120 s; launch output:\n{output[-4000:]}"
+    t, q = mount.translation, mount.rotation
+    np.testing.assert_allclose([t.x, t.y, t.z], config.position_flu_m, atol=1e-9)
+    angle = (Rotation.from_quat([q.x, q.y, q.z, q.w]) * Rotation.from_euler("xyz", config.rpy_rad).inv()).magnitude()
+    assert angle < 1e-9, angle
     assert (cloud.height, cloud.width) == (config.columns, config.rings)
     assert cloud.header.frame_id == "lidar"
     assert [f.name for f in cloud.fields] == ["x", "y", "z", "intensity"]
