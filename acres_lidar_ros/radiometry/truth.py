@@ -177,9 +177,9 @@ def _cell_truth(
     max_range_m,
     precipitation,
 ):
-    """The cell arrays of ``CellTruth`` (but ``S_T``, and the incidence as its cosine): each cell's deciding echo in one pass over
-    the echoes (cell order), then its fields and its reason by the module's table (the first rule
-    that holds) in one pass over the cells.
+    """The cell arrays of ``CellTruth`` (but ``S_T``, and the incidence as its cosine): each
+    cell's deciding echo in one pass over the echoes (cell order), then its fields and its reason
+    by the module's table (the first rule that holds) in one pass over the cells.
 
     The deciding echo is the echo of the cell's primary return (``return_echo`` at
     ``primary_slot``; -1 where none), else its non-clutter echo of the largest ``S`` (the first
