@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
 from acres_lidar_ros.scan import Scanner, ScanOptions
@@ -139,6 +140,44 @@ def test_rebuild_keeps_the_scanner_for_runtime_keys_and_replaces_it_otherwise(pl
     assert list(loop.config.position_flu_m) == [2.0, 0.0, 2.0]
     loop.set_options(rain_mm_per_h=4.0)
     assert loop.scanner.options.rain_mm_per_h == 4.0
+
+
+def test_a_new_mount_drops_the_self_table_made_for_the_old_one_and_says_so(plane_tracer):
+    # A table holds the body as seen from one mount. Every cell of this one is a certain body
+    # return at 1 m, so with it each beam returns at 1 m; once TF (or a parameter) moves the
+    # mount, the table would put the body in the wrong place: the scans leave it out instead.
+    from acres_lidar_ros.body.self_returns import SelfReturnTable
+
+    config = load_sensor_config("polaris")
+    cells = config.columns * config.rings
+    table = SelfReturnTable(
+        config.columns, config.rings, np.ones(cells), np.ones(cells), np.full(cells, 50.0), np.zeros(cells)
+    )
+    clock = ManualClock(1_000 * MS)
+    emitted: list[LoopOutput] = []
+    scanner = Scanner(config, tracer=plane_tracer, options=ScanOptions(seed=3), self_table=table)
+    loop = NodeLoop(
+        scanner,
+        clock,
+        lambda scan, job: scan,
+        emitted.append,
+        executor=InlineExecutor(),
+        throttle=LogThrottle(5.0, clock),
+    )
+    loop.rebuild({"return_mode": "last"})  # the same mount: the table stays, nothing said
+    assert loop.scanner.self_table is table and not [e for o in emitted for e in o.events]
+    with pytest.raises(ConfigError):  # a refused update keeps the table with the rest
+        loop.rebuild({"position_flu_m": [2.0, 0.0, 2.0], "hz": 20.0})
+    assert loop.scanner.self_table is table
+    loop.rebuild({"position_flu_m": [2.0, 0.0, 2.0]})
+    assert loop.scanner.self_table is None
+    (event,) = [e for o in emitted for e in o.events]
+    assert (event.level, event.kind) == ("warn", "self_table_dropped")
+    assert "[2.0, 0.0, 2.0]" in event.message and "acres-lidar self-table" in event.message
+    out = feed(loop, clock, range(1000, 1141, 20))
+    (scan,) = [j.result for o in [*emitted, out] for j in o.publish]
+    valid = scan.returns.valid
+    assert valid.any() and not np.isclose(scan.returns.range_m[valid], 1.0, atol=0.05).any()
 
 
 def test_the_loop_defaults_are_the_node_parameters_defaults():

@@ -499,13 +499,23 @@ class NodeLoop:
         rules of ``config.updates`` (``Scanner.set_runtime_config``): live keys from the next
         scan; pattern keys rebuild the scanner's pattern, on the same scanner, so its scan
         numbers and noise streams go on, and the sweeps in work are discarded; a fixed key or a
-        bad value raises ``ConfigError`` and nothing changes."""
+        bad value raises ``ConfigError`` and nothing changes. A new mount drops the self-return
+        table (made for the old one), with a ``self_table_dropped`` warning."""
         with self.sweeps.lock:
             scanner = self.sweeps.scanner
+            table = scanner.self_table
             rebuilt = scanner.set_runtime_config(overrides)
             self.config = scanner.config
             if rebuilt:
                 self.sweeps.forget_sweeps()
+        if table is not None and scanner.self_table is None:
+            message = (
+                f"the mount changed to position_flu_m {self.config.position_flu_m.tolist()}, rpy_deg "
+                f"{np.degrees(self.config.rpy_rad).round(6).tolist()}: the self-return table "
+                f"{str(table.path) if table.path else '(in memory)'} was made for the sensors file's mount, so "
+                "the scans leave the body out; make a table for this mount with `acres-lidar self-table`"
+            )
+            self._emit(LoopOutput(events=[Event("warn", "self_table_dropped", message)]))
 
     def set_options(self, **options: Any) -> None:
         """Change scan options (rain, noise, ...) between two scans."""

@@ -180,11 +180,16 @@ class Scanner:
         go on; a sweep started before cannot be finished); fixed keys (``scan_type``, the
         ``emitters`` block, ``hz``, ...) are refused. The update is checked whole and its models
         and windows built before it is kept: a refused one raises ``ConfigError`` and leaves the
-        previous config. Returns whether the pattern was rebuilt."""
+        previous config. A new mount (``position_flu_m``, ``rpy_deg``) drops the self-return table,
+        which holds the body as seen from the old one (``same_mount``). Returns whether the pattern
+        was rebuilt."""
         update = plan_update(self.config, overrides)
         before = (self.config, self.firing, self.pattern, self._patterns, self._models, self.cell_range_id)
+        table = self.self_table
         try:
             self._check_self_table(update.config)
+            if table is not None and not same_mount(self.config, update.config):
+                self.self_table = None  # made for the old mount: the body would land in the wrong place
             self.config = update.config
             if update.rebuild:
                 self._set_pattern()
@@ -193,6 +198,7 @@ class Scanner:
             self.model  # noqa: B018 (builds the windows: the range ids against range_count)
         except ConfigError:
             self.config, self.firing, self.pattern, self._patterns, self._models, self.cell_range_id = before
+            self.self_table = table
             raise
         return update.rebuild
 
@@ -302,3 +308,9 @@ class Scanner:
         scan = sweep.finish(poses, extrapolate=extrapolate)
         self.timings_ms, self.last_echoes = sweep.timings_ms, sweep.echoes
         return scan
+
+
+def same_mount(a: SensorConfig, b: SensorConfig) -> bool:
+    """Whether two configs mount the sensor in the same place on the vehicle (``position_flu_m``
+    and ``rpy_deg`` equal): a self-return table holds the body as seen from one mount only."""
+    return bool(np.array_equal(a.position_flu_m, b.position_flu_m) and np.array_equal(a.rpy_rad, b.rpy_rad))
