@@ -4,7 +4,8 @@ process, fed by this test process with ``/clock`` and ``/odom`` under ``use_sim_
 Runs wherever rclpy is installed: the pinned ROS 2 Jazzy wheels (``requirements-ros.txt``, which
 ``scripts/bootstrap.sh`` and so CI install) or a sourced ROS 2 install; skipped otherwise. The ROS
 environment is this run's own (``conftest.py``: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a
-``ROS_DOMAIN_ID`` from the pid). Every wait is bounded by a deadline; nothing asserts a duration.
+``ROS_DOMAIN_ID`` from the pid). Sim time is the test's own clock, paced by the node's clouds
+(``ros_sim_feed``); every wait is a bounded number of steps, and nothing reads the wall clock.
 
 One node process serves the whole module (start-up builds the farm, about 10 s); the tests run in
 file order and the last one ends it with SIGINT.
@@ -17,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,70 +31,33 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from sensor_msgs.msg import PointCloud2  # noqa: E402
+from ros_sim_feed import NS, START_NS, SimFeed, set_stamp, stamp_ns  # noqa: E402
 
 from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
 from acres_lidar_ros.outputs.layouts import XYZI  # noqa: E402
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields  # noqa: E402
 
-NS = 1_000_000_000
-START_NS = 100 * NS  # sim time starts here (0 would be "no clock yet")
-ODOM_PERIOD_NS = 20_000_000  # 50 Hz
-SIM_PACE = 0.5  # sim seconds per wall second: slack for a shared 2-core machine
 CLOUDS = 40
-#: rslidar_sdk's publisher (``create_publisher<PointCloud2>(topic, 100)``): the default QoS, keep last 100.
-RSLIDAR_QOS = QoSProfile(
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-    history=HistoryPolicy.KEEP_LAST,
-    depth=100,
-)
+MAX_STEPS = 150_000  # bounds every wait: about 5 min of spins at most, far more than a scan needs
 
 
-class Feed:
-    """This process's ROS side: /clock and /odom out, clouds and diagnostics in."""
+class Feed(SimFeed):
+    """This process's ROS side: /clock and /odom out (``SimFeed``), clouds and diagnostics in."""
 
     def __init__(self) -> None:
-        self.node = rclpy.create_node("acres_lidar_test_feed")
-        self.clock_pub = self.node.create_publisher(Clock, "/clock", 10)
-        self.odom_pub = self.node.create_publisher(Odometry, "/odom", 50)
-        self.clouds: list[PointCloud2] = []
-        self.latency_ms: list[float] = []
+        node = rclpy.create_node("acres_lidar_test_feed")
+        self.odom_pub = node.create_publisher(Odometry, "/odom", 50)
+        super().__init__(node, self._odom)
         self.diagnostics: list[DiagnosticArray] = []
-        self.node.create_subscription(PointCloud2, "/lidar/points", self._on_cloud, RSLIDAR_QOS)
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
-        self.sim_ns = START_NS
-        self._next_odom_ns = START_NS - 5 * ODOM_PERIOD_NS
-        self._wall0 = time.monotonic()
+        node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
 
-    def _on_cloud(self, msg: PointCloud2, info: dict) -> None:
-        self.clouds.append(msg)
-        self.latency_ms.append((info["received_timestamp"] - info["source_timestamp"]) * 1e-6)
-
-    def step(self) -> None:
-        """Advance sim time at SIM_PACE, publish /clock and every odometry sample due by then."""
-        self.sim_ns = START_NS + int((time.monotonic() - self._wall0) * SIM_PACE * NS)
-        while self._next_odom_ns <= self.sim_ns:
-            stamp = self._next_odom_ns
-            msg = Odometry()
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, NS)
-            msg.header.frame_id, msg.child_frame_id = "odom", "base_footprint"
-            msg.pose.pose.position.x = 2.0 * (stamp - START_NS) / NS  # 2 m/s along x
-            msg.pose.pose.orientation.w = 1.0
-            self.odom_pub.publish(msg)
-            self._next_odom_ns += ODOM_PERIOD_NS
-        clock = Clock()
-        clock.clock.sec, clock.clock.nanosec = divmod(self.sim_ns, NS)
-        self.clock_pub.publish(clock)
-        rclpy.spin_once(self.node, timeout_sec=0.002)
-
-    def run_until(self, done, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not done() and time.monotonic() < deadline:
-            self.step()
-        return bool(done())
+    def _odom(self, ns: int) -> None:
+        msg = Odometry()
+        set_stamp(msg.header.stamp, ns)
+        msg.header.frame_id, msg.child_frame_id = "odom", "base_footprint"
+        msg.pose.pose.position.x = 2.0 * (ns - START_NS) / NS  # 2 m/s along x
+        msg.pose.pose.orientation.w = 1.0
+        self.odom_pub.publish(msg)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +78,7 @@ def session():
         rclpy.init()
         feed = Feed()
         try:
-            feed.run_until(lambda: len(feed.clouds) >= CLOUDS or process.poll() is not None, timeout_s=120.0)
+            feed.run_until(lambda: len(feed.clouds) >= CLOUDS or process.poll() is not None, MAX_STEPS)
             yield feed, process
         finally:
             if process.poll() is None:
@@ -145,7 +108,7 @@ def test_clouds_arrive_organised_with_the_xyzi_layout_and_stamps_one_period_apar
         assert (cloud.point_step, cloud.row_step) == (16, 16 * config.rings)
         assert cloud.is_dense is False and cloud.is_bigendian is False
         assert cloud.header.frame_id == "lidar"
-    stamps = np.array([c.header.stamp.sec * NS + c.header.stamp.nanosec for c in feed.clouds], dtype=np.int64)
+    stamps = np.array([stamp_ns(c.header.stamp) for c in feed.clouds], dtype=np.int64)
     assert (np.diff(stamps) == NS // 10).all(), np.diff(stamps)
     assert (stamps % (NS // 10) == 0).all()  # due times are multiples of T in ROS time
     points = decode_pointcloud2(feed.clouds[-1])
@@ -154,22 +117,22 @@ def test_clouds_arrive_organised_with_the_xyzi_layout_and_stamps_one_period_apar
 
 def test_diagnostics_arrive_with_the_counts(session):
     feed, _ = session
-    assert feed.run_until(lambda: feed.diagnostics, timeout_s=10.0)
+    assert feed.run_until(lambda: feed.diagnostics, MAX_STEPS)
     (status,) = feed.diagnostics[-1].status
     values = {kv.key: kv.value for kv in status.values}
     assert 0 < int(values["scans_published"]) <= len(feed.clouds)  # sent once a second of ROS time
     assert {"scans_dropped_busy", "scans_skipped_no_pose", "pose_rejected_invalid"} <= set(values)
 
 
-def _call(feed, future, timeout_s: float = 20.0):
-    assert feed.run_until(future.done, timeout_s), "no answer from the parameter service"
+def _call(feed, future):
+    assert feed.run_until(future.done, MAX_STEPS), "no answer from the parameter service"
     return future.result()
 
 
 def test_parameters_are_set_and_refused_over_the_parameter_services(session):
     feed, _ = session
     client = AsyncParameterClient(feed.node, "lidar_node")
-    assert feed.run_until(lambda: client.services_are_ready(), timeout_s=20.0)
+    assert feed.run_until(lambda: client.services_are_ready(), MAX_STEPS)
     (visibility,) = _call(feed, client.get_parameters(["visibility_m"])).values
     (ok,) = _call(feed, client.set_parameters([Parameter("rain_mm_per_h", Parameter.Type.DOUBLE, 2.0)])).results
     assert ok.successful
@@ -192,16 +155,14 @@ def test_parameters_are_set_and_refused_over_the_parameter_services(session):
     values = _call(feed, client.get_parameters(["lidar.valid_end_azimuth_deg", "lidar.range_offset_m"])).values
     assert [v.double_value for v in values] == [180.0, 0.0]
     before = len(feed.clouds)
-    assert feed.run_until(lambda: len(feed.clouds) >= before + 3, timeout_s=20.0)  # scans go on
+    assert feed.run_until(lambda: len(feed.clouds) >= before + 3, MAX_STEPS)  # scans go on
 
 
 def test_sigint_ends_the_node_with_exit_code_0(session):
     feed, process = session
     assert process.poll() is None, _output(process)
     os.killpg(process.pid, signal.SIGINT)
-    deadline = time.monotonic() + 30.0
-    while process.poll() is None and time.monotonic() < deadline:
-        feed.step()  # keep the clock going while it shuts down
+    feed.run_until(lambda: process.poll() is not None, MAX_STEPS)  # the clock goes on while it shuts down
     process.wait(timeout=30)
     output = _output(process)
     assert process.returncode == 0, output
@@ -235,8 +196,9 @@ def test_with_tf2_ros_the_node_takes_its_mount_from_tf():
         mount.transform.rotation.w = 1.0
         broadcaster.sendTransform(mount)
         try:
-            deadline = time.monotonic() + 20.0
-            while not node._mount_from_tf and time.monotonic() < deadline:
+            for _ in range(MAX_STEPS):  # bounded: each spin_once waits at most 10 ms
+                if node._mount_from_tf:
+                    break
                 executor.spin_once(timeout_sec=0.01)
                 node._resolve_mount()
             assert node._mount_from_tf

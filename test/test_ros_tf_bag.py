@@ -7,7 +7,8 @@ ROS 2 Jazzy", says how to run it there. ``lidar_node`` (its console script) runs
 process; this test process publishes ``/clock``, TF ``odom -> base_footprint`` at 50 Hz and a
 static mount ``base_footprint -> lidar`` that differs from the sensors file's, and, where it can,
 runs ``ros2 bag record`` beside it. The ROS environment is this run's own (``conftest.py``).
-Every wait is bounded by a deadline; nothing asserts a duration.
+Sim time is the test's own clock, paced by the node's clouds (``ros_sim_feed``); the wait is a
+bounded number of steps, and nothing reads the wall clock.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,22 +35,18 @@ tf2_ros = pytest.importorskip(
 )
 
 from geometry_msgs.msg import TransformStamped  # noqa: E402
+from ros_sim_feed import NS, START_NS, SimFeed, set_stamp, stamp_ns  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
-from test_ros_processes import RSLIDAR_QOS  # noqa: E402
 
 from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
 from acres_lidar_ros.outputs.bag import METADATA_VERSION  # noqa: E402
 from acres_lidar_ros.outputs.layouts import XYZI  # noqa: E402
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields  # noqa: E402
 
-NS = 1_000_000_000
-START_NS = 100 * NS
-TF_PERIOD_NS = 20_000_000  # 50 Hz
-SIM_PACE = 0.5  # sim seconds per wall second: slack for a shared 2-core machine
 CLOUDS = 20
+MAX_STEPS = 150_000  # bounds the wait: about 5 min of spins at most
 #: The static mount this test broadcasts: 1.5 m above base_footprint and rolled 180 degrees (upside
 #: down), where the sensors file has (2.5, 0, 2.039) m and a near-level sensor.
 MOUNT_POSITION_M = (0.5, 0.0, 1.5)
@@ -60,40 +56,33 @@ MOUNT_QUATERNION_XYZW = (1.0, 0.0, 0.0, 0.0)
 FLAT_SCENE = {"terrain": {"origin_xy_m": [-200.0, -200.0], "cell_m": 400.0, "height_m": [[0.0, 0.0], [0.0, 0.0]]}}
 
 
-def _stamp(msg_stamp, ns: int) -> None:
-    msg_stamp.sec, msg_stamp.nanosec = divmod(ns, NS)
-
-
-def _ns(stamp) -> int:
-    return stamp.sec * NS + stamp.nanosec
-
-
-class TfFeed:
-    """This process's ROS side: /clock, TF poses and the static mount out; clouds in."""
+class TfFeed(SimFeed):
+    """This process's ROS side: /clock and TF poses out (``SimFeed``), the static mount once,
+    clouds in."""
 
     def __init__(self) -> None:
-        self.node = rclpy.create_node("acres_lidar_test_tf_feed")
-        self.clock_pub = self.node.create_publisher(Clock, "/clock", 10)
-        self.tf = tf2_ros.TransformBroadcaster(self.node)
-        self.static_tf = tf2_ros.StaticTransformBroadcaster(self.node)
+        node = rclpy.create_node("acres_lidar_test_tf_feed")
+        self.tf = tf2_ros.TransformBroadcaster(node)
+        self.static_tf = tf2_ros.StaticTransformBroadcaster(node)
         mount = TransformStamped()
-        _stamp(mount.header.stamp, START_NS)
+        set_stamp(mount.header.stamp, START_NS)
         mount.header.frame_id, mount.child_frame_id = "base_footprint", "lidar"
         t, q = mount.transform.translation, mount.transform.rotation
         t.x, t.y, t.z = MOUNT_POSITION_M
         q.x, q.y, q.z, q.w = MOUNT_QUATERNION_XYZW
         self.static_tf.sendTransform(mount)
-        self.clouds: list[PointCloud2] = []
         self.first_upside_down: int | None = None
-        self.latency_ms: list[float] = []
-        self.node.create_subscription(PointCloud2, "/lidar/points", self._on_cloud, RSLIDAR_QOS)
-        self.sim_ns = START_NS
-        self._next_tf_ns = START_NS - 5 * TF_PERIOD_NS
-        self._wall0 = time.monotonic()
+        super().__init__(node, self._pose, on_cloud=self._check_mount)
 
-    def _on_cloud(self, msg: PointCloud2, info: dict) -> None:
-        self.clouds.append(msg)
-        self.latency_ms.append((info["received_timestamp"] - info["source_timestamp"]) * 1e-6)
+    def _pose(self, ns: int) -> None:
+        pose = TransformStamped()
+        set_stamp(pose.header.stamp, ns)
+        pose.header.frame_id, pose.child_frame_id = "odom", "base_footprint"
+        pose.transform.translation.x = 2.0 * (ns - START_NS) / NS  # 2 m/s along x
+        pose.transform.rotation.w = 1.0
+        self.tf.sendTransform(pose)
+
+    def _check_mount(self, msg: PointCloud2) -> None:
         if self.first_upside_down is None:
             z = decode_pointcloud2(msg)["z"]
             if np.nanmedian(z) > 0.5 * MOUNT_POSITION_M[2]:  # the ground above the sensor's xy-plane
@@ -104,28 +93,6 @@ class TfFeed:
         mount arrives after the node's first scans, on a loaded machine) use the sensors file's,
         and taking the mount rebuilds the pattern, which drops the sweeps then in work."""
         return [] if self.first_upside_down is None else self.clouds[self.first_upside_down :]
-
-    def step(self) -> None:
-        """Advance sim time at SIM_PACE; publish /clock and every TF pose due by then."""
-        self.sim_ns = START_NS + int((time.monotonic() - self._wall0) * SIM_PACE * NS)
-        while self._next_tf_ns <= self.sim_ns:
-            pose = TransformStamped()
-            _stamp(pose.header.stamp, self._next_tf_ns)
-            pose.header.frame_id, pose.child_frame_id = "odom", "base_footprint"
-            pose.transform.translation.x = 2.0 * (self._next_tf_ns - START_NS) / NS  # 2 m/s along x
-            pose.transform.rotation.w = 1.0
-            self.tf.sendTransform(pose)
-            self._next_tf_ns += TF_PERIOD_NS
-        clock = Clock()
-        _stamp(clock.clock, self.sim_ns)
-        self.clock_pub.publish(clock)
-        rclpy.spin_once(self.node, timeout_sec=0.002)
-
-    def run_until(self, done, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not done() and time.monotonic() < deadline:
-            self.step()
-        return bool(done())
 
 
 def _ros2_bag() -> str | None:
@@ -180,7 +147,7 @@ def session():
         rclpy.init()
         feed = TfFeed()
         try:
-            feed.run_until(lambda: len(feed.upside_down()) >= CLOUDS or process.poll() is not None, timeout_s=150.0)
+            feed.run_until(lambda: len(feed.upside_down()) >= CLOUDS or process.poll() is not None, MAX_STEPS)
             if recorder is not None:
                 _stop(recorder)  # rosbag2 writes the MCAP summary and metadata.yaml on SIGINT
                 bag_log.seek(0)
@@ -213,7 +180,7 @@ def test_poses_from_tf_give_organised_clouds_one_period_apart(session):
         assert (cloud.height, cloud.width) == (config.columns, config.rings)
         assert [(f.name, f.offset, f.datatype, f.count) for f in cloud.fields] == point_fields(XYZI)
         assert cloud.header.frame_id == "lidar"
-    stamps = np.array([_ns(c.header.stamp) for c in clouds], dtype=np.int64)
+    stamps = np.array([stamp_ns(c.header.stamp) for c in clouds], dtype=np.int64)
     assert (np.diff(stamps) == NS // 10).all(), (np.diff(stamps), _output(process))
     assert "poses from tf" in _output(process)
 
@@ -243,7 +210,7 @@ def test_ros2_bag_record_holds_the_clouds_byte_for_byte(session):
     info = yaml.safe_load((bag_dir / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     assert info["storage_identifier"] == "mcap"
     assert info["version"] == METADATA_VERSION  # what acres-lidar record writes is what rosbag2 writes
-    received = {_ns(c.header.stamp): c for c in feed.clouds}
+    received = {stamp_ns(c.header.stamp): c for c in feed.clouds}
     typestore = get_typestore(Stores.ROS2_JAZZY)
     with Reader(bag_dir) as reader:
         (connection,) = reader.connections
@@ -252,13 +219,13 @@ def test_ros2_bag_record_holds_the_clouds_byte_for_byte(session):
         assert (qos.reliability.name, qos.durability.name) == ("RELIABLE", "VOLATILE")  # rslidar_sdk's
         recorded = [typestore.deserialize_cdr(raw, connection.msgtype) for _, _, raw in reader.messages()]
     assert len(recorded) >= CLOUDS // 2, recorder.output  # it may join a few clouds late
-    stamps = np.array([_ns(m.header.stamp) for m in recorded], dtype=np.int64)
-    since_mount = stamps[stamps >= _ns(feed.upside_down()[0].header.stamp)]
+    stamps = np.array([stamp_ns(m.header.stamp) for m in recorded], dtype=np.int64)
+    since_mount = stamps[stamps >= stamp_ns(feed.upside_down()[0].header.stamp)]
     assert since_mount.size >= CLOUDS // 2 and (np.diff(since_mount) == NS // 10).all(), np.diff(stamps)  # none lost
     for msg in recorded:
-        if _ns(msg.header.stamp) not in received:  # recorded after this process had stopped counting
+        if stamp_ns(msg.header.stamp) not in received:  # recorded after this process had stopped counting
             continue
-        live = received[_ns(msg.header.stamp)]
+        live = received[stamp_ns(msg.header.stamp)]
         assert (msg.height, msg.width, msg.point_step, msg.row_step) == (
             live.height,
             live.width,
