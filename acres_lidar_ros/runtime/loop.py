@@ -37,14 +37,15 @@ from typing import Any
 
 import numpy as np
 
+from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import PoseError
-from acres_lidar_ros.outputs.shaping import shape_slice, shaped_outputs
+from acres_lidar_ros.outputs.shaping import ShapedScan, shape_slice, shaped_outputs
 from acres_lidar_ros.runtime.diagnostics import diagnostic_status
 from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
 from acres_lidar_ros.runtime.pose_tracker import PoseTracker
 from acres_lidar_ros.runtime.scheduler import PollResult, ScanJob, ScanScheduler
 from acres_lidar_ros.runtime.sweeps import SweepTracer
-from acres_lidar_ros.scan import Scanner
+from acres_lidar_ros.scan import Scan, Scanner, Sweep
 from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, PoseHistory
 from acres_lidar_ros.sensor.timing import slice_span_ns
 
@@ -320,22 +321,10 @@ class NodeLoop:
         scan, sweep = self.sweeps.finish_sweep(job, poses, boxes)
         config = self.config
         if sweep.slices is not None:  # partial output: the slices not out already, in order
-            with self._early_lock:
-                early = self._early.get(job.sweep_end_ns)
-                until_ns = early.until_ns if early is not None and early.index == job.index else None
+            until_ns = self._early_until_ns(job.sweep_end_ns, job.index)
             parts = [
-                shape_slice(
-                    scan,
-                    k,
-                    sweep.slice_count,
-                    columns,
-                    config.outputs,
-                    poses,
-                    self.scanner.pattern.T_base_sensor,
-                    world_frame_id=self.tracker.odom_frame,
-                    period_s=config.period_s,
-                    extrapolate=job.extrapolated,
-                    last=k == sweep.slices[-1][0],
+                self._shape_slice(
+                    scan, sweep, k, columns, poses, config, extrapolate=job.extrapolated, last=k == sweep.slices[-1][0]
                 )
                 for k, columns in sweep.slices
                 if until_ns is None
@@ -355,6 +344,40 @@ class NodeLoop:
             [self._pack(part, job) for part in shaped] if config.outputs.partial_output else self._pack(shaped[0], job)
         )
         return message, time.perf_counter() - started
+
+    def _early_until_ns(self, sweep_end_ns: int, index: int) -> int | None:
+        """The end of the slices of scan ``index`` (sweep ending at ``sweep_end_ns``) that went
+        out early already; None where none did."""
+        with self._early_lock:
+            early = self._early.get(sweep_end_ns)
+            return early.until_ns if early is not None and early.index == index else None
+
+    def _shape_slice(
+        self,
+        scan: Scan,
+        sweep: Sweep,
+        k: int,
+        columns: np.ndarray,
+        poses: PoseHistory,
+        config: SensorConfig,
+        *,
+        extrapolate: bool = False,
+        last: bool = False,
+    ) -> ShapedScan:
+        """Slice ``k`` (its ``columns``) of ``scan`` in the output frame of ``config``."""
+        return shape_slice(
+            scan,
+            k,
+            sweep.slice_count,
+            columns,
+            config.outputs,
+            poses,
+            self.scanner.pattern.T_base_sensor,
+            world_frame_id=self.tracker.odom_frame,
+            period_s=config.period_s,
+            extrapolate=extrapolate,
+            last=last,
+        )
 
     def _finished(self, job: ScanJob, future: Future) -> None:
         if future.cancelled():  # shutting down
@@ -445,9 +468,7 @@ class NodeLoop:
 
         def deliver(sweep: Any, done: list) -> None:  # under the sweeps' lock
             scan = sweep.scan_so_far()
-            with self._early_lock:
-                early = self._early.get(sweep_end_ns)
-                until_ns = early.until_ns if early is not None and early.index == index else None
+            until_ns = self._early_until_ns(sweep_end_ns, index)
             parts = []
             for k, columns in done:
                 end_ns = slice_span_ns(k, sweep.slice_count, sweep_end_ns, config.period_s)[1]
@@ -455,17 +476,7 @@ class NodeLoop:
                     continue  # out already (a sweep traced again after a pattern rebuild)
                 if k == sweep.slices[-1][0]:
                     break  # the last slice goes with the scan's job (and its truth, which needs every slice)
-                shaped = shape_slice(
-                    scan,
-                    k,
-                    sweep.slice_count,
-                    columns,
-                    config.outputs,
-                    poses,
-                    self.scanner.pattern.T_base_sensor,
-                    world_frame_id=self.tracker.odom_frame,
-                    period_s=config.period_s,
-                )
+                shaped = self._shape_slice(scan, sweep, k, columns, poses, config)
                 parts.append(
                     SliceOut(index, sweep_end_ns, k, end_ns + self.scheduler.delay_ns, self._pack(shaped, job))
                 )
