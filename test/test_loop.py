@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from loop_support import IDENTITY, MS, ManualClock, flat_plane_tracer
 
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
 from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
 from acres_lidar_ros.tracing.trace import Tracer
-
-MS = 1_000_000
-IDENTITY = (0.0, 0.0, 0.0, 1.0)
-
-
-class ManualClock:
-    def __init__(self, now_ns: int) -> None:
-        self.now_ns = now_ns
-
-    def __call__(self) -> int:
-        return self.now_ns
 
 
 @pytest.fixture(scope="module")
 def plane_tracer() -> Tracer:
-    return Tracer(SceneBuilder(TerrainGrid(np.array([-300.0, -300.0]), 600.0, np.zeros((2, 2)))).build())
+    return flat_plane_tracer()
 
 
 def make_loop(tracer, clock, config=None, **kw):
