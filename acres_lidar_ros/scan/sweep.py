@@ -324,8 +324,7 @@ class Sweep:
             if scanner.options.truth:  # the truth reads the returns before the body and the corrections
                 if self._truth_returns is None:
                     self._truth_returns = empty_returns(*returns.valid.shape)
-                for name in Returns.__dataclass_fields__:
-                    getattr(self._truth_returns, name)[cells] = getattr(returns, name)[cells]
+                _put_rows(self._truth_returns, cells, _rows(returns, cells))
         else:
             block_cells = np.concatenate([block.cells for block in blocks])
             windows = scanner.windows_for(self.index)
@@ -337,15 +336,13 @@ class Sweep:
                 config.materials.reflectivity,
                 windows.separation_m,
             )
-            for name in Returns.__dataclass_fields__:
-                getattr(returns, name)[block_cells] = getattr(mine_returns, name)
+            _put_rows(returns, block_cells, mine_returns)
         if table is not None and decision is not None:
             from acres_lidar_ros.body.self_returns import merge_self_returns
 
             merge_self_returns(table, returns, decision, copy=False)  # the scan's own arrays
         corrected = emitter_corrections(_rows(returns, cells), self.pattern.cells, cells)
-        for name in Returns.__dataclass_fields__:
-            getattr(returns, name)[cells] = getattr(corrected, name)
+        _put_rows(returns, cells, corrected)
         assert self._points_so_far is not None
         self._points_so_far[cells] = scanner.points_sensor(corrected.range_m, self.pattern, cells)
         self.prepare_s += time.perf_counter() - t0
@@ -499,6 +496,12 @@ def _slots(scanner: Any) -> int:
 def _rows(returns: Returns, cells: np.ndarray) -> Returns:
     """The returns of ``cells`` (copies)."""
     return Returns(**{name: getattr(returns, name)[cells] for name in Returns.__dataclass_fields__})
+
+
+def _put_rows(returns: Returns, cells: np.ndarray, rows: Returns) -> None:
+    """Write ``rows`` (the returns of ``cells``, as ``_rows`` gives them) into ``returns`` at ``cells``."""
+    for name in Returns.__dataclass_fields__:
+        getattr(returns, name)[cells] = getattr(rows, name)
 
 
 def _unformed_cells(decision: SelfDecision | None, model: BeamModel) -> np.ndarray | None:
