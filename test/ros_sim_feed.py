@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import rclpy
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -104,3 +105,18 @@ class SimFeed:
                 return True
             self.step()
         return bool(done())
+
+    def close(self) -> None:
+        """Destroy the node; print the clouds' publish -> receive latency (``pytest -s`` shows it)."""
+        self.node.destroy_node()
+        if self.latency_ms:
+            v = np.asarray(self.latency_ms)
+            print(
+                f"publish -> receive over {v.size} clouds: median {np.median(v):.2f} ms, p95 {np.percentile(v, 95):.2f}"
+            )
+
+
+def process_output(process) -> str:
+    """The last 4000 characters a child wrote to its log file (``process.log``)."""
+    process.log.seek(0)
+    return process.log.read().decode(errors="replace")[-4000:]

@@ -31,7 +31,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
-from ros_sim_feed import NS, START_NS, SimFeed, set_stamp, stamp_ns  # noqa: E402
+from ros_sim_feed import NS, START_NS, SimFeed, process_output, set_stamp, stamp_ns  # noqa: E402
 
 from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
 from acres_lidar_ros.outputs.layouts import XYZI  # noqa: E402
@@ -84,23 +84,13 @@ def session():
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
-            feed.node.destroy_node()
+            feed.close()
             rclpy.try_shutdown()
-            if feed.latency_ms:
-                v = np.asarray(feed.latency_ms)
-                print(
-                    f"publish -> receive over {v.size} clouds: median {np.median(v):.2f} ms, p95 {np.percentile(v, 95):.2f}"
-                )
-
-
-def _output(process) -> str:
-    process.log.seek(0)
-    return process.log.read().decode(errors="replace")[-4000:]
 
 
 def test_clouds_arrive_organised_with_the_xyzi_layout_and_stamps_one_period_apart(session):
     feed, process = session
-    assert len(feed.clouds) >= CLOUDS, f"{len(feed.clouds)} clouds; node output:\n{_output(process)}"
+    assert len(feed.clouds) >= CLOUDS, f"{len(feed.clouds)} clouds; node output:\n{process_output(process)}"
     config = load_sensor_config("polaris")
     for cloud in feed.clouds:
         assert (cloud.height, cloud.width) == (config.columns, config.rings)  # rows = firing columns
@@ -160,11 +150,11 @@ def test_parameters_are_set_and_refused_over_the_parameter_services(session):
 
 def test_sigint_ends_the_node_with_exit_code_0(session):
     feed, process = session
-    assert process.poll() is None, _output(process)
+    assert process.poll() is None, process_output(process)
     os.killpg(process.pid, signal.SIGINT)
     feed.run_until(lambda: process.poll() is not None, MAX_STEPS)  # the clock goes on while it shuts down
     process.wait(timeout=30)
-    output = _output(process)
+    output = process_output(process)
     assert process.returncode == 0, output
     assert "Traceback" not in output, output
 

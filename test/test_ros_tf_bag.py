@@ -35,7 +35,7 @@ tf2_ros = pytest.importorskip(
 )
 
 from geometry_msgs.msg import TransformStamped  # noqa: E402
-from ros_sim_feed import NS, START_NS, SimFeed, set_stamp, stamp_ns  # noqa: E402
+from ros_sim_feed import NS, START_NS, SimFeed, process_output, set_stamp, stamp_ns  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
@@ -157,32 +157,22 @@ def session():
             if recorder is not None:
                 _stop(recorder)
             _stop(process)
-            feed.node.destroy_node()
+            feed.close()
             rclpy.try_shutdown()
-            if feed.latency_ms:
-                v = np.asarray(feed.latency_ms)
-                print(
-                    f"publish -> receive over {v.size} clouds: median {np.median(v):.2f} ms, p95 {np.percentile(v, 95):.2f}"
-                )
-
-
-def _output(process) -> str:
-    process.log.seek(0)
-    return process.log.read().decode(errors="replace")[-4000:]
 
 
 def test_poses_from_tf_give_organised_clouds_one_period_apart(session):
     feed, process, _, _ = session
     clouds = feed.upside_down()
-    assert len(clouds) >= CLOUDS, f"{len(feed.clouds)} clouds; node output:\n{_output(process)}"
+    assert len(clouds) >= CLOUDS, f"{len(feed.clouds)} clouds; node output:\n{process_output(process)}"
     config = load_sensor_config("polaris")
     for cloud in feed.clouds:
         assert (cloud.height, cloud.width) == (config.columns, config.rings)
         assert [(f.name, f.offset, f.datatype, f.count) for f in cloud.fields] == point_fields(XYZI)
         assert cloud.header.frame_id == "lidar"
     stamps = np.array([stamp_ns(c.header.stamp) for c in clouds], dtype=np.int64)
-    assert (np.diff(stamps) == NS // 10).all(), (np.diff(stamps), _output(process))
-    assert "poses from tf" in _output(process)
+    assert (np.diff(stamps) == NS // 10).all(), (np.diff(stamps), process_output(process))
+    assert "poses from tf" in process_output(process)
 
 
 def test_the_mount_comes_from_tf(session):
@@ -190,7 +180,7 @@ def test_the_mount_comes_from_tf(session):
     2.039 m: the beams above the sensor's horizon now go down to the flat ground, which lies on the
     plane z = +1.5 m of the sensor's frame; the beams below it go up into the empty sky."""
     feed, process, _, _ = session
-    output = _output(process)
+    output = process_output(process)
     assert "mount from TF differs from the sensors file; using TF" in output, output
     assert "'position_flu_m': [0.5, 0.0, 1.5]" in output and "no TF base_footprint -> lidar" not in output
     assert len(feed.upside_down()) >= CLOUDS, output
