@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 import numpy as np
@@ -38,11 +38,21 @@ def split_bounds(n: int, min_per_part: int) -> np.ndarray:
 
 
 def map_parts(run: Callable[[int, int], _T], bounds: np.ndarray) -> list[_T]:
-    """``run(lo, hi)`` of each part ``[bounds[i], bounds[i + 1])``, in threads when there are
-    several; results in part order (an exception of a part is raised here)."""
+    """``run(lo, hi)`` of each part ``[bounds[i], bounds[i + 1])``; results in part order (an
+    exception of a part is raised here, after every part has ended).
+
+    With several parts the first runs in the calling thread and the others in the pool's: the
+    caller works instead of waiting, and one thread fewer is woken (on an idle virtual machine a
+    woken thread also starts on a cold core)."""
     if bounds.size <= 2:
         return [run(int(bounds[0]), int(bounds[-1]))]
-    return list(_pool().map(run, [int(b) for b in bounds[:-1]], [int(b) for b in bounds[1:]]))
+    edges = [int(b) for b in bounds]
+    others = [_pool().submit(run, lo, hi) for lo, hi in zip(edges[1:-1], edges[2:], strict=True)]
+    try:
+        first = run(edges[0], edges[1])
+    finally:
+        wait(others)
+    return [first, *(future.result() for future in others)]
 
 
 def in_background(run: Callable[..., _T], *args: object) -> Future[_T]:
