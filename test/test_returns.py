@@ -40,3 +40,40 @@ def test_nearest_in_window_over_two_sub_rays():
         FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST,
     ]
     assert r.num_returns.tolist() == [1, 0, 1]
+
+
+def test_select_returns_takes_the_first_of_equal_maxima_and_merges_a_named_echo():
+    from acres_lidar_ros.radiometry.returns import FLAG_SECOND_STRONGEST, select_returns
+
+    # Three beams one after the other: S' = [3, 5, 5, 1 | 2 | 4, 1, 4, 6].
+    measured = np.array([3.0, 5.0, 5.0, 1.0, 2.0, 4.0, 1.0, 4.0, 6.0])
+    starts, lengths = np.array([0, 4, 5]), np.array([4, 1, 4])
+    chosen, flags = select_returns("strongest", measured, starts, lengths)
+    assert chosen.tolist() == [[1], [4], [8]]  # the first of the two 5s
+    assert flags.tolist() == [[FLAG_STRONGEST]] * 3
+    chosen, flags = select_returns("dual_strongest_last", measured, starts, lengths)
+    # Beam 0: strongest 1, last 3. Beam 1: one echo, both functions. Beam 2: the strongest is the
+    # last, so the second strongest joins: the first of the two 4s.
+    assert chosen.tolist() == [[1, 3, -1], [4, -1, -1], [5, 8, -1]]
+    assert flags.tolist() == [
+        [FLAG_STRONGEST, FLAG_LAST, 0],
+        [FLAG_STRONGEST | FLAG_LAST, 0, 0],
+        [FLAG_SECOND_STRONGEST, FLAG_STRONGEST | FLAG_LAST, 0],
+    ]
+    chosen, flags = select_returns("triple_first_strongest_last", measured, starts, lengths)
+    assert chosen.tolist() == [[0, 1, 3], [4, -1, -1], [5, 8, -1]]
+    assert flags.tolist() == [
+        [FLAG_FIRST, FLAG_STRONGEST, FLAG_LAST],
+        [FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0, 0],
+        [FLAG_FIRST, FLAG_STRONGEST | FLAG_LAST, 0],
+    ]
+
+
+def test_select_returns_refuses_an_unknown_mode():
+    import pytest
+
+    from acres_lidar_ros.errors import ConfigError
+    from acres_lidar_ros.radiometry.returns import select_returns
+
+    with pytest.raises(ConfigError, match="return_mode = 'loudest'.*strongest"):
+        select_returns("loudest", np.ones(1), np.zeros(1, np.int64), np.ones(1, np.int64))

@@ -96,23 +96,6 @@ def empty_returns(n_beams: int, slots: int) -> Returns:
     )
 
 
-@numba.njit(cache=True, nogil=True)
-def segment_first_argmax(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Index of the first maximum of each segment ``[starts[i], starts[i + 1])`` of ``values``
-    (the last segment runs to the end); segments are non-empty and in order."""
-    n_seg = starts.shape[0]
-    out = np.empty(n_seg, np.int64)
-    for s in range(n_seg):
-        lo = starts[s]
-        hi = starts[s + 1] if s + 1 < n_seg else values.shape[0]
-        best = lo
-        for i in range(lo + 1, hi):
-            if values[i] > values[best]:
-                best = i
-        out[s] = best
-    return out
-
-
 def select_returns(
     mode: str, measured_counts: np.ndarray, starts: np.ndarray, lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -137,49 +120,102 @@ def select_returns(
         single echo) carries all their bits; the flags only name the functions the mode selects.
         In ``dual_strongest_last`` the second strongest joins only when the strongest is the last.
     """
-    first = starts
-    last = starts + lengths - 1
-    none = np.full_like(first, -1)
-    if mode in ("strongest", "dual_strongest_last", "triple_first_strongest_last"):
-        strongest = segment_first_argmax(measured_counts, starts)
-    if mode == "strongest":
-        columns = [(strongest, FLAG_STRONGEST)]
-    elif mode == "first":
-        columns = [(first, FLAG_FIRST)]
-    elif mode == "last":
-        columns = [(last, FLAG_LAST)]
-    elif mode == "dual_first_last":
-        columns = [(first, FLAG_FIRST), (last, FLAG_LAST)]
-    elif mode == "triple_first_strongest_last":
-        columns = [(first, FLAG_FIRST), (strongest, FLAG_STRONGEST), (last, FLAG_LAST)]
-    elif mode == "dual_strongest_last":
-        others = np.array(measured_counts, dtype=np.float64)
-        others[strongest] = -np.inf
-        second = np.where(lengths >= 2, segment_first_argmax(others, starts), -1)
-        columns = [
-            (np.where(strongest == last, second, none), FLAG_SECOND_STRONGEST),
-            (strongest, FLAG_STRONGEST),
-            (last, FLAG_LAST),
-        ]
-    else:
+    if mode not in _MODE_CODE:
         raise ConfigError(f"lidar.return_mode = {mode!r}: must be one of {', '.join(RETURN_MODES)}")
-    idx = np.stack([c for c, _ in columns], axis=1)
-    flags = np.stack([np.where(c >= 0, f, 0) for c, f in columns], axis=1).astype(np.uint8)
-    if len(columns) == 1:
-        return idx, flags
-    big = np.iinfo(np.int64).max
-    order = np.argsort(np.where(idx >= 0, idx, big), axis=1, kind="stable")
-    idx = np.take_along_axis(idx, order, axis=1)
-    flags = np.take_along_axis(flags, order, axis=1)
-    keep = idx >= 0
-    for col in range(idx.shape[1] - 1, 0, -1):  # over the 2 or 3 slots
-        same = keep[:, col] & (idx[:, col] == idx[:, col - 1])
-        flags[same, col - 1] |= flags[same, col]
-        keep[same, col] = False
-    idx = np.where(keep, idx, -1)
-    flags = np.where(keep, flags, 0).astype(np.uint8)
-    pack = np.argsort(~keep, axis=1, kind="stable")
-    return np.take_along_axis(idx, pack, axis=1), np.take_along_axis(flags, pack, axis=1)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    width = _MODE_SLOTS[mode]
+    chosen = np.empty((starts.size, width), np.int64)
+    flags = np.empty((starts.size, width), np.uint8)
+    _select(_MODE_CODE[mode], np.asarray(measured_counts, dtype=np.float64), starts, lengths, chosen, flags)
+    return chosen, flags
+
+
+# The modes' numbers in the compiled pass, and the columns ``select_returns`` gives for each
+# (the functions it names; a point that fills several is one slot with all their bits).
+_STRONGEST, _FIRST, _LAST, _DUAL_FIRST_LAST, _TRIPLE, _DUAL_STRONGEST_LAST = range(6)
+_MODE_CODE = {
+    "strongest": _STRONGEST,
+    "first": _FIRST,
+    "last": _LAST,
+    "dual_first_last": _DUAL_FIRST_LAST,
+    "triple_first_strongest_last": _TRIPLE,
+    "dual_strongest_last": _DUAL_STRONGEST_LAST,
+}
+_MODE_SLOTS = {
+    "strongest": 1,
+    "first": 1,
+    "last": 1,
+    "dual_first_last": 2,
+    "triple_first_strongest_last": 3,
+    "dual_strongest_last": 3,  # second strongest, strongest, last: at most two remain
+}
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_argmax(values: np.ndarray, lo: int, hi: int, skip: int) -> int:
+    """Index of the first maximum of ``values[lo:hi]`` (``lo < hi``), index ``skip`` taken as
+    ``-inf`` (-1: none skipped)."""
+    best = lo
+    best_value = -np.inf if lo == skip else values[lo]
+    for i in range(lo + 1, hi):
+        value = -np.inf if i == skip else values[i]
+        if value > best_value:
+            best, best_value = i, value
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _select(mode, measured, starts, lengths, chosen, flags):
+    """``select_returns`` of each beam: its candidates by the mode (functions in a fixed order),
+    ordered by echo (stable), an echo named twice kept once with both bits, filled slots first."""
+    width = chosen.shape[1]
+    index = np.empty(3, np.int64)
+    bits = np.empty(3, np.uint8)
+    for b in range(starts.shape[0]):
+        lo = starts[b]
+        hi = lo + lengths[b]
+        last = hi - 1
+        strongest = _first_argmax(measured, lo, hi, -1)
+        if mode == _STRONGEST:
+            index[0], bits[0] = strongest, FLAG_STRONGEST
+        elif mode == _FIRST:
+            index[0], bits[0] = lo, FLAG_FIRST
+        elif mode == _LAST:
+            index[0], bits[0] = last, FLAG_LAST
+        elif mode == _DUAL_FIRST_LAST:
+            index[0], bits[0] = lo, FLAG_FIRST
+            index[1], bits[1] = last, FLAG_LAST
+        elif mode == _TRIPLE:
+            index[0], bits[0] = lo, FLAG_FIRST
+            index[1], bits[1] = strongest, FLAG_STRONGEST
+            index[2], bits[2] = last, FLAG_LAST
+        else:  # dual_strongest_last: the second strongest joins only when the strongest is the last
+            second = _first_argmax(measured, lo, hi, strongest) if hi - lo >= 2 and strongest == last else -1
+            index[0], bits[0] = second, FLAG_SECOND_STRONGEST if second >= 0 else 0
+            index[1], bits[1] = strongest, FLAG_STRONGEST
+            index[2], bits[2] = last, FLAG_LAST
+        # Order by echo, empty candidates last (insertion sort: stable, at most three).
+        for i in range(1, width):
+            j = i
+            while j > 0 and (index[j - 1] < 0 or index[j - 1] > index[j]) and index[j] >= 0:
+                index[j - 1], index[j] = index[j], index[j - 1]
+                bits[j - 1], bits[j] = bits[j], bits[j - 1]
+                j -= 1
+        # One slot per echo, with the bits of every function it fills; filled slots first.
+        for i in range(width - 1, 0, -1):
+            if index[i] >= 0 and index[i] == index[i - 1]:
+                bits[i - 1] |= bits[i]
+                index[i] = -1
+        k = 0
+        for i in range(width):
+            if index[i] >= 0:
+                chosen[b, k] = index[i]
+                flags[b, k] = bits[i]
+                k += 1
+        for i in range(k, width):
+            chosen[b, i] = -1
+            flags[b, i] = 0
 
 
 def nearest_hit_returns(
