@@ -545,9 +545,15 @@ class NoiseStreams:
             return np.zeros(0), np.zeros(0)
         return ahead[1], ahead[2]
 
-    def draw_ahead(self, n: int) -> int:
+    @property
+    def pairs_ahead(self) -> int:
+        """Noise pairs formed ahead at the stream's position (``draw_ahead``)."""
+        return int(self._pairs_ahead()[0].size)
+
+    def draw_ahead(self, n: int, split: bool = True) -> int:
         """Form at least the next ``n`` noise pairs without moving the stream; returns how many
-        are held."""
+        are held. ``split``: a large draw is shared between the cores (``cores.map_parts``);
+        False forms it in the calling thread alone (a draw that itself runs in the pool)."""
         n1, n2 = self._pairs_ahead()
         have = n1.size
         if n > have:
@@ -557,7 +563,7 @@ class NoiseStreams:
                 generator.advance(2 * (have + lo))  # O(log n) jump: the parts can be formed side by side
                 return generator.next_normal_pairs(hi - lo)
 
-            parts = map_parts(part, split_bounds(int(n) - have, MIN_PAIRS_PER_PART))
+            parts = map_parts(part, split_bounds(int(n) - have, MIN_PAIRS_PER_PART if split else int(n)))
             more1, more2 = (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in (0, 1))
             n1, n2 = (np.concatenate([n1, more1]), np.concatenate([n2, more2])) if have else (more1, more2)
             self._ahead = (self.noise.state, n1, n2)

@@ -380,6 +380,16 @@ class Sweep:
         table = scanner.applied_self_table
         if table is not None and self._self_decision is None:
             self.self_decision(table)  # the body's part needs no poses: decide it before the stamp
+        # The noise pairs depend on the stream's position alone: they are formed in the pool
+        # while this block is traced, so that the finish only takes them (no number changes).
+        # Every block checks, because the previous scan may finish (and move the stream on)
+        # meanwhile.
+        streams = scanner.streams if scanner.options.radiometry else None
+        used = 0 if streams is None else streams.pairs_used_last
+        wanted = used + used // 4 + 1024 if used else config.columns * config.rings
+        ahead = None
+        if streams is not None and streams.pairs_ahead < wanted:
+            ahead = in_background(streams.draw_ahead, wanted, False)  # one part: it runs in the pool
         t0 = time.perf_counter()
         T_base_sensor = self.pattern.T_base_sensor
         T_world_sensor = poses.transforms(self.firing_time_s[columns], extrapolate=extrapolate) @ T_base_sensor
@@ -400,18 +410,12 @@ class Sweep:
         beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
         origins, directions = block_rays(config.mechanical_noise, *key, R_firings, beam_directions, origins, directions)
         t1 = time.perf_counter()
-        hits = scanner.tracer.trace(
-            origins,
-            directions,
-            max_range_m=config.range_m,
-            max_hits=config.max_hits_per_sub_ray,
-            continue_step_m=config.continue_step_m,
-            pond_threshold_m=config.pond_threshold_m,
-            boxes=self.boxes,
-            foliage_solid=not scanner.options.foliage,
-            range_offset_m=config.windows.range_offset_m,
-        )
-        t2 = time.perf_counter()
+        try:
+            hits = self._trace_rays(origins, directions)
+        finally:
+            t2 = time.perf_counter()
+            if ahead is not None:
+                ahead.result()  # joined here (its wait counts in the returns): the streams are the caller's again
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
@@ -430,14 +434,22 @@ class Sweep:
                 self._prepare(block)
             except (ValueError, IndexError):
                 block.beams = None  # refused: finish prepares it again and raises there
-            streams = scanner.streams
-            if not self.done and streams is not None:
-                # The noise pairs depend on the stream's position alone: form them now, before
-                # the stamp, so that finish only takes them (no number changes). Every block
-                # checks, because the previous scan may finish (and move the stream on) meanwhile.
-                used = streams.pairs_used_last
-                streams.draw_ahead(used + used // 4 + 1024 if used else config.columns * config.rings)
             self.prepare_s += time.perf_counter() - t2
+
+    def _trace_rays(self, origins: np.ndarray, directions: np.ndarray) -> Hits:
+        """The hits of a block's rays under the scanner's config and options."""
+        scanner, config = self.scanner, self.scanner.config
+        return scanner.tracer.trace(
+            origins,
+            directions,
+            max_range_m=config.range_m,
+            max_hits=config.max_hits_per_sub_ray,
+            continue_step_m=config.continue_step_m,
+            pond_threshold_m=config.pond_threshold_m,
+            boxes=self.boxes,
+            foliage_solid=not scanner.options.foliage,
+            range_offset_m=config.windows.range_offset_m,
+        )
 
     def _prepare(self, block: _Block) -> None:
         scanner = self.scanner
