@@ -155,6 +155,13 @@ class FakeNode:
         self.params[name] = self.overrides.get(name, None if isinstance(value, ParamType) else value)
         self.descriptors[name] = descriptor
 
+    @property
+    def _parameter_overrides(self):  # rclpy's start-up values of this node, declared or not
+        return dict(self.overrides)
+
+    def has_parameter(self, name):
+        return name in self.params
+
     def get_parameter(self, name):
         if self.params[name] is None:
             raise ParameterUninitializedException(name)
@@ -658,6 +665,17 @@ def test_node_start_up_error_names_the_key(lidar_node):
         lidar_node(**{"lidar.columns": 2})
 
 
+def test_an_unknown_start_up_parameter_is_refused_with_the_closest_names(lidar_node):
+    # rclpy would drop it silently: the scan would run with the body table on.
+    with pytest.raises(ConfigError) as refused:
+        lidar_node(**{"self_returns": False, "lidar.rnage_m": 50.0, "seed": 3})
+    message = str(refused.value)
+    assert "self_returns = False: lidar_node has no such parameter; did you mean 'lidar.self_returns'" in message
+    assert "lidar.rnage_m = 50.0: lidar_node has no such parameter; did you mean 'lidar.range_m'" in message
+    assert "seed =" not in message  # a known one is not named
+    assert "docs/ros.md" in message
+
+
 # -- with real rclpy ----------------------------------------------------------------------------------
 
 
@@ -690,6 +708,21 @@ def test_real_rclpy_node_refuses_an_out_of_range_parameter():
         finally:
             node.close()
             node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+
+
+def test_real_rclpy_node_refuses_an_unknown_parameter_before_building_anything():
+    rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: real node test skipped")
+    from rclpy.parameter import Parameter
+
+    from acres_lidar_ros.ros.node import LidarNode
+
+    rclpy.init()
+    try:
+        overrides = [Parameter("self_returns", value=False), Parameter("use_sim_time", value=True)]
+        with pytest.raises(ConfigError, match="self_returns = False: lidar_node has no such parameter"):
+            LidarNode(parameter_overrides=overrides)
     finally:
         rclpy.try_shutdown()
 

@@ -471,6 +471,32 @@ def node_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {p.name: p.check(values[p.name]) if values.get(p.name) is not None else p.default for p in NODE_PARAMS}
 
 
+def check_known(overrides: Mapping[str, Any], known: Iterable[str], node: str = "lidar_node") -> None:
+    """Refuse start-up values (``--ros-args -p``, parameter files) of parameters the node does not
+    have: rclpy drops them silently, so a typo (``self_returns`` for ``lidar.self_returns``)
+    would run with the default. The error names each one, its value and the closest names."""
+    import difflib
+
+    names = sorted(set(known))
+    unknown = sorted(name for name in overrides if name not in set(names))
+    if not unknown:
+        return
+    lines = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        lines.append(f"{name} = {_value_of(overrides[name])!r}: {node} has no such parameter{hint}")
+    raise ConfigError(
+        "; ".join(lines) + f". Its parameters are listed in docs/ros.md (and by ros2 param list /{node}); "
+        "a parameters file's '/**' section gives its values to every node"
+    )
+
+
+def _value_of(value: Any) -> Any:
+    """A start-up value as the user wrote it (rclpy hands over ``Parameter`` objects)."""
+    return getattr(value, "value", value)
+
+
 def by_name(decls: Iterable[ParamDecl]) -> dict[str, ParamDecl]:
     return {d.name: d for d in decls}
 
