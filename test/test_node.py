@@ -473,6 +473,31 @@ def test_node_traces_with_the_covering_pose_and_publishes_at_stamp_plus_delay(li
     assert len(mount_warnings) == 1
 
 
+def test_the_poll_takes_a_tf_mount_before_the_first_sweep(lidar_node, node_module):
+    # robot_state_publisher's static mount, 1.2 m ahead of and 1.9 m above base_footprint: the
+    # poll takes it before any odometry, so no sweep is traced with the sensors file's mount.
+    node = lidar_node()
+    found = []
+
+    def lookup_transform(target, source, at):
+        found.append((target, source))
+        if len(found) < 2:  # not there yet at the first poll: no warning, tried again later
+            raise TransformException("not yet")
+        translation = SimpleNamespace(x=1.2, y=0.0, z=1.9)
+        return SimpleNamespace(
+            transform=SimpleNamespace(translation=translation, rotation=SimpleNamespace(x=0.0, y=0.0, z=0.0, w=1.0))
+        )
+
+    node._tf.lookup_transform = lookup_transform
+    for _ in range(2 * node_module.MOUNT_RETRY_POLLS):
+        _poll(node)
+    assert found == [("base_footprint", "lidar")] * 2
+    assert node.config.position_flu_m.tolist() == [1.2, 0.0, 1.9]
+    assert node.config.rpy_rad.tolist() == [0.0, 0.0, 0.0]
+    assert not [m for level, m in node.log_lines if level == "warning" and "no TF" in m]
+    assert not node.loop.scheduler.jobs()  # before any scan
+
+
 def test_node_publishes_the_slices_of_a_scan_in_order_in_the_output_frame(lidar_node):
     """partial_output with 4 slices in the world frame: four messages on /lidar/points, stamped at
     the ends of their 25 ms of the sweep (XYZI), in the odometry frame."""

@@ -189,8 +189,7 @@ def test_with_tf2_ros_the_node_takes_its_mount_from_tf():
             for _ in range(MAX_STEPS):  # bounded: each spin_once waits at most 10 ms
                 if node._mount_from_tf:
                     break
-                executor.spin_once(timeout_sec=0.01)
-                node._resolve_mount()
+                executor.spin_once(timeout_sec=0.01)  # the node's poll looks the mount up
             assert node._mount_from_tf
             assert list(node.config.position_flu_m) == pytest.approx([1.5, 0.0, 1.8])
         finally:

@@ -65,6 +65,8 @@ from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_override
 from acres_lidar_ros.scan import Scanner, ScanOptions
 
 POLL_PERIOD_S = 0.002
+MOUNT_RETRY_POLLS = 50
+"""Until the TF mount is found, the poll looks it up every this many polls (0.1 s)."""
 TF_POSE_PERIOD_S = 0.02
 DIAGNOSTICS_PERIOD_S = 1.0
 _PARAMETER_TYPE = {
@@ -178,6 +180,7 @@ class LidarNode(Node):
         freeze_startup_objects()  # no full garbage collection walks the start-up objects mid-scan
         self._mount_from_tf = False
         self._mount_warned = False
+        self._polls_to_mount_try = 0  # the first poll looks for the TF mount at once
         self._markers: list[Any] = []
         self._markers_lock = threading.Lock()
 
@@ -351,21 +354,24 @@ class LidarNode(Node):
 
     def _job_inputs(self, job: ScanJob) -> tuple[list[Any], list[Event]]:
         """When a scan starts: the mount (from TF once it is there) and the other vehicles."""
-        self._resolve_mount()
+        self._resolve_mount(warn=True)
         with self._markers_lock:
             markers = list(self._markers)
         return boxes_from_markers(
             markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns)
         )
 
-    def _resolve_mount(self) -> None:
+    def _resolve_mount(self, warn: bool) -> None:
         """The mount base_frame -> lidar frame from TF (robot_state_publisher), once; else the
-        sensors file's position_flu_m / rpy_deg with one warning."""
+        sensors file's position_flu_m / rpy_deg, with one warning when a scan starts without it
+        (``warn``). The poll looks too, so that a mount published at start-up (a static
+        transform) is taken before the first sweep is traced: taking it rebuilds the beam
+        pattern and drops the sweeps in work."""
         if self._mount_from_tf or self._tf is None:
             return
         found = self._lookup(self.settings["base_frame"], self.config.frame_id, None)
         if found is None:
-            if not self._mount_warned:
+            if warn and not self._mount_warned:
                 self._mount_warned = True
                 self.get_logger().warning(
                     f"no TF {self.settings['base_frame']} -> {self.config.frame_id}: using the sensors file's "
@@ -382,6 +388,11 @@ class LidarNode(Node):
     # -- the cycle ----------------------------------------------------------------------------
 
     def _on_poll(self) -> None:
+        if not self._mount_from_tf and self._tf is not None:
+            self._polls_to_mount_try -= 1
+            if self._polls_to_mount_try < 0:
+                self._polls_to_mount_try = MOUNT_RETRY_POLLS - 1
+                self._resolve_mount(warn=False)
         self._emit(self.loop.tick())
 
     def _on_diagnostics(self) -> None:
