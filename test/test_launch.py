@@ -205,20 +205,36 @@ def test_launch_smoke_publishes_lidar_points():
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    from rclpy.task import Future
+
     rclpy.init()
     received = []
     mount = None
     try:
         node = rclpy.create_node("polaris_launch_smoke")
-        node.create_subscription(PointCloud2, "/lidar/points", received.append, cloud_qos(10))
+        ended = Future()  # a cloud came, or the launch exited (then its output says why)
+
+        def on_cloud(message: PointCloud2) -> None:
+            received.append(message)
+            if not ended.done():
+                ended.set_result("cloud")
+
+        def check_launch() -> None:
+            if process.poll() is not None and not ended.done():
+                ended.set_result("launch exited")
+
+        node.create_subscription(PointCloud2, "/lidar/points", on_cloud, cloud_qos(10))
+        node.create_timer(0.5, check_launch)
         tf_buffer = tf2_ros.Buffer()
         tf_listener = tf2_ros.TransformListener(tf_buffer, node)  # robot_state_publisher's /tf_static
-        for _ in range(240):  # bounded: each spin_once waits at most 0.5 s, so 120 s at most
-            if (received and mount is not None) or process.poll() is not None:
-                break
-            rclpy.spin_once(node, timeout_sec=0.5)
-            if mount is None and tf_buffer.can_transform("base_footprint", "lidar", Time()):
+        # rclpy's own bounded wait: the node compiles its kernels first (about 10 s on a fresh cache),
+        # and /tf at 50 Hz would end a count of spin_once calls long before.
+        rclpy.spin_until_future_complete(node, ended, timeout_sec=120.0)
+        for _ in range(100):  # the static mount came before the cloud; bounded in case it did not
+            if tf_buffer.can_transform("base_footprint", "lidar", Time()):
                 mount = tf_buffer.lookup_transform("base_footprint", "lidar", Time()).transform
+                break
+            rclpy.spin_once(node, timeout_sec=0.1)
         del tf_listener
         node.destroy_node()
     finally:
