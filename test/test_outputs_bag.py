@@ -210,6 +210,24 @@ def test_write_after_close_is_refused(tmp_path):
         bag.write_clock(0)
 
 
+def test_flush_on_a_rosbags_without_the_storage_writer_it_needs_names_the_versions(tmp_path, monkeypatch):
+    from importlib.metadata import version
+
+    bag = BagWriter(tmp_path / "drive").open()
+    try:
+        bag.write_clock(0)
+        bag.flush()  # the rosbags of setup.py's range has what flush uses
+        storage = bag._writer.storage
+        monkeypatch.delattr(type(storage), "close_chunk")  # as a rosbags that renamed it would be
+        with pytest.raises(
+            OutputError, match=rf"rosbags {version('rosbags')}'s MCAP writer has no 'close_chunk'.*>= 0.11, < 0.12"
+        ):
+            bag.flush()
+    finally:
+        monkeypatch.undo()
+        bag.close()
+
+
 def test_cloud_log_time_can_be_its_release_time(tmp_path):
     scan = make_scan(seed=22)
     release_ns = STAMP_NS + 12_000_000

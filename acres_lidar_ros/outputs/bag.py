@@ -193,10 +193,19 @@ class BagWriter:
         # close_chunk and bio are the storage writer's own (rosbags.rosbag2.storage_mcap.McapWriter).
         storage = self._writer.storage
         try:
-            if storage.chunk.bio.tell():
-                storage.close_chunk()
-            storage.bio.flush()
-            os.fsync(storage.bio.fileno())
+            chunk_bytes, close_chunk, bio = storage.chunk.bio.tell(), storage.close_chunk, storage.bio
+        except AttributeError as error:  # another rosbags than setup.py's range
+            from importlib.metadata import version
+
+            raise OutputError(
+                f"cannot flush bag {self.path}: rosbags {version('rosbags')}'s MCAP writer has no {error.name!r}; "
+                "acres_lidar_ros needs rosbags >= 0.11, < 0.12 (pip install 'rosbags>=0.11,<0.12')"
+            ) from error
+        try:
+            if chunk_bytes:
+                close_chunk()
+            bio.flush()
+            os.fsync(bio.fileno())
         except OSError as error:
             raise OutputError(f"cannot write bag {self.path}: {error}") from error
 
