@@ -1,4 +1,4 @@
-"""The split of the radiometry passes between the cores (``radiometry.cores``)."""
+"""The split of the passes over independent items between the cores (``cores``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
+from acres_lidar_ros import cores
 from acres_lidar_ros.config.sensors import load_sensor_config
-from acres_lidar_ros.radiometry import cores
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import build_default_farm, default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 #: layer -> rank; lower ranks are inner. The order is the one docs/design.md draws.
 LAYER_RANK = {
     "errors": 0,
+    "cores": 0,
     "config": 1,
     "sensor": 2,
     "scene": 2,

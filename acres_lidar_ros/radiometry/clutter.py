@@ -24,7 +24,7 @@ from itertools import pairwise
 import numba
 import numpy as np
 
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells, ring_major_order
 from acres_lidar_ros.radiometry.noise import Pcg32, pcg32_step, uniform_of_u32
 from acres_lidar_ros.radiometry.physics import signal_counts

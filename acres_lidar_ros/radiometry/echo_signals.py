@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.scalar_physics import range_sigma_of_snr, snr
 from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of

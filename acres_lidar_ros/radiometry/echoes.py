@@ -41,7 +41,7 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.hit_passes import ground_keys, lit_contributions, reached_hits
 from acres_lidar_ros.radiometry.model import BeamModel

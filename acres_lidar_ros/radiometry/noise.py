@@ -26,7 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from acres_lidar_ros.radiometry.cores import map_parts, split_bounds
+from acres_lidar_ros.cores import map_parts, split_bounds
 
 MASK64 = (1 << 64) - 1
 MASK32 = (1 << 32) - 1

@@ -11,8 +11,8 @@ import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
 from acres_lidar_ros.config.limits import trace_key
+from acres_lidar_ros.cores import in_background
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.radiometry.cores import in_background
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns, join_scan_echoes
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays

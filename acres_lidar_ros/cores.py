@@ -1,4 +1,4 @@
-"""The machine's cores for the passes whose items are independent (beams, echoes).
+"""The machine's cores for the passes whose items are independent (sub-rays, beams, echoes).
 
 The compiled passes release the GIL (``nogil``) and so do numpy's loops over large arrays, so a
 pass over ``n`` independent items runs as up to two parts in threads. The split never changes a
