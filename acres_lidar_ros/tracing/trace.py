@@ -25,7 +25,8 @@ the triangles alone (re-cast of the few rays whose first hit is a crop box) and 
 alone (the walk from patch to patch where it leaves a field or its neighbour patch is not
 clearly next, ``crop_walk``). Between casts, the bookkeeping of the sub-rays (crop walk, proxy
 exits, continuation, ground rules, writing the hits) is compiled, one pass per cast
-(``trace_kernel``, ``crop_walk``); its work arrays are kept per thread and reused.
+(``trace_kernel``, ``crop_walk``); its work arrays are kept per thread and reused. A round's
+finish pass over many sub-rays runs in two parts side by side (``cores``, ``Tracer._finish``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import numpy as np
 import open3d as o3d
 
 from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
+from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scene.boxes import VehicleBox, trace_boxes
 from acres_lidar_ros.scene.grids import NO_POLYGON
@@ -55,6 +57,7 @@ EXIT_STEP_M = 1e-3  # restart distance behind the surface a ray leaves (proxy ex
 # intersected analytically at full size.
 CROP_BOX_SHRINK_M = 1e-3
 CAST_PIECE_RAYS = 16384  # most rays per cast_rays call (see Tracer._cast_rays)
+MIN_FINISH_PER_PART = 8192  # sub-rays per part of a round's finish pass (Tracer._finish)
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
 _MAX_CROP_PATCHES = 256  # bound of the patch-to-patch crop walk of a sub-ray per round
 _CPU = o3d.core.Device("CPU:0")  # where the Embree scenes and their tensors live
@@ -240,6 +243,23 @@ class Tracer:
         result = self._cast(self._rc, np.asarray(origins_world) - self.local_origin_m, directions_world)
         return result["t_hit"].numpy()
 
+    @staticmethod
+    def _finish(done, nd, ol, d, state, tables, params, out, next_rows) -> int:
+        """``trace_kernel.finish`` of the sub-rays ``done[:nd]``; a long list in two parts side by
+        side (each sub-ray writes only its own state and hits), the second part's continuing
+        sub-rays moved up behind the first's, so ``next_rows`` is what one pass gives."""
+        bounds = split_bounds(nd, MIN_FINISH_PER_PART)
+        if bounds.size <= 2:
+            return kernel.finish(done, nd, ol, d, state, tables, params, out, next_rows)
+        mid = int(bounds[1])
+
+        def part(a: int, b: int) -> int:
+            return kernel.finish(done[a:], b - a, ol, d, state, tables, params, out, next_rows[a:])
+
+        first, second = map_parts(part, bounds)
+        next_rows[first : first + second] = next_rows[mid : mid + second]
+        return first + second
+
     # --- main -----------------------------------------------------------------------------
     def trace(
         self,
@@ -361,7 +381,7 @@ class Tracer:
                     w, nd = crop_walk(walk, w, False, t_hit, ids, ol, d, state, tables, params, rays, done, nd, *bounds)
                 done[nd : nd + w] = walk[:w]  # the walk's bound: no crop hit
                 nd += w
-            n_rows = kernel.finish(done, nd, ol, d, state, tables, params, out, next_rows)
+            n_rows = self._finish(done, nd, ol, d, state, tables, params, out, next_rows)
             if n_rows == 0:
                 break
             rows, next_rows = next_rows, rows
