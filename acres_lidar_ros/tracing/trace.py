@@ -245,20 +245,20 @@ class Tracer:
 
     @staticmethod
     def _finish(done, nd, ol, d, state, tables, params, out, next_rows) -> int:
-        """``trace_kernel.finish`` of the sub-rays ``done[:nd]``; a long list in two parts side by
-        side (each sub-ray writes only its own state and hits), the second part's continuing
-        sub-rays moved up behind the first's, so ``next_rows`` is what one pass gives."""
+        """``trace_kernel.finish`` of the sub-rays ``done[:nd]``; a long list in parts side by side
+        (each sub-ray writes only its own state and hits), each part's continuing sub-rays moved up
+        behind the previous parts', so ``next_rows`` is what one pass gives."""
         bounds = split_bounds(nd, MIN_FINISH_PER_PART)
-        if bounds.size <= 2:
-            return kernel.finish(done, nd, ol, d, state, tables, params, out, next_rows)
-        mid = int(bounds[1])
 
-        def part(a: int, b: int) -> int:
+        def part(a: int, b: int) -> int:  # its continuing sub-rays go to next_rows[a:]
             return kernel.finish(done[a:], b - a, ol, d, state, tables, params, out, next_rows[a:])
 
-        first, second = map_parts(part, bounds)
-        next_rows[first : first + second] = next_rows[mid : mid + second]
-        return first + second
+        n_next = 0
+        for start, count in zip(bounds[:-1], map_parts(part, bounds), strict=True):
+            if start > n_next:
+                next_rows[n_next : n_next + count] = next_rows[start : start + count]
+            n_next += count
+        return n_next
 
     # --- main -----------------------------------------------------------------------------
     def trace(
