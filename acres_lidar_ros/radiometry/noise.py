@@ -563,7 +563,8 @@ class NoiseStreams:
                 generator.advance(2 * (have + lo))  # O(log n) jump: the parts can be formed side by side
                 return generator.next_normal_pairs(hi - lo)
 
-            parts = map_parts(part, split_bounds(int(n) - have, MIN_PAIRS_PER_PART if split else int(n)))
+            more = int(n) - have
+            parts = map_parts(part, split_bounds(more, MIN_PAIRS_PER_PART) if split else np.array([0, more]))
             more1, more2 = (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in (0, 1))
             n1, n2 = (np.concatenate([n1, more1]), np.concatenate([n2, more2])) if have else (more1, more2)
             self._ahead = (self.noise.state, n1, n2)
