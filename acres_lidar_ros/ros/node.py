@@ -157,8 +157,7 @@ class LidarNode(Node):
         self._declare(d for d in self._decls.values() if d.group != "node")
         # rclpy keeps the start-up values of undeclared names and drops them: refuse them here.
         overrides = getattr(self, "_parameter_overrides", {})
-        own_names = [d.name for d in own]
-        check_known(overrides, [*own_names, *self._decls, *(n for n in overrides if self.has_parameter(n))])
+        check_known(overrides, [*self._decls, *(n for n in overrides if self.has_parameter(n))])  # and rclpy's own
         values = {name: self._value(name) for name in self._decls}
         config = config.with_overrides(startup_overrides(values, config))
         # An empty topic or point type is the sensors file's: its driver's defaults.

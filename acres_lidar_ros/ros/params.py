@@ -477,13 +477,13 @@ def check_known(overrides: Mapping[str, Any], known: Iterable[str], node: str = 
     would run with the default. The error names each one, its value and the closest names."""
     import difflib
 
-    names = sorted(set(known))
-    unknown = sorted(name for name in overrides if name not in set(names))
+    known = set(known)
+    unknown = sorted(name for name in overrides if name not in known)
     if not unknown:
         return
     lines = []
     for name in unknown:
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         lines.append(f"{name} = {_value_of(overrides[name])!r}: {node} has no such parameter{hint}")
     raise ConfigError(
