@@ -16,3 +16,12 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def plane_tracer():
+    """Flat ground at z = 0, 600 m square (``loop_support.flat_plane_tracer``), for the loop tests;
+    a module with a plane of its own size defines its own ``plane_tracer``."""
+    from loop_support import flat_plane_tracer
+
+    return flat_plane_tracer()

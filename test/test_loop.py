@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from loop_support import IDENTITY, MS, ManualClock, flat_plane_tracer
+from loop_support import IDENTITY, MS, ManualClock
 
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
 from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.tracing.trace import Tracer
-
-
-@pytest.fixture(scope="module")
-def plane_tracer() -> Tracer:
-    return flat_plane_tracer()
 
 
 def make_loop(tracer, clock, config=None, **kw):

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from loop_support import IDENTITY, MS, ManualClock, flat_plane_tracer
+from loop_support import IDENTITY, MS, ManualClock
 from rosbags.highlevel import AnyReader
 
 from acres_lidar_ros.apps import cli
@@ -18,12 +18,6 @@ from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
 from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.tracing.trace import Tracer
-
-
-@pytest.fixture(scope="module")
-def plane_tracer() -> Tracer:
-    return flat_plane_tracer()
 
 
 def pack(shaped, job):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from loop_support import IDENTITY, MS, ManualClock, flat_plane_tracer
+from loop_support import IDENTITY, MS, ManualClock
 
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.outputs.shaping import shape_scan, slice_scan
@@ -15,15 +15,9 @@ from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop, S
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.sensor.poses import PoseHistory
-from acres_lidar_ros.tracing.trace import Tracer
 
 SLICES = 4
 DELAY_MS = 12  # the Polaris's delay_s
-
-
-@pytest.fixture(scope="module")
-def plane_tracer() -> Tracer:
-    return flat_plane_tracer()
 
 
 def pack(shaped, job):
