@@ -11,7 +11,7 @@ checked against what the old one gave, not against itself. To regenerate them ex
 
 The script runs against either layout (it imports the flat one when the layered one is
 missing), so it can also be run on a later commit to see what changed; the committed files
-must come from ``d376a36``. ``test/test_golden_scans.py`` reads the cases from the same
+must come from ``d376a36``. ``test/scan/test_golden_scans.py`` reads the cases from the same
 ``CASES`` table (this file is importable).
 
 Each case is one run of one ``Scanner`` (the noise streams carry over between its scans, so a

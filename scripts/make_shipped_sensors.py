@@ -14,7 +14,7 @@ The FT120's per-pixel angles are read from Hesai's angle-correction file (HesaiL
 ``correction/angle_correction/FT120C1X_Angle Correction File.dat``); without ``--ft120`` that
 file is left as it is.
 
-Conventions of the emitters block (``config/emitters.py``): azimuths are FLU, counter-clockwise
+Conventions of the emitters block (``config/emitter_block.py``): azimuths are FLU, counter-clockwise
 from forward, relative to the tick; the pattern does not turn an emitter by its fire delay, so the
 azimuth of an emitter of a spinning head includes the turn ``-omega t`` (clockwise spin) that the
 head makes between the tick and its firing, as each driver computes it; ``hor_offset_m`` lies along

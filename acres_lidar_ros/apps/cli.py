@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 # Only light imports here: main() installs the signal handlers first, and everything heavy
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.argv import mark_negative_numbers
-from acres_lidar_ros.apps.bag_repair import add_bag_repair_parser, cmd_bag_repair
+from acres_lidar_ros.apps.cmd_bag_repair import add_bag_repair_parser, cmd_bag_repair
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
@@ -209,14 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bag_repair_parser(sub)
 
-    from acres_lidar_ros.apps.self_table import add_self_table_arguments
+    from acres_lidar_ros.apps.cmd_self_table import add_self_table_arguments
 
     add_self_table_arguments(sub.add_parser("self-table", help="generate the self-return table from a URDF body"))
 
-    from acres_lidar_ros.apps.materials import add_materials_arguments
+    from acres_lidar_ros.apps.cmd_materials import add_materials_arguments
 
     add_materials_arguments(sub.add_parser("materials", help="the material table at a wavelength, 400 to 2500 nm"))
-    from acres_lidar_ros.apps.dataset import add_dataset_parser
+    from acres_lidar_ros.apps.cmd_dataset import add_dataset_parser
 
     add_dataset_parser(sub)
     return parser
@@ -353,7 +353,7 @@ def _stopped(args: argparse.Namespace) -> int | None:
 def cmd_scan(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from acres_lidar_ros.apps.recorder import single_scan
+    from acres_lidar_ros.apps.cmd_record import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
     if args.point_type is not None:
@@ -393,7 +393,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.recorder import record_drive
+    from acres_lidar_ros.apps.cmd_record import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
     from acres_lidar_ros.sensor.poses import PoseHistory
@@ -461,7 +461,13 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.bench import against_setup, bench_lines, bench_scans, peak_memory_mb, plain_and_variant
+    from acres_lidar_ros.apps.cmd_bench import (
+        against_setup,
+        bench_lines,
+        bench_scans,
+        peak_memory_mb,
+        plain_and_variant,
+    )
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
@@ -505,13 +511,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_self_table(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.self_table import run_self_table
+    from acres_lidar_ros.apps.cmd_self_table import run_self_table
 
     return run_self_table(args)
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.dataset import cmd_dataset as run_dataset_command
+    from acres_lidar_ros.apps.cmd_dataset import cmd_dataset as run_dataset_command
 
     return run_dataset_command(args)
 
@@ -524,7 +530,7 @@ def vars_for_json(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_materials(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.materials import run_materials
+    from acres_lidar_ros.apps.cmd_materials import run_materials
 
     return run_materials(args)
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from acres_lidar_ros.apps.bench import peak_memory_mb
+from acres_lidar_ros.apps.cmd_bench import peak_memory_mb
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.scene.scaling import check_obstacle_count, scaling_scene
 from acres_lidar_ros.sensor.pattern import BeamPattern

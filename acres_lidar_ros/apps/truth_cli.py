@@ -26,7 +26,7 @@ def truth_summary(scan: Scan) -> str:
     """One line: how many cells have each reason code, e.g. ``truth: 36123 returned, 14638 no_surface``."""
     import numpy as np
 
-    from acres_lidar_ros.radiometry.truth import REASON_NAMES
+    from acres_lidar_ros.radiometry.cell_truth import REASON_NAMES
 
     if scan.truth is None:
         return "truth: none"

@@ -50,12 +50,12 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.config.input_files import read_regular_file
-from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_ID
+from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.cell_truth import BLOCKED_BY_BODY, RETURNED, CellTruth
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
-from acres_lidar_ros.radiometry.truth import BLOCKED_BY_BODY, RETURNED, CellTruth
 from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from acres_lidar_ros.config.emitters import (
+from acres_lidar_ros.config.emitter_block import (
     MIN_SCAN_RATE_HZ,
     UNREAD_WITH_EMITTERS,
     EmittersConfig,
@@ -35,8 +35,7 @@ from acres_lidar_ros.config.emitters import (
     emitters_of_lidar,
 )
 from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
-from acres_lidar_ros.config.limits import MechanicalNoiseConfig, WindowConfig, mechanical_noise_config, window_config
-from acres_lidar_ros.config.materials import MATERIAL_NAMES
+from acres_lidar_ros.config.material_table import MATERIAL_NAMES
 from acres_lidar_ros.config.output_options import OutputConfig
 from acres_lidar_ros.config.schema import (
     DEFAULT_SPECTRA,
@@ -48,6 +47,12 @@ from acres_lidar_ros.config.schema import (
     OPTICAL_KEYS,
 )
 from acres_lidar_ros.config.spectra import check_spectrum, resolve_spectrum
+from acres_lidar_ros.config.window_rules import (
+    MechanicalNoiseConfig,
+    WindowConfig,
+    mechanical_noise_config,
+    window_config,
+)
 from acres_lidar_ros.errors import ConfigError
 
 PACKAGE = "acres_lidar_ros"

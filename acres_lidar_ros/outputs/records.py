@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.config.materials import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
+from acres_lidar_ros.config.material_table import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.scene.instances import InstanceTable

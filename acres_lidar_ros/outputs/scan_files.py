@@ -22,7 +22,7 @@ from acres_lidar_ros.outputs.ply import write_ply
 from acres_lidar_ros.outputs.preview import render_top_view, write_png
 from acres_lidar_ros.outputs.records import scan_row
 from acres_lidar_ros.outputs.shaping import ShapedScan
-from acres_lidar_ros.outputs.truth import truth_file_name, write_truth_npz
+from acres_lidar_ros.outputs.truth_cloud import truth_file_name, write_truth_npz
 from acres_lidar_ros.scan import Scan
 
 OUTPUT_MODES = ("ply", "pcd", "both")

@@ -25,9 +25,9 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.cores import map_parts, split_bounds
-from acres_lidar_ros.radiometry.model import BeamModel, ring_major_cells, ring_major_order
+from acres_lidar_ros.radiometry.equations import signal_counts
 from acres_lidar_ros.radiometry.noise import Pcg32, pcg32_step, uniform_of_u32
-from acres_lidar_ros.radiometry.physics import signal_counts
+from acres_lidar_ros.radiometry.radiometric_model import BeamModel, ring_major_cells, ring_major_order
 from acres_lidar_ros.radiometry.weather import (
     exponential_from_uniform,
     invert_cdf,

@@ -42,16 +42,16 @@ from dataclasses import dataclass, replace
 import numba
 import numpy as np
 
-from acres_lidar_ros.config.materials import CLASS_ID, MATERIAL_OF_CLASS
+from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.clutter import kept_slabs
 from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
-from acres_lidar_ros.radiometry.model import BeamModel
+from acres_lidar_ros.radiometry.equation_kernels import intensity_byte as intensity_byte_of
+from acres_lidar_ros.radiometry.equation_kernels import measured_signal_counts, measured_signal_counts_ufunc
+from acres_lidar_ros.radiometry.equations import reflectance_limit
 from acres_lidar_ros.radiometry.noise import NoiseStreams
-from acres_lidar_ros.radiometry.physics import reflectance_limit
+from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
-from acres_lidar_ros.radiometry.scalar_physics import intensity_byte as intensity_byte_of
-from acres_lidar_ros.radiometry.scalar_physics import measured_signal_counts, measured_signal_counts_ufunc
 from acres_lidar_ros.radiometry.weather import CLEAR_AIR
 from acres_lidar_ros.scene.instances import CLUTTER_INSTANCE
 

@@ -24,9 +24,9 @@ import numba
 import numpy as np
 
 from acres_lidar_ros.cores import map_parts, split_bounds
-from acres_lidar_ros.radiometry.model import BeamModel
-from acres_lidar_ros.radiometry.scalar_physics import range_sigma_of_snr, snr
-from acres_lidar_ros.radiometry.scalar_physics import signal_counts as signal_counts_of
+from acres_lidar_ros.radiometry.equation_kernels import range_sigma_of_snr, snr
+from acres_lidar_ros.radiometry.equation_kernels import signal_counts as signal_counts_of
+from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.windows import CellWindows
 
 MIN_ECHOES_PER_PART = 4096

@@ -40,12 +40,12 @@ from typing import Any, TypeVar
 import numba
 import numpy as np
 
-from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS
+from acres_lidar_ros.config.material_table import CLASS_ID, IS_FOLIAGE_CLASS
 from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.hit_passes import ground_keys, lit_contributions, reached_hits
-from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import hash_normal, place_seed_term, roughness_seed_term
+from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.tracing.hits import Hits
 
 _ByCell = TypeVar("_ByCell", bound=Any)

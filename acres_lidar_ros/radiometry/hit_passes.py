@@ -22,8 +22,7 @@ import math
 import numba
 import numpy as np
 
-from acres_lidar_ros.radiometry.noise import place_hash_of, roughness_hash_of
-from acres_lidar_ros.radiometry.scalar_physics import (
+from acres_lidar_ros.radiometry.equation_kernels import (
     albedo_factor,
     contribution_power,
     footprint_range_spread_m,
@@ -32,6 +31,7 @@ from acres_lidar_ros.radiometry.scalar_physics import (
     rough_range_sigma_m,
     tilted_angle_rad,
 )
+from acres_lidar_ros.radiometry.noise import place_hash_of, roughness_hash_of
 
 _jit = numba.njit(cache=True, nogil=True)
 

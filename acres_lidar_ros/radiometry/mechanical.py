@@ -29,7 +29,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from acres_lidar_ros.config.limits import MechanicalNoiseConfig
+from acres_lidar_ros.config.window_rules import MechanicalNoiseConfig
 from acres_lidar_ros.radiometry.noise import MASK64, PLACE_SEED_MUL, keyed_normal, mix64
 
 MECHANICAL_TAG = 0x4D4543484E4F4953

@@ -22,8 +22,8 @@ import numpy as np
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import WeatherConfig
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.equations import fog_extinction, fog_visibility_m, rain_extinction
 from acres_lidar_ros.radiometry.noise import Pcg32
-from acres_lidar_ros.radiometry.physics import fog_extinction, fog_visibility_m, rain_extinction
 
 MAX_RAIN_MM_PER_H = 500.0
 MIN_VISIBILITY_M = 10.0

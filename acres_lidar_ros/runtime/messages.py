@@ -18,7 +18,7 @@ import numpy as np
 
 from acres_lidar_ros.outputs.layouts import point_cloud
 from acres_lidar_ros.outputs.shaping import ShapedScan
-from acres_lidar_ros.outputs.truth import truth_cloud
+from acres_lidar_ros.outputs.truth_cloud import truth_cloud
 
 MessageBuilder = Callable[[np.ndarray, str, int], Any]
 """(cloud (H, W) structured array, frame_id, header stamp ns) -> a PointCloud2 message."""

@@ -5,7 +5,7 @@ Cells are organised as the real driver lays them out: cell = column x rings + ri
 a tick of the firing pattern, a ring an emitter).
 """
 
-from acres_lidar_ros.scan.model import Scan, ScanOptions
+from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
 from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.scan.sweep import Sweep
 

@@ -14,10 +14,10 @@ from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.config.updates import plan_update
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes
-from acres_lidar_ros.radiometry.model import BeamModel
 from acres_lidar_ros.radiometry.noise import NoiseStreams
+from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.windows import CellWindows
-from acres_lidar_ros.scan.model import Scan, ScanOptions
+from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
 from acres_lidar_ros.scan.sweep import Sweep
 from acres_lidar_ros.sensor.emitters import FiringPattern
 from acres_lidar_ros.sensor.pattern import BeamPattern
@@ -25,7 +25,7 @@ from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 
 if TYPE_CHECKING:
-    from acres_lidar_ros.scene.model import Scene
+    from acres_lidar_ros.scene.scene_model import Scene
     from acres_lidar_ros.tracing.trace import Tracer
 
 

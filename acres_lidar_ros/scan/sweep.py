@@ -10,16 +10,16 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
-from acres_lidar_ros.config.limits import trace_key
+from acres_lidar_ros.config.window_rules import trace_key
 from acres_lidar_ros.cores import in_background
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.radiometry.cell_truth import cell_truth, truth_of_primary_slots
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns, join_scan_echoes
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
-from acres_lidar_ros.radiometry.model import BeamModel
+from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
-from acres_lidar_ros.radiometry.truth import cell_truth, truth_of_primary_slots
-from acres_lidar_ros.scan.model import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.rays import mounted_poses

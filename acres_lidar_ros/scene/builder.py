@@ -9,7 +9,7 @@ from typing import TypeAlias
 import numpy as np
 from numpy.typing import ArrayLike
 
-from acres_lidar_ros.config.materials import (
+from acres_lidar_ros.config.material_table import (
     CLASS_ID,
     COVER_MATERIAL_NAMES,
     IS_FOLIAGE_CLASS,
@@ -21,7 +21,7 @@ from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import shapes
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, rasterise_polygons
 from acres_lidar_ros.scene.instances import MAX_SCENE_OBJECTS, OBJECT_TYPE_ID
-from acres_lidar_ros.scene.model import (
+from acres_lidar_ros.scene.scene_model import (
     COVER_MATERIAL_IDS,
     CROP_CELL_HEIGHT_FRACTION,
     CROP_CELLS,

@@ -31,16 +31,16 @@ import numpy as np
 
 from acres_lidar_ros.config.input_files import check_regular_file
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import limits
+from acres_lidar_ros.scene import scene_limits
 
 #: Raster value types a DEM may have (GDAL's Int16/UInt16/Int32/UInt32/Float32/Float64).
 ALLOWED_DTYPES = ("float32", "float64", "int16", "uint16", "int32", "uint32")
 #: Most nodes of one DEM (4096 x 4096), as any grid of a scene file.
-MAX_DEM_NODES = limits.MAX_GRID_CELLS
+MAX_DEM_NODES = scene_limits.MAX_GRID_CELLS
 #: Largest DEM file, bytes (an uncompressed float64 raster at the node limit, plus headers).
 MAX_DEM_FILE_BYTES = 8 * MAX_DEM_NODES + (1 << 20)
 #: Largest |coordinate| of a node and |height|, m, as any number of a scene file.
-MAX_DEM_COORDINATE_M = limits.MAX_SCENE_NUMBER
+MAX_DEM_COORDINATE_M = scene_limits.MAX_SCENE_NUMBER
 DEM_SUFFIXES = (".tif", ".tiff", ".npy")
 
 # TIFF tags (GeoTIFF 1.1, GDAL).

@@ -43,7 +43,7 @@ from acres_lidar_ros.scene.farm_v2_ground import (
     build_ground,
     track_centreline_xy_m,
 )
-from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CRUSHED, CROP_PATCH_SIZE_M, Scene
+from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CRUSHED, CROP_PATCH_SIZE_M, Scene
 
 
 def _crop_state(field, rng: np.random.Generator) -> tuple[tuple[int, int], np.ndarray]:

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import ndimage
 from scipy.spatial import cKDTree
 
-from acres_lidar_ros.config.materials import MATERIAL_ID
+from acres_lidar_ros.config.material_table import MATERIAL_ID
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.scene.tour import TOUR_V2_WAYPOINTS_XY_M, rounded_path
 

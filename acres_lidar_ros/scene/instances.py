@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from acres_lidar_ros.config.materials import CLASS_ID, CLASS_NAMES
+from acres_lidar_ros.config.material_table import CLASS_ID, CLASS_NAMES
 from acres_lidar_ros.errors import SceneError
 
 if TYPE_CHECKING:
-    from acres_lidar_ros.scene.model import Scene
+    from acres_lidar_ros.scene.scene_model import Scene
 
 INSTANCE_DTYPE = np.dtype(np.uint32)
 NO_INSTANCE = 0xFFFFFFFF

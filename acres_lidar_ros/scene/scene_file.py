@@ -19,13 +19,13 @@ from acres_lidar_ros.config.input_files import (
     load_json_file,
     read_regular_file,
 )
-from acres_lidar_ros.config.materials import CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID, MATERIAL_NAMES
+from acres_lidar_ros.config.material_table import CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID, MATERIAL_NAMES
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import limits
+from acres_lidar_ros.scene import scene_limits
 from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.dem import read_dem
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
-from acres_lidar_ros.scene.model import CROP_CELLS, CROP_CLASS_NAMES, Scene
+from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CLASS_NAMES, Scene
 
 FORMAT_NAME = "acres_lidar_scene"
 FORMAT_VERSION = 1
@@ -76,9 +76,9 @@ class _Reader:
         name: str,
         key: str,
         default: float | None = None,
-        low: float = -limits.MAX_SCENE_NUMBER,
+        low: float = -scene_limits.MAX_SCENE_NUMBER,
         low_open: bool = False,
-        high: float = limits.MAX_SCENE_NUMBER,
+        high: float = scene_limits.MAX_SCENE_NUMBER,
     ) -> float:
         if name in table:
             value = table[name]
@@ -94,12 +94,14 @@ class _Reader:
             raise self.fail(f"{key}.{name}", value, allowed)
         return float(value)
 
-    def optional_number(self, table: dict, name: str, key: str, low: float = -limits.MAX_SCENE_NUMBER) -> float | None:
+    def optional_number(
+        self, table: dict, name: str, key: str, low: float = -scene_limits.MAX_SCENE_NUMBER
+    ) -> float | None:
         return None if name not in table else self.number(table, name, key, low=low)
 
     def vector(self, table: dict, name: str, key: str, size: int, positive: bool = False) -> np.ndarray:
         value = self.required(table, name, key)
-        top = limits.MAX_SCENE_NUMBER
+        top = scene_limits.MAX_SCENE_NUMBER
         ok = (
             isinstance(value, list)
             and len(value) == size
@@ -142,9 +144,9 @@ class _Reader:
             raise SceneError(
                 f"{self.path}: {key} has shape {array.shape}: must be a non-empty 2-D grid (list of rows or .npy)"
             )
-        if array.size > limits.MAX_GRID_CELLS:
+        if array.size > scene_limits.MAX_GRID_CELLS:
             raise SceneError(
-                f"{self.path}: {key} has {array.size} values: the limit is {limits.MAX_GRID_CELLS} (4096 x 4096)"
+                f"{self.path}: {key} has {array.size} values: the limit is {scene_limits.MAX_GRID_CELLS} (4096 x 4096)"
             )
         if kind == "str":
             if array.dtype.kind != "U":
@@ -155,8 +157,10 @@ class _Reader:
         if kind == "float":
             with np.errstate(invalid="ignore", over="ignore"):  # NaN and huge values are refused just below
                 values = array.astype(np.float64)
-            bad = ~(np.abs(values) <= limits.MAX_SCENE_NUMBER)
-            what = f"must be finite numbers from {-limits.MAX_SCENE_NUMBER:g} to {limits.MAX_SCENE_NUMBER:g}"
+            bad = ~(np.abs(values) <= scene_limits.MAX_SCENE_NUMBER)
+            what = (
+                f"must be finite numbers from {-scene_limits.MAX_SCENE_NUMBER:g} to {scene_limits.MAX_SCENE_NUMBER:g}"
+            )
         else:
             values = array
             bad = np.zeros(array.shape, bool)
@@ -176,7 +180,7 @@ class _Reader:
         if not file.exists():
             raise SceneError(f"{self.path}: {key} = {value!r}: file {file} does not exist")
         what = f"{self.path}: {key} = {value!r}: .npy file"
-        data = read_regular_file(file, what, limits.MAX_NPY_FILE_BYTES, SceneError)
+        data = read_regular_file(file, what, scene_limits.MAX_NPY_FILE_BYTES, SceneError)
         buffer = io.BytesIO(data)
         try:  # the header first: shape and type are checked before the values are allocated
             version = np.lib.format.read_magic(buffer)
@@ -186,10 +190,10 @@ class _Reader:
                 np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             )
             shape, _fortran, dtype = read_header(buffer)
-            if len(shape) == 2 and shape[0] * shape[1] > limits.MAX_GRID_CELLS:
+            if len(shape) == 2 and shape[0] * shape[1] > scene_limits.MAX_GRID_CELLS:
                 raise SceneError(
                     f"{self.path}: {key} = {value!r}: {file} has shape {shape}: the limit is "
-                    f"{limits.MAX_GRID_CELLS} values (4096 x 4096)"
+                    f"{scene_limits.MAX_GRID_CELLS} values (4096 x 4096)"
                 )
             if dtype.hasobject:
                 raise SceneError(f"{self.path}: {key} = {value!r}: {file} holds Python objects: must be numbers")
@@ -203,7 +207,7 @@ class _Reader:
             ) from err
 
     def grid_geometry(self, table: dict, key: str) -> tuple[np.ndarray, float]:
-        return self.vector(table, "origin_xy_m", key, 2), self.number(table, "cell_m", key, low=limits.MIN_CELL_M)
+        return self.vector(table, "origin_xy_m", key, 2), self.number(table, "cell_m", key, low=scene_limits.MIN_CELL_M)
 
 
 def load_scene(path: str | Path) -> Scene:
@@ -277,7 +281,7 @@ def _load(r: _Reader, doc: Any) -> Scene:
     raw_polygons = doc.get("polygons", [])
     if not isinstance(raw_polygons, list):
         raise r.fail("polygons", raw_polygons, "must be a list of polygons")
-    top = limits.MAX_SCENE_NUMBER
+    top = scene_limits.MAX_SCENE_NUMBER
     for k, p in enumerate(raw_polygons):
         key = f"polygons[{k}]"
         p = r.table(p, key, {"name", "material", "vertices_xy_m"})
@@ -305,7 +309,7 @@ def _load(r: _Reader, doc: Any) -> Scene:
         if "soil_wetness" in w:
             wet = CellGrid(w_origin, w_cell, r.array(w["soil_wetness"], "water.soil_wetness", "float"))
 
-    raster_cell = r.number(doc, "polygon_raster_cell_m", "(top level)", default=0.25, low=limits.MIN_CELL_M)
+    raster_cell = r.number(doc, "polygon_raster_cell_m", "(top level)", default=0.25, low=scene_limits.MIN_CELL_M)
     _check_raster(r, polygons, raster_cell)
     builder = SceneBuilder(terrain, cover, polygons, pond, wet, raster_cell)
     _check_triangles(r, builder, "terrain.height_m")
@@ -332,19 +336,19 @@ def _check_raster(r: _Reader, polygons: list[tuple[np.ndarray, str]], cell_m: fl
     all_xy = np.vstack([v for v, _ in polygons])
     span = (all_xy.max(axis=0) - np.floor(all_xy.min(axis=0) / cell_m) * cell_m) / cell_m + 2.0
     cells = float(span[0]) * float(span[1])
-    if cells > limits.MAX_RASTER_CELLS:
+    if cells > scene_limits.MAX_RASTER_CELLS:
         raise SceneError(
             f"{r.path}: polygon_raster_cell_m = {cell_m!r}: the polygons span {cells:.3g} raster cells: the limit is "
-            f"{limits.MAX_RASTER_CELLS}; give a larger polygon_raster_cell_m"
+            f"{scene_limits.MAX_RASTER_CELLS}; give a larger polygon_raster_cell_m"
         )
     work = 0.0
     for k, (vertices, _material) in enumerate(polygons):
         extent = (vertices.max(axis=0) - vertices.min(axis=0)) / cell_m + 2.0
         work += len(vertices) * float(extent[0]) * float(extent[1])
-        if work > limits.MAX_POLYGON_WORK:
+        if work > scene_limits.MAX_POLYGON_WORK:
             raise SceneError(
                 f"{r.path}: polygons[{k}].vertices_xy_m: the polygons need {work:.3g} vertex-cell tests at "
-                f"polygon_raster_cell_m = {cell_m!r}: the limit is {limits.MAX_POLYGON_WORK}; use fewer vertices "
+                f"polygon_raster_cell_m = {cell_m!r}: the limit is {scene_limits.MAX_POLYGON_WORK}; use fewer vertices "
                 "or a larger raster cell"
             )
 
@@ -357,7 +361,7 @@ def _dem_terrain(r: _Reader, t: dict) -> TerrainGrid:
     if not isinstance(rel, str):
         raise r.fail("terrain.dem", rel, "must be the path of a .tif, .tiff or .npy file relative to the scene file")
     origin = r.vector(t, "origin_xy_m", "terrain", 2) if "origin_xy_m" in t else None
-    cell = r.number(t, "cell_m", "terrain", low=limits.MIN_CELL_M) if "cell_m" in t else None
+    cell = r.number(t, "cell_m", "terrain", low=scene_limits.MIN_CELL_M) if "cell_m" in t else None
     offset = r.number(t, "height_offset_m", "terrain", default=0.0)
     try:
         raster = read_dem(r.base_dir / rel, origin, cell, offset)
@@ -368,9 +372,9 @@ def _dem_terrain(r: _Reader, t: dict) -> TerrainGrid:
 
 def _check_triangles(r: _Reader, builder: SceneBuilder, key: str) -> None:
     count = sum(len(part.triangles) for part in builder._parts)
-    if count > limits.MAX_SCENE_TRIANGLES:
+    if count > scene_limits.MAX_SCENE_TRIANGLES:
         raise SceneError(
-            f"{r.path}: {key}: the scene reaches {count} triangles: the limit is {limits.MAX_SCENE_TRIANGLES}"
+            f"{r.path}: {key}: the scene reaches {count} triangles: the limit is {scene_limits.MAX_SCENE_TRIANGLES}"
         )
 
 
@@ -411,10 +415,10 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
             if (
                 isinstance(segments, bool)
                 or not isinstance(segments, int)
-                or not 3 <= segments <= limits.MAX_CYLINDER_SEGMENTS
+                or not 3 <= segments <= scene_limits.MAX_CYLINDER_SEGMENTS
             ):
                 raise r.fail(
-                    f"{key}.segments", segments, f"must be an integer from 3 to {limits.MAX_CYLINDER_SEGMENTS}"
+                    f"{key}.segments", segments, f"must be an integer from 3 to {scene_limits.MAX_CYLINDER_SEGMENTS}"
                 )
             b.add_cylinder(
                 r.vector(obj, "base_xy_m", key, 2),
@@ -456,11 +460,11 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
             ):
                 raise r.fail(f"{key}.patches", patches, "must be [nx, ny], integers >= 1")
             budget["crop_patches"] += patches[0] * patches[1]
-            if budget["crop_patches"] > limits.MAX_CROP_PATCHES:
+            if budget["crop_patches"] > scene_limits.MAX_CROP_PATCHES:
                 raise r.fail(
                     f"{key}.patches",
                     patches,
-                    f"the crop fields reach {budget['crop_patches']} patches: the limit is {limits.MAX_CROP_PATCHES}",
+                    f"the crop fields reach {budget['crop_patches']} patches: the limit is {scene_limits.MAX_CROP_PATCHES}",
                 )
             state = None
             if "cell_state" in obj:
@@ -507,18 +511,18 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     if not isinstance(rel, str) or not rel or "\0" in rel:
         raise r.fail(f"{key}.path", rel, "must be a path relative to the scene file")
     file = r.base_dir / rel
-    if file.suffix.lower() not in limits.MESH_SUFFIXES:
-        raise r.fail(f"{key}.path", rel, f"must be a mesh file ending {', '.join(limits.MESH_SUFFIXES)}")
+    if file.suffix.lower() not in scene_limits.MESH_SUFFIXES:
+        raise r.fail(f"{key}.path", rel, f"must be a mesh file ending {', '.join(scene_limits.MESH_SUFFIXES)}")
     if not file.exists():
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: mesh file {file} does not exist")
-    check_regular_file(file, f"{r.path}: {key}.path = {rel!r}: mesh file", limits.MAX_MESH_FILE_BYTES, SceneError)
+    check_regular_file(file, f"{r.path}: {key}.path = {rel!r}: mesh file", scene_limits.MAX_MESH_FILE_BYTES, SceneError)
     mesh = o3d.io.read_triangle_mesh(file)
     vertices = np.asarray(mesh.vertices, float)
     triangles = np.asarray(mesh.triangles, np.int64)
-    if len(triangles) > limits.MAX_SCENE_TRIANGLES:
+    if len(triangles) > scene_limits.MAX_SCENE_TRIANGLES:
         raise SceneError(
             f"{r.path}: {key}.path = {rel!r}: {file} has {len(triangles)} triangles: the scene limit is "
-            f"{limits.MAX_SCENE_TRIANGLES}"
+            f"{scene_limits.MAX_SCENE_TRIANGLES}"
         )
     if len(triangles) == 0:
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: {file} has no triangles (formats: ply, obj, stl, off, gltf)")
@@ -529,10 +533,10 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     c, s = math.cos(yaw), math.sin(yaw)
     rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     world = (scale * vertices) @ rot.T + np.array([base_xy[0], base_xy[1], z0])
-    if not np.all(np.abs(world) <= limits.MAX_SCENE_NUMBER):
+    if not np.all(np.abs(world) <= scene_limits.MAX_SCENE_NUMBER):
         raise SceneError(
             f"{r.path}: {key}.path = {rel!r}: {file} has vertices that are not finite or, with scale = {scale:g}, "
-            f"yaw_deg and base_xy_m = {base_xy.tolist()} (base_z {z0:g} m), beyond {limits.MAX_SCENE_NUMBER:g} m"
+            f"yaw_deg and base_xy_m = {base_xy.tolist()} (base_z {z0:g} m), beyond {scene_limits.MAX_SCENE_NUMBER:g} m"
         )
     closed = obj.get("closed", False)
     if not isinstance(closed, bool):

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene.model import Scene
+from acres_lidar_ros.scene.scene_model import Scene
 
 TOUR_RATE_HZ = 100.0
 # Layout "v1": loop from the farmyard: driveway, road, grass lane, field lane, grass lanes, yard exit.

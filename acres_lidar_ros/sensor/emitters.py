@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acres_lidar_ros.config.emitters import NO_ROI_DEG, ROTARY, SOLID_STATE, EmittersConfig, EmitterState
+from acres_lidar_ros.config.emitter_block import NO_ROI_DEG, ROTARY, SOLID_STATE, EmittersConfig, EmitterState
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.sensor.timing import column_time_offset
 

@@ -37,13 +37,13 @@ from collections.abc import Sequence
 import numpy as np
 import open3d as o3d
 
-from acres_lidar_ros.config.materials import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
+from acres_lidar_ros.config.material_table import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
 from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.scene.boxes import VehicleBox, trace_boxes
 from acres_lidar_ros.scene.grids import NO_POLYGON
 from acres_lidar_ros.scene.instances import NO_INSTANCE
-from acres_lidar_ros.scene.model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
+from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
 from acres_lidar_ros.tracing import trace_kernel as kernel
 from acres_lidar_ros.tracing.crop_walk import crop_links, crop_walk
 from acres_lidar_ros.tracing.hits import Hits
