@@ -14,6 +14,13 @@ missing), so it can also be run on a later commit to see what changed; the commi
 must come from ``d376a36``. ``test/scan/test_golden_scans.py`` reads the cases from the same
 ``CASES`` table (this file is importable).
 
+``MANIFEST.json`` records the commit the files were made from and the sha256 of every file; the
+script writes it after the files, and the golden test compares each file's digest with it, so a
+golden changed without its manifest (or a manifest edited by hand) fails. To see whether the
+files on disk match their manifest without regenerating anything:
+
+    python scripts/make_goldens.py --check test/golden
+
 Each case is one run of one ``Scanner`` (the noise streams carry over between its scans, so a
 case is taken in order): a sensor, options, a seed and the tour times of its scan stamps. Per
 scan the file holds, per beam and return slot, what the check compares: ``valid``, ``flags``,
@@ -147,14 +154,56 @@ def load_golden(path: Path) -> list[dict[str, np.ndarray]]:
     return scans
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, as ``MANIFEST.json`` records it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_manifest(out: Path, names: list[str], commit: str) -> dict:
+    """Write ``out/MANIFEST.json``: ``commit`` and the sha256 of ``out/<name>.npz`` for each name.
+
+    Written whole (a temporary file renamed over the old one); returns what it wrote."""
+    manifest = {"commit": commit, "sha256": {name: file_sha256(out / f"{name}.npz") for name in names}}
+    partial = out / "MANIFEST.json.partial"
+    partial.write_text(json.dumps(manifest, indent=1) + "\n")
+    partial.replace(out / "MANIFEST.json")
+    return manifest
+
+
+def manifest_mismatches(folder: Path, names: list[str]) -> list[str]:
+    """Why the golden files of ``folder`` do not match its ``MANIFEST.json`` (empty when they do):
+    a case the manifest does not list or lists twice, a missing file, a file whose sha256 differs."""
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    recorded = manifest.get("sha256", {})
+    problems = [f"{name}: not in MANIFEST.json" for name in names if name not in recorded]
+    problems += [f"{name}: in MANIFEST.json but not a case" for name in recorded if name not in names]
+    for name in names:
+        path = folder / f"{name}.npz"
+        if name not in recorded:
+            continue
+        if not path.is_file():
+            problems.append(f"{path.name}: missing")
+        elif (digest := file_sha256(path)) != recorded[name]:
+            problems.append(f"{path.name}: sha256 {digest[:12]}..., MANIFEST.json has {recorded[name][:12]}...")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for the .npz files (test/golden)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--out", type=Path, help="folder for the .npz files (test/golden)")
+    mode.add_argument("--check", type=Path, metavar="FOLDER", help="only compare FOLDER's files with its manifest")
     args = parser.parse_args(argv)
+    names = [case[0] for case in CASES]
+    if args.check is not None:
+        problems = manifest_mismatches(args.check, names)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{args.check}: {'does not match' if problems else 'matches'} its MANIFEST.json", file=sys.stderr)
+        return 1 if problems else 0
     _, _, _, _, build_default_farm, _ = _api()
     scene = first_farm(build_default_farm, seed=0)
     args.out.mkdir(parents=True, exist_ok=True)
-    index = {}
     for case in CASES:
         scanner, tour, stamps_ns = case_scanner(case, scene)
         arrays = {}
@@ -167,7 +216,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(partial, "wb") as handle:
             np.savez_compressed(handle, **arrays)
         partial.replace(path)
-        index[case[0]] = hashlib.sha256(path.read_bytes()).hexdigest()
         print(f"{path}: {len(stamps_ns)} scans, {path.stat().st_size / 1e6:.2f} MB", file=sys.stderr)
     import acres_lidar_ros
 
@@ -175,8 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(
         ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    manifest = {"commit": commit, "sha256": index}
-    (args.out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    write_manifest(args.out, names, commit)
     return 0
 
 

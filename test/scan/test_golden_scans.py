@@ -1,7 +1,9 @@
 """The core against the golden scans of ``test/golden/`` (issue 9, part 2).
 
 The goldens were taken from commit d376a36, before the radiometry was rewritten; the command that
-regenerates them is in ``scripts/make_goldens.py``. The check, per case:
+regenerates them is in ``scripts/make_goldens.py``, which also writes ``MANIFEST.json``: the sha256 of
+every file, compared here with the files (a golden changed without its manifest fails). The check,
+per case:
 
 * return counts, flags, classes, materials and objects (the discrete fields of a cell) are
   identical on at least 99.99 % of the beams, and every beam that differs is explained: one of
@@ -13,8 +15,10 @@ regenerates them is in ``scripts/make_goldens.py``. The check, per case:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -91,8 +95,34 @@ def test_the_goldens_are_those_the_script_wrote():
     manifest = json.loads((GOLDEN / "MANIFEST.json").read_text())
     assert manifest["commit"].startswith("d376a36")
     assert sorted(manifest["sha256"]) == sorted(CASE_NAMES)
+    problems = goldens.manifest_mismatches(GOLDEN, CASE_NAMES)
+    assert problems == [], (
+        "the golden files no longer match test/golden/MANIFEST.json; regenerate both with the command in "
+        "scripts/make_goldens.py (python scripts/make_goldens.py --out test/golden), never edit either by hand:\n"
+        + "\n".join(problems)
+    )
+    for name in CASE_NAMES:  # the digest the test compares is that of the file's bytes
+        assert manifest["sha256"][name] == hashlib.sha256((GOLDEN / f"{name}.npz").read_bytes()).hexdigest()
     scans = sum(len(goldens.load_golden(GOLDEN / f"{name}.npz")) for name in CASE_NAMES)
     assert scans >= 20
+
+
+def test_a_golden_changed_without_its_manifest_is_reported(tmp_path):
+    # The check on a copy: one byte of a file changed, a file gone, a case missing from the manifest.
+    names = CASE_NAMES[:3]
+    for name in names:
+        shutil.copyfile(GOLDEN / f"{name}.npz", tmp_path / f"{name}.npz")
+    written = goldens.write_manifest(tmp_path, names, "0" * 40)
+    assert written == json.loads((tmp_path / "MANIFEST.json").read_text())
+    assert goldens.manifest_mismatches(tmp_path, names) == []
+    assert goldens.main(["--check", str(tmp_path)]) == 1  # the script's check knows all seven cases
+    data = bytearray((tmp_path / f"{names[0]}.npz").read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (tmp_path / f"{names[0]}.npz").write_bytes(bytes(data))
+    (tmp_path / f"{names[1]}.npz").unlink()
+    problems = goldens.manifest_mismatches(tmp_path, names + ["extra_case"])
+    assert [p.split(":")[0] for p in problems] == ["extra_case", f"{names[0]}.npz", f"{names[1]}.npz"]
+    assert "missing" in problems[2] and "sha256" in problems[1]
 
 
 @pytest.mark.parametrize("case", goldens.CASES, ids=CASE_NAMES)
