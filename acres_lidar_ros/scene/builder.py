@@ -145,8 +145,9 @@ class SceneBuilder:
         z = float(self.terrain.height_at(x, y)) if base_z_m is None else float(base_z_m)
         return np.array([x, y, z])
 
-    def _add(self, vertices, triangles, class_id, material, oid, closed=False, yaw_rad=0.0, base=None):
-        v = np.asarray(vertices, float) @ shapes.rotation_z(yaw_rad).T
+    def _add(self, vertices, triangles, class_id, material, oid, closed=False, yaw_rad=0.0, base=None, rotation=None):
+        turn = shapes.rotation_z(yaw_rad) if rotation is None else np.asarray(rotation, float)
+        v = np.asarray(vertices, float) @ turn.T
         if base is not None:
             v = v + base
         self._parts.append(_Part(v, np.asarray(triangles, np.int64), class_id, material, oid, closed))
@@ -204,8 +205,11 @@ class SceneBuilder:
         roof_height_m: float = 0.0,
         base_z_m: float | None = None,
         name: str | None = None,
+        rotation: np.ndarray | None = None,
     ) -> int:
-        """Box of ``size_m`` (lx, ly, lz) standing on its base, with an optional gable roof (ridge along x)."""
+        """Box of ``size_m`` (lx, ly, lz) standing on its base, with an optional gable roof (ridge along x).
+
+        ``rotation`` (3, 3), when given, turns the box about its base centre instead of ``yaw_rad``."""
         cid = class_number(class_name)
         size = np.asarray(size_m, float)
         if size.shape != (3,) or not np.all(size > 0):
@@ -214,10 +218,10 @@ class SceneBuilder:
         oid = self._new_object(name, class_name, "box", cid)
         mat = self._material(cid, material)
         v, t = shapes.box(size)
-        self._add(v, t, cid, mat, oid, bool(IS_FOLIAGE_CLASS[cid]), yaw_rad, base)
+        self._add(v, t, cid, mat, oid, bool(IS_FOLIAGE_CLASS[cid]), yaw_rad, base, rotation)
         if roof_height_m > 0:
             v, t = shapes.gable_roof(size[:2], roof_height_m)
-            self._add(v + [0, 0, size[2]], t, cid, mat, oid, False, yaw_rad, base)
+            self._add(v + [0, 0, size[2]], t, cid, mat, oid, False, yaw_rad, base, rotation)
         return oid
 
     def add_cylinder(
@@ -231,8 +235,11 @@ class SceneBuilder:
         cone_height_m: float = 0.0,
         base_z_m: float | None = None,
         name: str | None = None,
+        yaw_rad: float = 0.0,
+        rotation: np.ndarray | None = None,
     ) -> int:
-        """Upright closed cylinder with an optional cone roof."""
+        """Closed cylinder with an optional cone roof, upright unless ``rotation`` (3, 3) turns it
+        about its base centre."""
         cid = class_number(class_name)
         if not (radius_m > 0 and height_m > 0 and cone_height_m >= 0 and segments >= 3):
             raise SceneError(
@@ -248,8 +255,9 @@ class SceneBuilder:
             self._material(cid, material),
             oid,
             bool(IS_FOLIAGE_CLASS[cid]),
-            0.0,
+            yaw_rad,
             self._base(base_xy_m, base_z_m),
+            rotation,
         )
         return oid
 

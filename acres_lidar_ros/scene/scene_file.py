@@ -25,16 +25,18 @@ from acres_lidar_ros.scene import scene_limits
 from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.dem import read_dem
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
+from acres_lidar_ros.scene.object_pose import ORIENTATION_KEYS, read_mesh_placement, read_orientation
 from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CLASS_NAMES, Scene
 
 FORMAT_NAME = "acres_lidar_scene"
 FORMAT_VERSION = 1
 
 _COMMON = {"type", "name", "class", "material"}
+_TURNS = set(ORIENTATION_KEYS)
 _OBJECT_KEYS: dict[str, set[str]] = {
-    "mesh": _COMMON | {"path", "base_xy_m", "base_z_m", "yaw_deg", "scale", "closed"},
-    "box": _COMMON | {"base_xy_m", "base_z_m", "size_m", "yaw_deg", "roof_height_m"},
-    "cylinder": _COMMON | {"base_xy_m", "base_z_m", "radius_m", "height_m", "cone_height_m", "segments"},
+    "mesh": _COMMON | _TURNS | {"path", "base_xy_m", "base_z_m", "scale", "up_axis", "closed"},
+    "box": _COMMON | _TURNS | {"base_xy_m", "base_z_m", "size_m", "roof_height_m"},
+    "cylinder": _COMMON | _TURNS | {"base_xy_m", "base_z_m", "radius_m", "height_m", "cone_height_m", "segments"},
     "tree": {"type", "name", "base_xy_m", "base_z_m", "height_m", "trunk_radius_m", "crown_material", "trunk_material"},
     "shrub": {"type", "name", "material", "base_xy_m", "base_z_m", "height_m"},
     "crop_field": _COMMON | {"corner_xy_m", "patches", "crop_height_m", "growth", "yaw_deg", "cell_state"},
@@ -389,7 +391,11 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
     if "name" in obj and not isinstance(name, str):
         raise r.fail(f"{key}.name", name, "must be a string")
     material = r.name_of(obj, "material", key, MATERIAL_NAMES)
-    yaw = math.radians(r.number(obj, "yaw_deg", key, default=0.0))
+    yaw, rotation = 0.0, None  # rotation: a 3-D turn of a box or cylinder (rpy_deg, quaternion_xyzw)
+    if kind in ("box", "cylinder"):
+        yaw, rotation = read_orientation(r, obj, key)
+    elif kind != "mesh":
+        yaw = math.radians(r.number(obj, "yaw_deg", key, default=0.0))
     cls = ""  # the class of a mesh, box, cylinder or crop field (trees and the rest have their own)
     if kind in ("mesh", "box", "cylinder", "crop_field"):
         named = r.name_of(obj, "class", key, CLASS_NAMES)
@@ -398,7 +404,7 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
         cls = named
     try:
         if kind == "mesh":
-            _add_mesh(r, b, obj, key, cls, material, yaw, name)
+            _add_mesh(r, b, obj, key, cls, material, name)
         elif kind == "box":
             b.add_box(
                 r.vector(obj, "base_xy_m", key, 2),
@@ -409,6 +415,7 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
                 r.number(obj, "roof_height_m", key, default=0.0, low=0.0),
                 r.optional_number(obj, "base_z_m", key),
                 name,
+                rotation,
             )
         elif kind == "cylinder":
             segments = obj.get("segments", 16)
@@ -430,6 +437,8 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
                 r.number(obj, "cone_height_m", key, default=0.0, low=0.0),
                 r.optional_number(obj, "base_z_m", key),
                 name,
+                yaw,
+                rotation,
             )
         elif kind == "tree":
             b.add_tree(
@@ -504,7 +513,7 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
         raise SceneError(f"{r.path}: {key}: {message}") from err
 
 
-def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, material, yaw: float, name) -> None:
+def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, material, name) -> None:
     import open3d as o3d
 
     rel = r.required(obj, "path", key)
@@ -526,17 +535,16 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
         )
     if len(triangles) == 0:
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: {file} has no triangles (formats: ply, obj, stl, off, gltf)")
-    scale = r.number(obj, "scale", key, default=1.0, low=0.0, low_open=True)
+    placement = read_mesh_placement(r, obj, key)
     base_xy = r.vector(obj, "base_xy_m", key, 2)
     base_z = r.optional_number(obj, "base_z_m", key)
     z0 = float(b.terrain.height_at(base_xy[0], base_xy[1])) if base_z is None else base_z
-    c, s = math.cos(yaw), math.sin(yaw)
-    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-    world = (scale * vertices) @ rot.T + np.array([base_xy[0], base_xy[1], z0])
+    world = placement.apply(vertices, np.array([base_xy[0], base_xy[1], z0]))
     if not np.all(np.abs(world) <= scene_limits.MAX_SCENE_NUMBER):
         raise SceneError(
-            f"{r.path}: {key}.path = {rel!r}: {file} has vertices that are not finite or, with scale = {scale:g}, "
-            f"yaw_deg and base_xy_m = {base_xy.tolist()} (base_z {z0:g} m), beyond {scene_limits.MAX_SCENE_NUMBER:g} m"
+            f"{r.path}: {key}.path = {rel!r}: {file} has vertices that are not finite or, with "
+            f"{placement.describe()} and base_xy_m = {base_xy.tolist()} (base_z {z0:g} m), beyond "
+            f"{scene_limits.MAX_SCENE_NUMBER:g} m"
         )
     closed = obj.get("closed", False)
     if not isinstance(closed, bool):
