@@ -25,3 +25,7 @@ class PoseError(AcresLidarError, ValueError):
 
 class OutputError(AcresLidarError, OSError):
     """An output file or bag cannot be written (it exists, or the write failed)."""
+
+
+class RecordingError(AcresLidarError, ValueError):
+    """A recording (a bag, its clouds, poses or transforms) cannot be read or does not fit the sensor."""

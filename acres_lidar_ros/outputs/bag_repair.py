@@ -117,6 +117,19 @@ def _records(stream: Any, stop: dict[str, Any]) -> Iterator[Any]:
             stop["offset"] = stream.tell()
 
 
+def readable_prefix_bytes(mcap_file: Path) -> int:
+    """Bytes at the start of an MCAP file that read as complete records (the whole data section of
+    a finished file; up to the last complete chunk of one cut short)."""
+    stop: dict[str, Any] = {}
+    try:
+        with Path(mcap_file).open("rb") as stream:
+            for _ in _records(stream, stop):
+                pass
+    except OSError as error:
+        raise OutputError(f"cannot read {mcap_file}: {error}") from error
+    return int(stop.get("offset", 0))
+
+
 def _connection_args(schema: Any, channel: Any, typestore: Any) -> dict[str, Any]:
     """rosbags ``add_connection`` keywords of an MCAP channel and its schema."""
     from rosbags.rosbag2.metadata import parse_qos

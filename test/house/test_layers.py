@@ -31,6 +31,7 @@ LAYER_RANK = {
     "scan": 6,
     "outputs": 7,
     "runtime": 8,
+    "recordings": 8,
     "ros": 9,
     "apps": 9,
 }
