@@ -41,7 +41,10 @@ setup(
             "matplotlib>=3.6",
             "ray>=2.9",
             "psutil>=5.9",
+            "xacro>=2.0",
         ],
+        # self-table on .xacro files (BSD-3-Clause, no ROS needed)
+        "urdf": ["xacro>=2.0"],
         # bench --scaling --plot: the log-log plot
         "plot": ["matplotlib>=3.6"],
         # acres-lidar dataset: drives as shards on a local or remote Ray cluster

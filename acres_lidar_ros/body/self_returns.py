@@ -36,10 +36,20 @@ and the spec's three-way rule:
 construction ``sqrt(-2 ln U(g)) cos(2 pi U(mix(g)))`` with ``g = mix(h)``), so it is independent
 of ``u`` and neither draws from nor shifts the PCG32 noise stream: a scan's scene noise is the
 same with and without the table. ``sigma_0`` is ``lidar.std_m``; with the noise off ``z = 0``.
+
+The mount it was made for
+-------------------------
+A table belongs to one body and one mount. ``acres-lidar self-table`` writes ``<table>.json``
+beside it with a ``mount`` (``position_flu_m``, ``rpy_deg``, the URDF links) and the URDF's
+``urdf_sha256``; ``sensor_self_table`` refuses a sensors file whose mount differs from it (an
+overlay that moves the sensor but keeps the table would put a body in the scans that is not
+where the beams meet it).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
@@ -57,6 +67,7 @@ from acres_lidar_ros.radiometry.cell_truth import BLOCKED_BY_BODY, RETURNED, Cel
 from acres_lidar_ros.radiometry.noise import hash_normal, mix64, uniform_from_hash
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
+from acres_lidar_ros.sensor.pattern import mount_rotation
 
 PLANES = ("p_self", "range_m", "intensity", "p_block")
 TABLE_DTYPE = np.dtype("<f4")
@@ -66,6 +77,10 @@ SELF_HASH_DOMAIN = 0x5E1F5E1F5E1F5E1F
 """Xored into the seed so the self-return hashes differ from every other hash of the same seed."""
 PROBABILITY_TOLERANCE = 1e-6
 """float32 rounding allowed in ``0 <= p <= 1`` and ``p_self + p_block <= 1``."""
+MOUNT_POSITION_TOLERANCE_M = 1e-3
+MOUNT_ANGLE_TOLERANCE_RAD = 1e-4
+"""How far a sensors file's mount may be from its table's (and the URDF's from the sensors file's)."""
+MAX_TABLE_JSON_BYTES = 1 << 20
 SELF_CLASS_ID = CLASS_ID["vehicle"]
 SELF_MATERIAL_ID = MATERIAL_ID["vehicle"]
 
@@ -213,10 +228,73 @@ def load_self_table(path: str | Path, columns: int, rings: int) -> SelfReturnTab
 
 def sensor_self_table(config: SensorConfig) -> SelfReturnTable | None:
     """The self-return table the sensors file names (``lidar.self_returns``), loaded and checked
-    for the sensor's columns and rings; None when it names none. Raises as ``load_self_table``."""
+    for the sensor's columns and rings and against the mount its ``.json`` records
+    (``check_table_mount``); None when it names none. Raises as ``load_self_table``."""
     if config.self_returns is None:
         return None
-    return load_self_table(config.self_returns, config.columns, config.rings)
+    table = load_self_table(config.self_returns, config.columns, config.rings)
+    check_table_mount(config, Path(config.self_returns))
+    return table
+
+
+def mount_difference(
+    position_a_m: np.ndarray, rpy_a_rad: np.ndarray, position_b_m: np.ndarray, rpy_b_rad: np.ndarray
+) -> tuple[float, float]:
+    """(distance m, rotation angle rad) between two mounts."""
+    distance_m = float(np.linalg.norm(np.asarray(position_a_m, np.float64) - np.asarray(position_b_m, np.float64)))
+    cos_angle = (np.trace(mount_rotation(rpy_a_rad).T @ mount_rotation(rpy_b_rad)) - 1.0) / 2.0
+    return distance_m, math.acos(min(1.0, max(-1.0, float(cos_angle))))
+
+
+def table_mount(table_path: Path) -> dict | None:
+    """The ``mount`` that ``<table>.json`` records (None when there is no such file or key).
+
+    Raises ``ConfigError`` when the file is not JSON or its mount is malformed."""
+    json_path = table_path.with_suffix(".json")
+    if not json_path.is_file():
+        return None
+    try:
+        data = json.loads(read_regular_file(json_path, "self-return table statistics", MAX_TABLE_JSON_BYTES))
+    except ValueError as exc:
+        raise ConfigError(f"self-return table statistics {str(json_path)!r}: not JSON: {exc}") from exc
+    mount = data.get("mount") if isinstance(data, dict) else None
+    if mount is None:
+        return None
+    try:
+        position = np.array(mount["position_flu_m"], dtype=np.float64).reshape(3)
+        rpy = np.array(mount["rpy_deg"], dtype=np.float64).reshape(3)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"self-return table statistics {str(json_path)!r}: mount = {mount!r}: expected position_flu_m and "
+            "rpy_deg, 3 numbers each"
+        ) from exc
+    urdf = data.get("urdf") if isinstance(data.get("urdf"), str) else "URDF"
+    return {**mount, "position_flu_m": position, "rpy_rad": np.deg2rad(rpy), "json": json_path, "urdf": urdf}
+
+
+def check_table_mount(config: SensorConfig, table_path: Path) -> None:
+    """``ConfigError`` when ``config``'s mount differs from the one the table at ``table_path`` was
+    made for (its ``.json``'s ``mount``); the message says how to make a table for this mount or
+    scan without one. A table without a recorded mount is not checked."""
+    mount = table_mount(table_path)
+    if mount is None:
+        return
+    distance_m, angle_rad = mount_difference(
+        config.position_flu_m, config.rpy_rad, mount["position_flu_m"], mount["rpy_rad"]
+    )
+    if distance_m <= MOUNT_POSITION_TOLERANCE_M and angle_rad <= MOUNT_ANGLE_TOLERANCE_RAD:
+        return
+    source = config.source or "the sensors file"
+    raise ConfigError(
+        f"{source}: lidar.self_returns {str(table_path)!r} was made for the mount position_flu_m "
+        f"{mount['position_flu_m'].tolist()}, rpy_deg {np.rad2deg(mount['rpy_rad']).round(4).tolist()} "
+        f"({str(mount['json'])!r}), but the sensors file's mount is position_flu_m {config.position_flu_m.tolist()}, "
+        f"rpy_deg {np.rad2deg(config.rpy_rad).round(4).tolist()} ({distance_m:.4f} m, {math.degrees(angle_rad):.4f} deg "
+        f"away; allowed {MOUNT_POSITION_TOLERANCE_M} m, {math.degrees(MOUNT_ANGLE_TOLERANCE_RAD):.4f} deg): the body "
+        "would be where it is not. Make a table for this mount (acres-lidar self-table --urdf "
+        f"{mount['urdf']} --sensor {source} --out NEW.f32, or --mount-from-urdf) and name it in lidar.self_returns, "
+        'or set "self_returns": null in the overlay to scan without the body'
+    )
 
 
 def self_return_hash(scan_index: int, seed: int, cells: int | np.ndarray) -> np.ndarray:

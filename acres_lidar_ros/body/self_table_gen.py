@@ -35,6 +35,7 @@ the beam on the body; the rest of the beam sees the scene.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -44,9 +45,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.special import ndtr
 
-from acres_lidar_ros.body.self_returns import SelfReturnTable
-from acres_lidar_ros.body.urdf import BASE_LINK, LIDAR_LINK, MAX_URDF_MESH_BYTES, Robot, load_urdf
-from acres_lidar_ros.config.input_files import check_regular_file
+from acres_lidar_ros.body.self_returns import MOUNT_ANGLE_TOLERANCE_RAD, MOUNT_POSITION_TOLERANCE_M, SelfReturnTable
+from acres_lidar_ros.body.urdf import (
+    BASE_LINK,
+    LIDAR_LINK,
+    MAX_URDF_FILE_BYTES,
+    MAX_URDF_MESH_BYTES,
+    Robot,
+    load_urdf,
+    rpy_of_rotation,
+)
+from acres_lidar_ros.config.input_files import check_regular_file, read_regular_file
 from acres_lidar_ros.config.material_table import MATERIAL_ID
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import ConfigError, SceneError
@@ -71,9 +80,9 @@ GRAZING_FULL_DEG = 47.0
 """Incidence up to which every sub-ray on the body returns (calibration, see module docstring)."""
 GRAZING_NONE_DEG = 86.0
 """Incidence from which no sub-ray on the body returns (calibration)."""
-MOUNT_POSITION_TOLERANCE_M = 1e-3
-MOUNT_ANGLE_TOLERANCE_RAD = 1e-4
 STATISTICS_DECIMALS = 4
+MOUNT_DECIMALS = 6
+"""Decimals of the mount in the table's JSON and in a ``--mount-from-urdf`` overlay (m, deg)."""
 
 
 @dataclass(frozen=True)
@@ -252,20 +261,45 @@ def _cylinder(p: np.ndarray, q: np.ndarray, size: np.ndarray, start: float) -> t
 _INTERSECT = {"box": _box, "sphere": _sphere, "cylinder": _cylinder}
 
 
-def check_mount(robot: Robot, config: SensorConfig, lidar_link: str = LIDAR_LINK) -> np.ndarray:
-    """``T_base_footprint_lidar`` of the URDF; ``ConfigError`` unless it is the sensors file's mount."""
-    T = robot.T_link_link(BASE_LINK, lidar_link)
+def urdf_mount(robot: Robot, base_link: str = BASE_LINK, lidar_link: str = LIDAR_LINK) -> dict[str, list[float]]:
+    """The URDF's mount of ``lidar_link`` on ``base_link`` as sensors-file keys ``position_flu_m``
+    and ``rpy_deg`` (rounded to ``MOUNT_DECIMALS``)."""
+    T = robot.T_link_link(base_link, lidar_link)
+    return {
+        "position_flu_m": [round(float(v), MOUNT_DECIMALS) + 0.0 for v in T[:3, 3]],
+        "rpy_deg": [round(float(v), MOUNT_DECIMALS) + 0.0 for v in np.rad2deg(rpy_of_rotation(T[:3, :3]))],
+    }
+
+
+def config_mount(config: SensorConfig) -> dict[str, list[float]]:
+    """The sensors file's mount, rounded as ``urdf_mount``."""
+    return {
+        "position_flu_m": [round(float(v), MOUNT_DECIMALS) + 0.0 for v in config.position_flu_m],
+        "rpy_deg": [round(float(v), MOUNT_DECIMALS) + 0.0 for v in np.rad2deg(config.rpy_rad)],
+    }
+
+
+def check_mount(
+    robot: Robot, config: SensorConfig, lidar_link: str = LIDAR_LINK, base_link: str = BASE_LINK
+) -> np.ndarray:
+    """``T_base_lidar`` of the URDF; ``ConfigError`` unless it is the sensors file's mount (the
+    message gives the URDF's mount as the keys to paste, and ``--mount-from-urdf``)."""
+    T = robot.T_link_link(base_link, lidar_link)
     pattern_R = BeamPattern.from_config(config, sub_rays=1).R_base_sensor
     position_error_m = float(np.linalg.norm(T[:3, 3] - config.position_flu_m))
     cos_angle = (np.trace(pattern_R.T @ T[:3, :3]) - 1.0) / 2.0
     angle_error_rad = math.acos(min(1.0, max(-1.0, cos_angle)))
     if position_error_m > MOUNT_POSITION_TOLERANCE_M or angle_error_rad > MOUNT_ANGLE_TOLERANCE_RAD:
+        mount = urdf_mount(robot, base_link, lidar_link)
         raise ConfigError(
-            f"URDF {str(robot.path)!r}: link {lidar_link!r} is at {T[:3, 3].round(4).tolist()} m in {BASE_LINK} "
-            f"and turned {math.degrees(angle_error_rad):.4f} deg from the sensors file's mount "
+            f"URDF {str(robot.path)!r}: link {lidar_link!r} is at position_flu_m {mount['position_flu_m']}, "
+            f"rpy_deg {mount['rpy_deg']} in {base_link}, {position_error_m:.4f} m and "
+            f"{math.degrees(angle_error_rad):.4f} deg from the sensors file's mount "
             f"(position_flu_m {config.position_flu_m.tolist()}, rpy_deg {np.rad2deg(config.rpy_rad).round(4).tolist()}); "
             f"expected the same mount within {MOUNT_POSITION_TOLERANCE_M} m and "
-            f"{math.degrees(MOUNT_ANGLE_TOLERANCE_RAD):.4f} deg: the table belongs to one mount"
+            f"{math.degrees(MOUNT_ANGLE_TOLERANCE_RAD):.4f} deg: the table belongs to one mount. Give --mount-from-urdf "
+            "to take the URDF's mount (it writes a sensors overlay with it beside the table), or put these two keys "
+            "in a sensors overlay's lidar block"
         )
     return T
 
@@ -405,33 +439,49 @@ def table_statistics(table: SelfReturnTable, detail: dict | None = None) -> dict
 
 
 def generate_self_table(
-    urdf_path: str | Path, config: SensorConfig | str | Path, lidar_link: str = LIDAR_LINK
+    urdf_path: str | Path,
+    config: SensorConfig | str | Path,
+    lidar_link: str = LIDAR_LINK,
+    base_link: str = BASE_LINK,
+    mount_from_urdf: bool = False,
 ) -> tuple[SelfReturnTable, dict[str, Any]]:
     """Trace the URDF's body from the sensor's mount: the table and its statistics (the content
     of the ``.json`` that ``acres-lidar self-table`` writes beside the table). Writes nothing.
 
     Parameters
     ----------
-    urdf_path : the URDF (links ``base_footprint`` and ``lidar_link`` required)
+    urdf_path : the URDF or xacro file (links ``base_link`` and ``lidar_link`` required)
     config : SensorConfig, or a named sensor / sensors file for ``load_sensor_config``
     lidar_link : the URDF link of the sensor
+    base_link : the URDF link of the vehicle frame (the frame of the mount and of the poses)
+    mount_from_urdf : take the mount from the URDF instead of checking it against ``config``'s
 
     Returns
     -------
     (SelfReturnTable, dict): the table, and ``urdf`` and ``sensor`` (file names), ``table_bytes``,
-    the generator's ``sub_rays`` and grazing angles, and ``table_statistics``.
+    the generator's ``sub_rays`` and grazing angles, ``table_statistics``, and what the table was
+    made for: ``mount`` (``base_link``, ``lidar_link``, ``position_flu_m``, ``rpy_deg``: the mount
+    a sensors file must have to use it) and ``urdf_sha256`` (the body).
 
     Raises
     ------
     ConfigError (URDF does not parse, lacks a link, its lidar mount differs from the sensors
-    file's), SceneError (a mesh is missing).
+    file's without ``mount_from_urdf``), SceneError (a mesh is missing).
     """
     urdf_path = Path(urdf_path)
     if not isinstance(config, SensorConfig):
         config = load_sensor_config(config)
-    robot = load_urdf(urdf_path, required_links=(BASE_LINK, lidar_link))
-    check_mount(robot, config, lidar_link)
-    body = BodyGeometry(robot, BASE_LINK, exclude_links=robot.descendants(lidar_link))
+    robot = load_urdf(urdf_path)
+    for link, option in ((base_link, "--base-link"), (lidar_link, "--lidar-link")):
+        if link not in robot.links:
+            raise ConfigError(
+                f"URDF {str(urdf_path)!r} has no link {link!r} ({option}); links: {', '.join(robot.links)} "
+                f"(root: {robot.root})"
+            )
+    if mount_from_urdf:
+        config = config.with_overrides(urdf_mount(robot, base_link, lidar_link))
+    check_mount(robot, config, lidar_link, base_link)
+    body = BodyGeometry(robot, base_link, exclude_links=robot.descendants(lidar_link))
     table, detail = self_table_from_body(body, config)
     statistics = {
         "urdf": urdf_path.name,
@@ -441,5 +491,7 @@ def generate_self_table(
         "grazing_full_deg": GRAZING_FULL_DEG,
         "grazing_none_deg": GRAZING_NONE_DEG,
         **table_statistics(table, detail),
+        "mount": {"base_link": base_link, "lidar_link": lidar_link, **config_mount(config)},
+        "urdf_sha256": hashlib.sha256(read_regular_file(urdf_path, "URDF", MAX_URDF_FILE_BYTES)).hexdigest(),
     }
     return table, statistics

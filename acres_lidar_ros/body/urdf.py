@@ -12,6 +12,10 @@ Frames follow URDF: ``rpy`` is roll, pitch, yaw about fixed axes, ``R = Rz(yaw) 
 Rx(roll)`` (the same convention as the sensors file's ``rpy_deg``). ``T_a_b`` maps coordinates of
 frame ``b`` into frame ``a``.
 
+A ``.xacro`` file (or one whose elements use the xacro namespace) is expanded first with the
+``xacro`` package from PyPI (``pip install xacro``; it needs no ROS); without it the reader refuses
+the file with the command that expands it.
+
 Mesh file names may be absolute, relative to the URDF, ``file://`` URIs or ``package://name/rest``
 (resolved through the ament index when ROS is present, else through an ancestor directory of the
 URDF that is the package: named ``name`` or holding a ``package.xml`` whose ``<name>`` is
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -38,7 +43,9 @@ MAX_URDF_FILE_BYTES = 16 << 20
 MAX_URDF_MESH_BYTES = 256 << 20
 
 BASE_LINK = "base_footprint"
-"""The link of the vehicle frame the body is traced in (REP 105's ``base_footprint``)."""
+"""The default link of the vehicle frame the body is traced in (REP 105's ``base_footprint``): the
+frame of the sensors file's mount and of the poses."""
+XACRO_NAMESPACE = "{http://www.ros.org/wiki/xacro}"
 LIDAR_LINK = "lidar"
 """The default link of the sensor; it and its children are not part of the traced body."""
 
@@ -51,6 +58,57 @@ def transform(xyz_m: np.ndarray, rpy_rad: np.ndarray) -> np.ndarray:
     T[:3, :3] = mount_rotation(rpy_rad)  # URDF rpy: fixed axes, R = Rz Ry Rx, as the sensor mount
     T[:3, 3] = np.asarray(xyz_m, dtype=np.float64)
     return T
+
+
+def rpy_of_rotation(R: np.ndarray) -> np.ndarray:
+    """(3,) roll, pitch, yaw in radians with ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (the inverse of
+    ``mount_rotation``; pitch in [-pi/2, pi/2])."""
+    pitch = math.asin(max(-1.0, min(1.0, -float(R[2, 0]))))
+    roll = math.atan2(float(R[2, 1]), float(R[2, 2]))
+    yaw = math.atan2(float(R[1, 0]), float(R[0, 0]))
+    return np.array([roll, pitch, yaw])
+
+
+def expanded_name(path: Path) -> Path:
+    """Where ``xacro`` would put the URDF of ``path``: ``robot.urdf.xacro`` -> ``robot.urdf``."""
+    stem = path.name.removesuffix(".xacro")
+    return path.with_name(stem if stem.endswith(".urdf") else f"{stem}.urdf")
+
+
+def expand_xacro(path: Path) -> bytes:
+    """The URDF that the xacro file ``path`` expands to (the ``xacro`` package, no ROS needed).
+
+    Raises ``ConfigError`` when xacro is not installed or fails (naming the file and the command
+    that expands it)."""
+    command = f"xacro {shlex.quote(str(path))} > {shlex.quote(str(expanded_name(path)))}"
+    try:
+        import xacro
+    except ImportError as exc:
+        raise ConfigError(
+            f"URDF {str(path)!r} is a xacro file and the xacro package is not installed: "
+            f"pip install xacro, or expand it yourself ({command}) and give the .urdf"
+        ) from exc
+    try:
+        document = xacro.process_file(str(path))
+    except Exception as exc:  # xacro raises its own XacroException, NameError, IOError...
+        raise ConfigError(
+            f"URDF {str(path)!r}: xacro cannot expand it ({type(exc).__name__}: {exc}); expand it where its "
+            f"packages and arguments are known ({command}) and give the .urdf"
+        ) from exc
+    return document.toxml().encode("utf-8")
+
+
+def _is_xacro(path: Path, data: bytes) -> tuple[bool, ET.Element | None]:
+    """Whether the file needs xacro, and its plain XML root when it parses as it is."""
+    if path.suffix == ".xacro":
+        return True, None
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        if b"xacro" in data:  # e.g. "unbound prefix" of a xacro:macro without its namespace
+            return True, None
+        raise ConfigError(f"URDF {str(path)!r} does not parse as XML: {exc}") from exc
+    return any(element.tag.startswith(XACRO_NAMESPACE) for element in root.iter()), root
 
 
 @dataclass(frozen=True)
@@ -246,13 +304,13 @@ def load_urdf(path: str | Path, required_links: tuple[str, ...] = ()) -> Robot:
 
     Parameters
     ----------
-    path : the ``.urdf`` file (plain XML; xacro must be expanded first).
+    path : the ``.urdf`` file, or a ``.xacro`` one (expanded with the ``xacro`` package).
     required_links : links that must exist (e.g. ``("base_footprint", "lidar")``).
 
     Raises
     ------
     ConfigError
-        The file cannot be read or is not XML, the root is not ``<robot>``, a joint names an
+        The file cannot be read or is not XML, it is xacro and xacro is missing or fails, the root is not ``<robot>``, a joint names an
         unknown link, the links do not form one tree, a number is malformed, or a required link is
         missing (the message names the file and the link).
     SceneError
@@ -260,10 +318,12 @@ def load_urdf(path: str | Path, required_links: tuple[str, ...] = ()) -> Robot:
     """
     path = Path(path)
     data = read_regular_file(path, "URDF", MAX_URDF_FILE_BYTES, ConfigError)  # no FIFO, no device
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise ConfigError(f"URDF {str(path)!r} does not parse as XML: {exc}") from exc
+    needs_xacro, root = _is_xacro(path, data)
+    if needs_xacro or root is None:
+        try:
+            root = ET.fromstring(expand_xacro(path))
+        except ET.ParseError as exc:
+            raise ConfigError(f"URDF {str(path)!r}: its xacro expansion does not parse as XML: {exc}") from exc
     if root.tag != "robot":
         raise ConfigError(f"URDF {str(path)!r}: the root element is <{root.tag}>; expected <robot>")
 
