@@ -156,7 +156,7 @@ def bench_scans(
         stamp_ns = int(round((against.trajectory.start_s + (k + 1) * period_s) * 1e9))
         scan = against.scanner.scan(against.trajectory, stamp_ns)
         timings = dict(against.scanner.timings_ms, packing_ms=_packed_ms(scan, point_type))
-        origins, directions = against.scanner.rays_world(scan.T_world_sensor)
+        origins, directions = against.scanner.pattern.rays_world(scan.T_world_sensor)
         started = time.perf_counter()
         against.scanner.tracer.cast_bare(origins, directions)
         if k > 0:
@@ -179,7 +179,7 @@ def bench_scans(
                 for key in STAGES:
                     variant_stages[key].append(variant_timings[key])
                 variant_totals.append(sum(variant_timings[key] for key in STAGES))
-        origins, directions = scanner.rays_world(scan.T_world_sensor)
+        origins, directions = scanner.pattern.rays_world(scan.T_world_sensor)
         started = time.perf_counter()
         scanner.tracer.cast_bare(origins, directions)
         bare_ms = (time.perf_counter() - started) * 1e3

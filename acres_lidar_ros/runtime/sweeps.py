@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.sensor.poses import PoseHistory
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.scan.scan_types import Scan
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scan.sweep import Sweep
 
 
 class SweepTracer:
@@ -32,10 +37,10 @@ class SweepTracer:
     next pretrace.
     """
 
-    def __init__(self, scanner: Any) -> None:
+    def __init__(self, scanner: Scanner) -> None:
         self.scanner = scanner
         self.lock = threading.Lock()
-        self._sweeps: dict[int, Any] = {}  # sweep end (stamp) ns -> Sweep
+        self._sweeps: dict[int, Sweep] = {}  # sweep end (stamp) ns -> its sweep
         self._finished: list[int] = []  # recent finished sweep ends: a late pretrace skips them
         self._requests: dict[int, tuple] = {}  # sweep end ns -> (index, poses, boxes), newest
         self._draining = False
@@ -91,7 +96,7 @@ class SweepTracer:
             return 0
         return self.pretrace_upcoming(job.sweep_end_ns, job.index, poses, boxes)
 
-    def deliver_slices(self, sweep_end_ns: int, index: int, deliver: Callable[[Any, list], None]) -> int:
+    def deliver_slices(self, sweep_end_ns: int, index: int, deliver: Callable[[Sweep, list], None]) -> int:
         """Partial output: finish the next slices of the sweep ending at ``sweep_end_ns`` (scan
         ``index``) whose columns are traced (``Sweep.ready_slices``) and hand them to
         ``deliver(sweep, slices)`` while the lock is held, so a finish of that scan (which takes
@@ -108,12 +113,12 @@ class SweepTracer:
                 deliver(sweep, done)
             return len(done)
 
-    def finish(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> Any:
+    def finish(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> Scan:
         """The whole scan of ``job`` (its remaining columns, extrapolated when the job says so).
         Requested pretraces wait until it is done."""
         return self.finish_sweep(job, poses, boxes)[0]
 
-    def finish_sweep(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> tuple[Any, Any]:
+    def finish_sweep(self, job: ScanJob, poses: PoseHistory, boxes: Sequence = ()) -> tuple[Scan, Sweep]:
         """``finish``, with the ``Sweep`` it finished (its ``slices`` with partial output)."""
         with self._turn:
             self._finishing += 1
@@ -144,7 +149,7 @@ class SweepTracer:
             self.lock.release()
         return True
 
-    def replace_scanner(self, scanner: Any) -> None:
+    def replace_scanner(self, scanner: Scanner) -> None:
         with self.lock:
             self.scanner = scanner
             self.forget_sweeps()

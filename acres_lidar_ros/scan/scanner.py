@@ -9,20 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from acres_lidar_ros.body.self_returns import SelfReturnTable
+from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable, decide_self_returns
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.config.updates import plan_update
+from acres_lidar_ros.config.window_rules import trace_key
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.detection import ScanEchoes
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.windows import CellWindows
+from acres_lidar_ros.scan.scan_plan import ScanPlan
 from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
 from acres_lidar_ros.scan.sweep import Sweep
 from acres_lidar_ros.sensor.emitters import FiringPattern
 from acres_lidar_ros.sensor.pattern import BeamPattern
 from acres_lidar_ros.sensor.poses import PoseHistory
-from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 
 if TYPE_CHECKING:
     from acres_lidar_ros.scene.scene_model import Scene
@@ -70,6 +71,8 @@ class Scanner:
         self.tracer = tracer
         self.streams: NoiseStreams | None = self._new_streams()
         self._models: dict[int, BeamModel] = {}  # phase -> model, built on first use, again after a change
+        self._plans: dict[int, ScanPlan] = {}  # scan index -> plan, the recent ones; emptied by a change
+        self._decisions: dict[tuple, SelfDecision] = {}  # (index, seed, noise, std_m) -> the body's part
         self._next_index = 0
         self.timings_ms: dict[str, float] = {}
         self.last_echoes: ScanEchoes | None = None
@@ -149,15 +152,15 @@ class Scanner:
         return self.windows_for(0)
 
     def windows_for(self, index: int) -> CellWindows:
-        """The windows of scan ``index``'s beams."""
-        return self.model_for(index).windows or CellWindows.band(self.config, self.config.columns * self.config.rings)
+        """The windows of scan ``index``'s beams (``ScanPlan.windows``)."""
+        return self.plan(index).windows
 
     def set_options(self, **changes: Any) -> None:
         """Change options between scans (validated); a new seed restarts the noise streams."""
         options = replace(self.options, **changes)
         reseed = options.seed != self.options.seed or options.radiometry != self.options.radiometry
         self.options = options
-        self._models = {}
+        self._models, self._plans = {}, {}
         if reseed:
             self.streams = self._new_streams()
 
@@ -194,11 +197,11 @@ class Scanner:
             if update.rebuild:
                 self._set_pattern()
                 self.cell_range_id = None  # per-beam range ids belong to a pattern
-            self._models = {}
+            self._models, self._plans = {}, {}
             self.model  # noqa: B018 (builds the windows: the range ids against range_count)
         except ConfigError:
             self.config, self.firing, self.pattern, self._patterns, self._models, self.cell_range_id = before
-            self.self_table = table
+            self.self_table, self._plans = table, {}
             raise
         return update.rebuild
 
@@ -240,56 +243,52 @@ class Scanner:
         T_world_base = poses.transforms(self.firing_times_s(stamp_ns), extrapolate=extrapolate)
         return T_world_base @ self.pattern.T_base_sensor
 
-    # -- rays -------------------------------------------------------------------------------
-
-    def rays_world(
-        self, T_world_sensor: np.ndarray, columns: np.ndarray | None = None, pattern: BeamPattern | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Origins and unit directions of every sub-ray in the world: two (n, 3) float64 arrays.
-
-        ``T_world_sensor`` is (N_c, 4, 4), or (len(columns), 4, 4) for a subset of ``columns``:
-        one pose per column. Row ``(c * N_r + r) * S + j`` is sub-ray ``j`` of ring ``r`` of
-        column ``c`` (counting only the given columns, in their order). ``pattern``: the scan's
-        beams (default ``pattern``).
-        """
-        pattern = self.pattern if pattern is None else pattern
-        sub, origins = pattern.sub_directions_sensor, pattern.lens_origins_sensor
-        if columns is not None:
-            sub, origins = sub[columns], origins[columns]
-        return world_rays(T_world_sensor, sub, origins)
-
-    def rays_world_of_cells(
-        self, T_world_sensor: np.ndarray, cells: np.ndarray, pattern: BeamPattern | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """As ``rays_world`` with one pose per cell: ``T_world_sensor`` (len(cells), 4, 4)."""
-        pattern = self.pattern if pattern is None else pattern
-        sub = pattern.sub_directions_sensor.reshape(-1, 1, self.sub_rays, 3)
-        origins = pattern.lens_origins_sensor.reshape(-1, 1, 3)
-        if not (cells.size == len(sub) and (cells == np.arange(cells.size)).all()):  # a block, not the scan
-            sub, origins = sub[cells], origins[cells]
-        return world_rays(T_world_sensor, sub, origins)
-
-    def points_sensor(
-        self, range_m: np.ndarray, pattern: BeamPattern | None = None, cells: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
-        the (cells, R) ranges; NaN where the range is NaN. ``cells``: the ranges are those of
-        these cells only (one slice's)."""
-        pattern = self.pattern if pattern is None else pattern
-        directions = np.ascontiguousarray(pattern.directions_sensor).reshape(-1, 3)
-        origins = np.ascontiguousarray(pattern.lens_origins_sensor).reshape(-1, 3)
-        if cells is not None:
-            directions, origins = directions[cells], origins[cells]
-        return sensor_points(range_m, directions, origins)
-
     # -- the scan -----------------------------------------------------------------------------
+
+    def plan(self, index: int) -> ScanPlan:
+        """The plan of scan ``index`` under the current config and options (``ScanPlan``): made
+        once, the same object until ``set_options`` or ``set_runtime_config`` changes something."""
+        plan = self._plans.get(index)
+        if plan is not None:
+            return plan
+        config, options = self.config, self.options
+        model = self.model_for(index)
+        table = self.applied_self_table
+        decision = None
+        if table is not None:
+            key = (index, options.seed, options.noise, config.std_m)
+            decision = self._decisions.get(key)
+            if decision is None:
+                decision = decide_self_returns(table, index, options.seed, config.std_m, options.noise)
+                self._decisions = {k: v for k, v in self._decisions.items() if k[0] > index - 4}
+                self._decisions[key] = decision
+        plan = ScanPlan(
+            index=index,
+            config=config,
+            options=options,
+            pattern=self.pattern_for(index),
+            model=model,
+            windows=model.windows or CellWindows.band(config, config.columns * config.rings),
+            trace_key=trace_key(config, options.foliage, options.seed),
+            self_table=table,
+            self_decision=decision,
+            slots=int(model.returns_per_beam) if options.radiometry else 1,
+            time_offset_s=self.time_offsets_s(index),
+            fire_time_s=self.fire_times_s(index),
+            tracer=self.tracer,
+            streams=self.streams,
+        )
+        # The node works on at most the finishing scan and the next: keep a few recent plans.
+        self._plans = {i: p for i, p in self._plans.items() if i > index - 4}
+        self._plans[index] = plan
+        return plan
 
     def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> Sweep:
         """A scan stamped ``stamp_ns`` to be traced column block by column block (``Sweep``)."""
         if index is None:
             index = self._next_index
         self._next_index = index + 1
-        return Sweep(self, int(stamp_ns), tuple(boxes), index)
+        return Sweep(self.plan(index), int(stamp_ns), tuple(boxes), self.plan)
 
     def scan(
         self,

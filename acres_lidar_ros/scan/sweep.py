@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
-from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable
-from acres_lidar_ros.config.window_rules import trace_key
+from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable, merge_self_returns, merge_self_truth
 from acres_lidar_ros.cores import in_background
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.radiometry.cell_truth import cell_truth, truth_of_primary_slots
+from acres_lidar_ros.radiometry.cell_truth import CellTruth, cell_truth, truth_of_primary_slots
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns, join_scan_echoes
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
 from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, nearest_hit_returns
+from acres_lidar_ros.scan.scan_plan import ScanPlan
 from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.sensor.emitters import FiringCells
 from acres_lidar_ros.sensor.poses import PoseHistory
@@ -61,10 +61,14 @@ class Sweep:
     and rain streams run over the beams in ring-major order. With partial output (read when the
     sweep starts) each slice is finished on its own as soon as its columns are traced
     (``ready_slices``), the streams taken slice by slice (docs/outputs.md "Partial output"), and
-    ``finish`` finishes the slices left. A block prepared with another model
-    than the scanner's at the finish (``set_options``, ``set_runtime_config``), or one whose
-    hits were refused, is prepared again there (which raises the refusal). Either way the result
-    is the same scan as one ``Scanner.scan`` with the same poses.
+    ``finish`` finishes the slices left.
+
+    The sweep reads only its ``ScanPlan``. A live change (``Scanner.set_options``,
+    ``Scanner.set_runtime_config``) gives the scan a new plan, which the sweep adopts at its next
+    block and at its finish (docs/sensors.md, "Live parameter changes"): a block traced under
+    another ``trace_key`` is traced again, a block prepared with another model than the plan's at
+    the finish, or one whose hits were refused, is prepared again there (which raises the
+    refusal). Either way the result is the same scan as one ``Scanner.scan`` with the same poses.
 
     Attributes
     ----------
@@ -73,21 +77,25 @@ class Sweep:
         while they were traced, and of the finish, and the self returns), ``points_ms``.
     echoes : ScanEchoes or None
         After ``finish`` with radiometry: every echo of the scan after detection.
+    plan : ScanPlan
+        What the scan is traced and finished with (the scanner's current plan of the scan).
     pattern : BeamPattern
-        The beams of this scan (``Scanner.pattern_for``).
+        The beams of this scan (``plan.pattern``; a rebuilt pattern refuses the sweep).
     """
 
-    def __init__(self, scanner: Any, stamp_ns: int, boxes: tuple, index: int) -> None:
-        """``scanner``: the ``Scanner`` whose scan this is."""
-        self.scanner = scanner
+    def __init__(self, plan: ScanPlan, stamp_ns: int, boxes: tuple, plans: Callable[[int], ScanPlan]) -> None:
+        """``plan``: the scan's plan (``Scanner.plan``); ``plans``: the scanner's current plan of a
+        scan index, which the sweep adopts at each block and at its finish (a live change)."""
+        self.plan = plan
+        self._plans = plans
         self.stamp_ns = stamp_ns
         self.boxes = boxes
-        self.index = index
-        columns, rings = scanner.config.columns, scanner.config.rings
-        self.pattern = scanner.pattern_for(index)
-        self.time_offset_s = scanner.time_offsets_s(index)
+        self.index = plan.index
+        columns, rings = plan.columns, plan.rings
+        self.pattern = plan.pattern
+        self.time_offset_s = plan.time_offset_s
         self.firing_time_s = stamp_ns * 1e-9 + self.time_offset_s
-        self.fire_time_s = scanner.fire_times_s(index)
+        self.fire_time_s = plan.fire_time_s
         self.T_world_sensor = np.empty((columns, 4, 4))
         self.emitter_T_world_sensor: np.ndarray | None = None
         self._covered_time_s = self.firing_time_s  # when a tick's last emitter has fired
@@ -107,16 +115,15 @@ class Sweep:
         self._points_so_far: np.ndarray | None = None
         self._slice_echoes: list[ScanEchoes] = []
         self._truth_returns: Returns | None = None
-        outputs = scanner.config.outputs
+        outputs = plan.config.outputs
         if outputs.partial_output:
             first_offset_s = self.time_offset_s
             if self.fire_time_s is not None:
                 first_offset_s = first_offset_s + self.fire_time_s.reshape(columns, rings).min(axis=1)
             self.slice_count = outputs.partial_slices
-            self.slices = column_slices(first_offset_s, outputs.partial_slices, scanner.config.period_s)
+            self.slices = column_slices(first_offset_s, outputs.partial_slices, plan.config.period_s)
             for position, (_, slice_columns) in enumerate(self.slices):
                 self._slice_of_column[slice_columns] = position
-        self._self_decision: tuple[tuple, SelfDecision] | None = None  # (key, decision) once decided
         self.rays_s = 0.0
         self.trace_s = 0.0
         self.prepare_s = 0.0
@@ -126,25 +133,6 @@ class Sweep:
     @property
     def done(self) -> bool:
         return bool(self.traced.all())
-
-    def self_decision(self, table: SelfReturnTable) -> SelfDecision:
-        """The body's part of this scan from ``table`` (the scanner's ``applied_self_table``;
-        ``self_returns.decide_self_returns``), decided once, while the sweep runs; decided again
-        if the seed, noise or range noise changed since."""
-        scanner = self.scanner
-        key = (self.index, scanner.options.seed, scanner.options.noise, scanner.config.std_m)
-        if self._self_decision is None or self._self_decision[0] != key:
-            from acres_lidar_ros.body.self_returns import decide_self_returns
-
-            decision = decide_self_returns(
-                table,
-                self.index,
-                scanner.options.seed,
-                scanner.config.std_m,
-                scanner.options.noise,
-            )
-            self._self_decision = (key, decision)
-        return self._self_decision[1]
 
     def trace_covered(self, poses: PoseHistory, min_columns: int = 1) -> int:
         """Trace the untraced columns that fire at or before the newest pose, if there are at
@@ -165,7 +153,7 @@ class Sweep:
         keeps the scans in order: an earlier scan's draws come first."""
         if self.slices is None:
             return []
-        self._check_pattern()
+        self._replan()
         done = []
         while self.slices_done < len(self.slices):
             k, columns = self.slices[self.slices_done]
@@ -176,26 +164,33 @@ class Sweep:
             done.append((k, columns))
         return done
 
-    def _check_pattern(self) -> None:
-        """A sweep belongs to the pattern it started with: after a rebuild (``set_runtime_config``
-        of a pattern key) its traced columns are of the old pattern, and it is not finished."""
-        if self.scanner.pattern_for(self.index) is not self.pattern:
+    def _replan(self) -> ScanPlan:
+        """Adopt the scanner's current plan of this scan (a live change since the last block):
+        blocks traced under another ``trace_key`` are dropped (traced again), blocks prepared with
+        another model are prepared again at the finish. A sweep belongs to the beam pattern it
+        started with: after a rebuild (``set_runtime_config`` of a pattern key) its traced columns
+        are of the old pattern, and it is refused."""
+        plan = self._plans(self.index)
+        if plan is self.plan:
+            return plan
+        if plan.pattern is not self.pattern:
             raise ConfigError(f"scan {self.index}: its sweep started before the beam pattern was rebuilt")
+        for block in [block for block in self._blocks if block.trace_key != plan.trace_key]:
+            self.traced[block.columns] = False  # a finished slice has no blocks left
+            self._blocks.remove(block)
+        self.plan = plan
+        return plan
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
         """Trace what is left (and blocks traced under another ``trace_key``: a
         runtime change since) and form the scan. With partial output the slices not yet
         finished are finished in order (``ready_slices``) and the scan is the slices together."""
-        scanner = self.scanner
-        self._check_pattern()
-        key = trace_key(scanner.config, scanner.options.foliage, scanner.options.seed)
-        for block in [block for block in self._blocks if block.trace_key != key]:  # a finished slice has none
-            self.traced[block.columns] = False
-            self._blocks.remove(block)
+        plan = self._replan()
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-        options = scanner.options
+            plan = self.plan
+        options = plan.options
         t2 = time.perf_counter()
         if self.slices is not None:
             self.ready_slices()
@@ -205,22 +200,19 @@ class Sweep:
             truth = self._slices_truth() if options.truth else None
             return self._scan(self._returns_so_far, self._points_so_far, truth, t2, time.perf_counter())
         returns = self._returns()
-        table = scanner.applied_self_table
+        table, decision = plan.self_table, plan.self_decision
         truth_job = None
         if options.truth and self.echoes:
             # The truth (its own arrays) forms on the other core while the body and the points
             # go into the returns here; it reads only their primary slots, taken now.
-            decision = None if table is None else self.self_decision(table)
-            args = (self.echoes, returns.primary_index(), scanner.model_for(self.index), table, decision)
+            args = (self.echoes, returns.primary_index(), plan.model, table, decision)
             truth_job = in_background(self._whole_truth, *args)
-        if table is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_returns
-
+        if table is not None and decision is not None:
             # The returns were just made for this scan and nothing else holds them: merge in place.
-            returns = merge_self_returns(table, returns, self.self_decision(table), copy=False)
+            returns = merge_self_returns(table, returns, decision, copy=False)
         returns = emitter_corrections(returns, self.pattern.cells)
         t3 = time.perf_counter()
-        points = scanner.points_sensor(returns.range_m, self.pattern)
+        points = self.pattern.points_sensor(returns.range_m)
         waited = time.perf_counter()
         truth = None if truth_job is None else truth_job.result()
         return self._scan(returns, points, truth, t2, t3, time.perf_counter() - waited)
@@ -232,24 +224,27 @@ class Sweep:
         model: BeamModel,
         table: SelfReturnTable | None,
         decision: SelfDecision | None,
-    ) -> Any:
+    ) -> CellTruth:
         """The cell truth of a whole scan from its echoes and its returns' primary slots, the
         body's ``decision`` merged in and the noise-free points formed (reads nothing else that
         changes meanwhile)."""
         truth = truth_of_primary_slots(echoes, primary_slot, model)
         if table is not None and decision is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_truth
-
             truth = merge_self_truth(table, truth, decision, copy=False)  # just made
-        return replace(truth, points_sensor=self.scanner.points_sensor(truth.range_m[:, None], self.pattern)[:, 0])
+        return replace(truth, points_sensor=self.pattern.points_sensor(truth.range_m[:, None])[:, 0])
 
     def _scan(
-        self, returns: Returns, points: np.ndarray, truth: Any, t2: float, t3: float, truth_wait_s: float = 0.0
+        self,
+        returns: Returns,
+        points: np.ndarray,
+        truth: CellTruth | None,
+        t2: float,
+        t3: float,
+        truth_wait_s: float = 0.0,
     ) -> Scan:
         """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set);
         ``truth_wait_s``: the time waited for the truth after the points, counted in ``returns_ms``."""
-        scanner = self.scanner
-        config, options = scanner.config, scanner.options
+        config, options = self.plan.config, self.plan.options
         t4 = time.perf_counter()
         weather_on = options.weather_on(config)
         self.timings_ms = {
@@ -266,7 +261,7 @@ class Sweep:
             returns=returns,
             points_sensor=points,
             time_offset_s=self.time_offset_s,
-            ring_rank=scanner.pattern.ring_rank,
+            ring_rank=self.pattern.ring_rank,
             T_world_sensor=self.T_world_sensor,
             fire_time_s=self.fire_time_s,
             emitter_T_world_sensor=self.emitter_T_world_sensor,
@@ -291,16 +286,15 @@ class Sweep:
         """One slice's returns (``ready_slices``): its blocks through the detection with the noise
         and rain streams at their place after the previous slice, then the body's part, the
         emitters' corrections and the points, written into the scan's arrays at its cells."""
-        scanner, config = self.scanner, self.scanner.config
-        rings = config.rings
+        plan = self.plan
+        config, rings = plan.config, plan.rings
         cells = (np.sort(columns)[:, None] * rings + np.arange(rings)).reshape(-1)
         blocks = [block for block in self._blocks if block.slice_position == position]
         self._blocks = [block for block in self._blocks if block.slice_position != position]
         t0 = time.perf_counter()
-        table = scanner.applied_self_table
+        table, full = plan.self_table, plan.self_decision
         decision = None
-        if table is not None:
-            full = self.self_decision(table)
+        if table is not None and full is not None:
             mine = np.zeros(config.columns * rings, bool)
             mine[cells] = True
             decision = full._replace(
@@ -308,28 +302,28 @@ class Sweep:
                 replaced_cells=full.replaced_cells[mine[full.replaced_cells]],
             )
         if self._returns_so_far is None:
-            self._returns_so_far = empty_returns(config.columns * rings, _slots(scanner))
-            self._points_so_far = np.full((config.columns * rings, _slots(scanner), 3), np.nan)
+            self._returns_so_far = empty_returns(config.columns * rings, plan.slots)
+            self._points_so_far = np.full((config.columns * rings, plan.slots, 3), np.nan)
         returns = self._returns_so_far
-        if scanner.options.radiometry:
-            model = scanner.model_for(self.index)
+        if plan.options.radiometry:
+            model = plan.model
             for block in blocks:
                 if block.beams is None or block.model is not model:
                     self._prepare(block)
-            assert scanner.streams is not None
+            assert plan.streams is not None
             replaced = _unformed_cells(decision, model)
             beams = [block.beams for block in blocks if block.beams is not None]
-            _, echoes = finish_returns(beams, model, scanner.streams, self.index, replaced, cells=cells, out=returns)
+            _, echoes = finish_returns(beams, model, plan.streams, self.index, replaced, cells=cells, out=returns)
             self._slice_echoes.append(echoes)
-            if scanner.options.truth:  # the truth reads the returns before the body and the corrections
+            if plan.options.truth:  # the truth reads the returns before the body and the corrections
                 if self._truth_returns is None:
                     self._truth_returns = empty_returns(*returns.valid.shape)
                 _put_rows(self._truth_returns, cells, _rows(returns, cells))
         else:
             block_cells = np.concatenate([block.cells for block in blocks])
-            windows = scanner.windows_for(self.index)
+            windows = plan.windows
             mine_returns = nearest_hit_returns(
-                Hits.joined([block.hits for block in blocks], np.arange(block_cells.size * scanner.sub_rays)),
+                Hits.joined([block.hits for block in blocks], np.arange(block_cells.size * plan.sub_rays)),
                 self.pattern.sub_ray_weights,
                 np.where(windows.azimuth_inside, windows.near_m, np.inf)[block_cells],
                 windows.far_m[block_cells],
@@ -338,28 +332,23 @@ class Sweep:
             )
             _put_rows(returns, block_cells, mine_returns)
         if table is not None and decision is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_returns
-
             merge_self_returns(table, returns, decision, copy=False)  # the scan's own arrays
         corrected = emitter_corrections(_rows(returns, cells), self.pattern.cells, cells)
         _put_rows(returns, cells, corrected)
         assert self._points_so_far is not None
-        self._points_so_far[cells] = scanner.points_sensor(corrected.range_m, self.pattern, cells)
+        self._points_so_far[cells] = self.pattern.points_sensor(corrected.range_m, cells)
         self.prepare_s += time.perf_counter() - t0
 
-    def _slices_truth(self) -> Any:
+    def _slices_truth(self) -> CellTruth | None:
         """The truth of a partial-output scan, over the whole scan (its slices' echoes together,
         in cell order), as ``finish`` makes it for a whole scan."""
-        scanner = self.scanner
+        plan = self.plan
         if self.echoes is None or self._truth_returns is None:
             return None
-        truth = cell_truth(self.echoes, self._truth_returns, scanner.model_for(self.index))
-        table = scanner.applied_self_table
-        if table is not None:
-            from acres_lidar_ros.body.self_returns import merge_self_truth
-
-            truth = merge_self_truth(table, truth, self.self_decision(table), copy=False)
-        return replace(truth, points_sensor=scanner.points_sensor(truth.range_m[:, None], self.pattern)[:, 0])
+        truth = cell_truth(self.echoes, self._truth_returns, plan.model)
+        if plan.self_table is not None and plan.self_decision is not None:
+            truth = merge_self_truth(plan.self_table, truth, plan.self_decision, copy=False)
+        return replace(truth, points_sensor=self.pattern.points_sensor(truth.range_m[:, None])[:, 0])
 
     def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
@@ -375,16 +364,13 @@ class Sweep:
 
     def _trace_block(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool, position: int) -> None:
         """``trace_columns`` of one block (of the slice ``position`` with partial output)."""
-        scanner, config = self.scanner, self.scanner.config
-        self._check_pattern()
-        table = scanner.applied_self_table
-        if table is not None and self._self_decision is None:
-            self.self_decision(table)  # the body's part needs no poses: decide it before the stamp
+        plan = self._replan()
+        config = plan.config
         # The noise pairs depend on the stream's position alone: they are formed in the pool
         # while this block is traced, so that the finish only takes them (no number changes).
         # Every block checks, because the previous scan may finish (and move the stream on)
         # meanwhile.
-        streams = scanner.streams if scanner.options.radiometry else None
+        streams = plan.streams if plan.options.radiometry else None
         used = 0 if streams is None else streams.pairs_used_last
         wanted = used + used // 4 + 1024 if used else config.columns * config.rings
         ahead = None
@@ -397,16 +383,16 @@ class Sweep:
         cells = (columns[:, None] * config.rings + np.arange(config.rings)).reshape(-1)
         if self.fire_time_s is None:
             everything = columns.size == config.columns
-            origins, directions = scanner.rays_world(T_world_sensor, None if everything else columns, self.pattern)
+            origins, directions = self.pattern.rays_world(T_world_sensor, None if everything else columns)
             R_firings = T_world_sensor[:, :3, :3]  # one per column
         else:  # each emitter from the pose at its own firing time
             assert self.emitter_T_world_sensor is not None
             times_s = np.repeat(self.firing_time_s[columns], config.rings) + self.fire_time_s[cells]
             T_cells = mounted_poses(*poses.interpolate(times_s, extrapolate), T_base_sensor)
             self.emitter_T_world_sensor[cells] = T_cells
-            origins, directions = scanner.rays_world_of_cells(T_cells, cells, self.pattern)
+            origins, directions = self.pattern.rays_world_of_cells(T_cells, cells)
             R_firings = T_cells[:, :3, :3]  # one per beam
-        key = (scanner.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
+        key = (plan.options.seed, self.index, cells)  # the firings' mechanical errors (none by default)
         beam_directions = self.pattern.directions_sensor.reshape(-1, 3)
         origins, directions = block_rays(config.mechanical_noise, *key, R_firings, beam_directions, origins, directions)
         t1 = time.perf_counter()
@@ -419,17 +405,9 @@ class Sweep:
         self.rays_s += t1 - t0
         self.trace_s += t2 - t1
         self.traced[columns] = True
-        block = _Block(
-            columns,
-            cells,
-            origins,
-            directions,
-            hits,
-            trace_key(config, scanner.options.foliage, scanner.options.seed),
-            slice_position=position,
-        )
+        block = _Block(columns, cells, origins, directions, hits, plan.trace_key, slice_position=position)
         self._blocks.append(block)
-        if scanner.options.radiometry:
+        if plan.options.radiometry:
             try:
                 self._prepare(block)
             except (ValueError, IndexError):
@@ -437,9 +415,9 @@ class Sweep:
             self.prepare_s += time.perf_counter() - t2
 
     def _trace_rays(self, origins: np.ndarray, directions: np.ndarray) -> Hits:
-        """The hits of a block's rays under the scanner's config and options."""
-        scanner, config = self.scanner, self.scanner.config
-        return scanner.tracer.trace(
+        """The hits of a block's rays under the plan's config and options."""
+        config = self.plan.config
+        return self.plan.tracer.trace(
             origins,
             directions,
             max_range_m=config.range_m,
@@ -447,62 +425,54 @@ class Sweep:
             continue_step_m=config.continue_step_m,
             pond_threshold_m=config.pond_threshold_m,
             boxes=self.boxes,
-            foliage_solid=not scanner.options.foliage,
+            foliage_solid=not self.plan.options.foliage,
             range_offset_m=config.windows.range_offset_m,
         )
 
     def _prepare(self, block: _Block) -> None:
-        scanner = self.scanner
-        model = scanner.model_for(self.index)
-        block.model = model
+        plan = self.plan
+        block.model = plan.model
         block.beams = prepare_block(
             block.hits,
             block.origins,
             block.directions,
             self.pattern.sub_ray_weights,
-            model,
-            scanner.options.seed,
+            plan.model,
+            plan.options.seed,
             self.index,
             block.cells,
         )
 
     def _returns(self) -> Returns:
-        scanner = self.scanner
-        if scanner.options.radiometry:
-            model = scanner.model_for(self.index)
+        plan = self.plan
+        if plan.options.radiometry:
+            model = plan.model
             for block in self._blocks:
                 if block.beams is None or block.model is not model:
                     self._prepare(block)
-            assert scanner.streams is not None
+            assert plan.streams is not None
             beams = [block.beams for block in self._blocks if block.beams is not None]
             self._blocks = []
-            table = scanner.applied_self_table
-            replaced = _unformed_cells(None if table is None else self.self_decision(table), model)
-            returns, self.echoes = finish_returns(beams, model, scanner.streams, self.index, replaced)
+            replaced = _unformed_cells(plan.self_decision, model)
+            returns, self.echoes = finish_returns(beams, model, plan.streams, self.index, replaced)
             return returns
-        config = scanner.config
         if len(self._blocks) == 1:
             hits = self._blocks[0].hits
         else:
             order = np.argsort(np.concatenate([block.columns for block in self._blocks]), kind="stable")
-            per_column = config.rings * scanner.sub_rays
+            per_column = plan.rings * plan.sub_rays
             rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
             hits = Hits.joined([block.hits for block in self._blocks], rows)
         self._blocks = []
-        windows = scanner.windows_for(self.index)
+        windows = plan.windows
         return nearest_hit_returns(
             hits,
             self.pattern.sub_ray_weights,
             np.where(windows.azimuth_inside, windows.near_m, np.inf),
             windows.far_m,
-            config.materials.reflectivity,
+            plan.config.materials.reflectivity,
             windows.separation_m,
         )
-
-
-def _slots(scanner: Any) -> int:
-    """Return slots per beam: the model's (``returns_per_beam``), 1 without radiometry."""
-    return int(scanner.model.returns_per_beam) if scanner.options.radiometry else 1
 
 
 def _rows(returns: Returns, cells: np.ndarray) -> Returns:

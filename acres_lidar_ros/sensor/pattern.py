@@ -16,6 +16,7 @@ import numpy as np
 
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.sensor.emitters import FiringCells, FiringPattern
+from acres_lidar_ros.sensor.rays import sensor_points, world_rays
 
 # Sub-ray pattern of a 7-sub-ray beam (AcresLidar::SubRayPattern).
 SUB_RAY_OFFSET_FRACTION = 0.35
@@ -165,6 +166,38 @@ class BeamPattern:
         T[:3, :3] = self.R_base_sensor
         T[:3, 3] = self.t_base_sensor_m
         return T
+
+    def rays_world(
+        self, T_world_sensor: np.ndarray, columns: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Origins and unit directions of every sub-ray in the world: two (n, 3) float64 arrays.
+
+        ``T_world_sensor`` is (N_c, 4, 4), or (len(columns), 4, 4) for a subset of ``columns``:
+        one pose per column. Row ``(c * N_r + r) * S + j`` is sub-ray ``j`` of ring ``r`` of
+        column ``c`` (counting only the given columns, in their order).
+        """
+        sub, origins = self.sub_directions_sensor, self.lens_origins_sensor
+        if columns is not None:
+            sub, origins = sub[columns], origins[columns]
+        return world_rays(T_world_sensor, sub, origins)
+
+    def rays_world_of_cells(self, T_world_sensor: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As ``rays_world`` with one pose per cell: ``T_world_sensor`` (len(cells), 4, 4)."""
+        sub = self.sub_directions_sensor.reshape(-1, 1, len(self.sub_ray_weights), 3)
+        origins = self.lens_origins_sensor.reshape(-1, 1, 3)
+        if not (cells.size == len(sub) and (cells == np.arange(cells.size)).all()):  # a block, not the scan
+            sub, origins = sub[cells], origins[cells]
+        return world_rays(T_world_sensor, sub, origins)
+
+    def points_sensor(self, range_m: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
+        """``p = R d + o`` of every return slot in the sensor frame: (cells, R, 3) float64 from
+        the (cells, R) ranges; NaN where the range is NaN. ``cells``: the ranges are those of
+        these cells only (one slice's)."""
+        directions = np.ascontiguousarray(self.directions_sensor).reshape(-1, 3)
+        origins = np.ascontiguousarray(self.lens_origins_sensor).reshape(-1, 3)
+        if cells is not None:
+            directions, origins = directions[cells], origins[cells]
+        return sensor_points(range_m, directions, origins)
 
 
 def planar_config(config: SensorConfig, beams: int = 360, max_range_m: float = 30.0) -> SensorConfig:

@@ -1,5 +1,5 @@
 """The two compiled geometry passes of a scan: the world rays of the firing ticks (or cells), and
-the points of the returns in the sensor frame (``Scanner.rays_world`` and ``Scanner.points_sensor``)."""
+the points of the returns in the sensor frame (``BeamPattern.rays_world`` and ``BeamPattern.points_sensor``)."""
 
 from __future__ import annotations
 

@@ -197,7 +197,7 @@ def test_a_sweep_traced_in_blocks_as_odometry_arrives_equals_one_scan(farm_tour,
     np.testing.assert_array_equal(chunked.T_world_sensor, full.T_world_sensor)
 
     # The reference: the whole scan's hits as one block.
-    origins, directions = scanner.rays_world(full.T_world_sensor)
+    origins, directions = scanner.pattern.rays_world(full.T_world_sensor)
     hits = tracer.trace(
         origins,
         directions,
@@ -317,13 +317,13 @@ def test_a_sweep_with_the_body_equals_one_scan_with_the_body(polaris, farm_tour)
     with_body = ScanOptions(seed=3)
     sweep_scanner = Scanner(polaris, tracer=tracer, options=with_body, self_table=table)
     sweep = sweep_scanner.start_sweep(stamp_ns)
+    assert sweep.plan.self_decision is not None  # decided when the sweep starts, before the stamp
     early = PoseHistory.from_arrays(
         times[times <= stamp_ns * 1e-9 - 0.05],
         positions[times <= stamp_ns * 1e-9 - 0.05],
         quaternions[times <= stamp_ns * 1e-9 - 0.05],
     )
     assert 0 < sweep.trace_covered(early) < polaris.columns
-    assert sweep._self_decision is not None  # decided with the first block, before the stamp
     chunked = sweep.finish(poses)
     without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False)).scan(poses, stamp_ns)
     reference = apply_self_returns(
