@@ -15,6 +15,13 @@ from typing import TYPE_CHECKING, Any
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.cmd_bag_repair import add_bag_repair_parser, cmd_bag_repair
+from acres_lidar_ros.apps.cmd_trajectory import (
+    TRAJECTORY_NUMBER_OPTIONS,
+    add_trajectory_parser,
+    cmd_trajectory,
+    require_trajectory,
+    warn_off_ground,
+)
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
@@ -51,6 +58,7 @@ NUMBER_OPTIONS = {
 }
 NUMBER_OPTIONS.update({option: 1 for option, key in SENSOR_OPTIONS.items() if LIDAR_PARAM[key].kind != "str"})
 NUMBER_OPTIONS.update(OUTPUT_NUMBER_OPTIONS)
+NUMBER_OPTIONS.update(TRAJECTORY_NUMBER_OPTIONS)
 
 EXAMPLES = """\
 examples:
@@ -58,6 +66,7 @@ examples:
   acres-lidar scan --pose 120 -40 0.3 0 0 90 --format both --out runs/yard
   acres-lidar record --duration 20 --out runs/drive  drive the built-in farm tour, write a bag and PCD files
   acres-lidar record --trajectory my.tum --point-type XYZIRT --files none --rain 10
+  acres-lidar trajectory --scene my.json --waypoints w.csv --speed 5 --out drive.tum   a drive on my terrain
   acres-lidar record --point-type velodyne --out runs/lio  clouds as LIO-SAM and FAST-LIO read them
   acres-lidar bench --scans 20 --json                per-stage ms against a bare Open3D cast
   acres-lidar bench --scaling --plot scaling.png     ns per ray against scene size, Embree vs brute force
@@ -147,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{scan,record,bench,self-table,bag-repair,materials,dataset}"
+        dest="command", required=True, metavar="{scan,record,trajectory,bench,self-table,bag-repair,materials,dataset}"
     )
 
     scan = sub.add_parser(
@@ -198,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--boxes", type=Path, metavar="FILE", help="other vehicles: a box-tracks JSON file")
     record.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    add_trajectory_parser(sub)
     bench = sub.add_parser("bench", help="per-stage milliseconds against a bare Open3D cast")
     _add_common(bench)
     from acres_lidar_ros.apps.bench_args import add_bench_arguments
@@ -368,6 +378,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if not np.isfinite(values).all():
             raise ConfigError(f"--pose {args.pose}: expected six finite numbers X Y Z (m) ROLL PITCH YAW (deg)")
         T_world_base = pose_matrix(values[:3], np.deg2rad(values[3:]))
+        warn_off_ground(scene, values[None, :3], "--pose")
     else:
         tour = _tour(scene, args)
         T_world_base = tour.transforms([tour.start_s])[0]
@@ -402,6 +413,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
     if args.point_type is not None:
         run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
+    require_trajectory(args, BUILT_IN_FARMS)
     config, scene, scanner = _load(args)
     point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
     if (code := _stopped(args)) is not None:
@@ -412,6 +424,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     else:
         times, positions, quaternions = read_tum(Path(args.trajectory))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
+        warn_off_ground(scene, positions, f"--trajectory {args.trajectory}", times)
     boxes_at, track_ids = None, []
     if args.boxes is not None:
         from acres_lidar_ros.scene.box_tracks import load_box_tracks
@@ -543,6 +556,7 @@ COMMANDS = {
     "bag-repair": cmd_bag_repair,
     "materials": cmd_materials,
     "dataset": cmd_dataset,
+    "trajectory": lambda args: cmd_trajectory(args, BUILT_IN_FARMS),
 }
 
 

@@ -52,8 +52,9 @@ TOUR_V2_SPEED_MAX_M_S = 7.0
 TOUR_LAYOUTS = ("v1", "v2")
 
 
-def rounded_path(waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Polyline with corners rounded by arcs; returns points (m, 2) every ~5 cm and curvature (m,)."""
+def rounded_path(waypoints: np.ndarray, turn_radius_m: float = TURN_RADIUS_M) -> tuple[np.ndarray, np.ndarray]:
+    """Polyline with corners rounded by arcs of ``turn_radius_m``; returns points (m, 2) every ~5 cm
+    and curvature (m,). ``check_corners`` says whether the arcs fit."""
     pts: list[np.ndarray] = [waypoints[:1]]
     curv: list[np.ndarray] = [np.zeros(1)]
     cur = waypoints[0]
@@ -61,20 +62,22 @@ def rounded_path(waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         u = (b - a) / np.linalg.norm(b - a)
         v = (c - b) / np.linalg.norm(c - b)
         turn = np.arctan2(u[0] * v[1] - u[1] * v[0], u @ v)
-        cut = TURN_RADIUS_M * np.tan(abs(turn) / 2)
+        if turn == 0.0:  # a waypoint on a straight line: no arc
+            continue
+        cut = turn_radius_m * np.tan(abs(turn) / 2)
         p0 = b - cut * u
         n = max(int(np.linalg.norm(p0 - cur) / _ARC_STEP_M), 1)
         line = cur + np.outer(np.arange(1, n + 1) / n, p0 - cur)
         pts.append(line)
         curv.append(np.zeros(n))
         side = np.sign(turn)
-        centre = p0 + side * TURN_RADIUS_M * np.array([-u[1], u[0]])
+        centre = p0 + side * turn_radius_m * np.array([-u[1], u[0]])
         start = np.arctan2(*(p0 - centre)[::-1])
-        m = max(int(TURN_RADIUS_M * abs(turn) / _ARC_STEP_M), 1)
+        m = max(int(turn_radius_m * abs(turn) / _ARC_STEP_M), 1)
         ang = start + turn * np.arange(1, m + 1) / m
-        arc = centre + TURN_RADIUS_M * np.stack([np.cos(ang), np.sin(ang)], 1)
+        arc = centre + turn_radius_m * np.stack([np.cos(ang), np.sin(ang)], 1)
         pts.append(arc)
-        curv.append(np.full(m, 1.0 / TURN_RADIUS_M))
+        curv.append(np.full(m, 1.0 / turn_radius_m))
         cur = arc[-1]
     end = waypoints[-1]
     n = max(int(np.linalg.norm(end - cur) / _ARC_STEP_M), 1)
@@ -105,12 +108,63 @@ def default_tour(scene: Scene, layout: str = "v2") -> tuple[np.ndarray, np.ndarr
         waypoints, stops, speed_max = TOUR_V2_WAYPOINTS_XY_M, TOUR_V2_STOPS, TOUR_V2_SPEED_MAX_M_S
     else:
         raise SceneError(f"layout = {layout!r}: unknown farm layout; allowed: {', '.join(TOUR_LAYOUTS)}")
-    xy, curvature = rounded_path(waypoints)
+    return drive_along(scene, waypoints, speed_max, stops)
+
+
+def check_corners(waypoints_xy_m: np.ndarray, turn_radius_m: float, what: str) -> None:
+    """Refuse waypoints whose rounded corners do not fit: two waypoints at one place, a turn of
+    179 deg or more, or arcs of ``turn_radius_m`` longer than the legs between them."""
+    xy = np.asarray(waypoints_xy_m, float)
+    if xy.ndim != 2 or xy.shape[1] != 2 or len(xy) < 2 or not np.isfinite(xy).all():
+        raise SceneError(f"{what}: {xy.shape} waypoints: need 2 or more finite [x, y] pairs")
+    leg = np.diff(xy, axis=0)
+    length = np.hypot(leg[:, 0], leg[:, 1])
+    if (length == 0).any():
+        k = int(np.argmax(length == 0))
+        raise SceneError(f"{what}: waypoints {k + 1} and {k + 2} are both at {xy[k].tolist()}: drop one")
+    u = leg / length[:, None]
+    turn = np.arctan2(u[:-1, 0] * u[1:, 1] - u[:-1, 1] * u[1:, 0], np.einsum("ij,ij->i", u[:-1], u[1:]))
+    if (np.abs(turn) >= np.radians(179.0)).any():
+        k = int(np.argmax(np.abs(turn) >= np.radians(179.0)))
+        raise SceneError(
+            f"{what}: waypoint {k + 2} at {xy[k + 1].tolist()} turns back by {np.degrees(abs(turn[k])):.1f} deg: "
+            "a turn must be less than 179 deg; add waypoints around the turn"
+        )
+    cut = np.concatenate([[0.0], turn_radius_m * np.tan(np.abs(turn) / 2), [0.0]])
+    over = cut[:-1] + cut[1:] > length
+    if over.any():
+        k = int(np.argmax(over))
+        raise SceneError(
+            f"{what}: the leg from waypoint {k + 1} to {k + 2} is {length[k]:.2f} m: its turns of radius "
+            f"{turn_radius_m:g} m need {cut[k] + cut[k + 1]:.2f} m; give a smaller turn radius or waypoints further apart"
+        )
+
+
+def drive_along(
+    scene: Scene,
+    waypoints_xy_m: np.ndarray,
+    speed_max_m_s: float,
+    stops: tuple[tuple[float, float, float], ...] = (),
+    turn_radius_m: float = TURN_RADIUS_M,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A drive through ``waypoints_xy_m`` (n, 2), draped on the scene's ground as the built-in
+    tours are, sampled at 100 Hz.
+
+    The corners are rounded by arcs of ``turn_radius_m``; the vehicle starts and ends at rest,
+    drives at up to ``speed_max_m_s``, slower in turns (lateral acceleration at most
+    ``LATERAL_ACCEL_M_S2``, but not below ``SPEED_MIN_M_S`` or the top speed), accelerates and
+    brakes at ``LONGITUDINAL_ACCEL_M_S2``, and waits at ``stops`` ((x, y, dwell_s), the nearest
+    path point). z is on the ground, yaw follows the path, pitch and roll the ground's slope over
+    +-1 m. Returns as ``default_tour``.
+    """
+    waypoints = np.asarray(waypoints_xy_m, float)
+    speed_max = float(speed_max_m_s)
+    xy, curvature = rounded_path(waypoints, turn_radius_m)
     step = np.linalg.norm(np.diff(xy, axis=0), axis=1)
     s = np.concatenate([[0.0], np.cumsum(step)])
     with np.errstate(divide="ignore"):
         v_curve = np.minimum(np.sqrt(LATERAL_ACCEL_M_S2 / curvature), speed_max)
-    v = np.maximum(v_curve, SPEED_MIN_M_S)
+    v = np.maximum(v_curve, min(SPEED_MIN_M_S, speed_max))
     v[0] = v[-1] = 0.0
     stop_index = [int(np.argmin(np.hypot(*(xy - [x, y]).T))) for x, y, _ in stops]
     v[stop_index] = 0.0
