@@ -22,12 +22,12 @@ setup(
         "mcap>=1.1",
         "tqdm>=4.60",
         "numba>=0.59",
-        # PROSPECT-D leaves and the soil spectra: materials at the sensor's wavelength (GPL-3.0)
-        "prosail>=2.0.5",
     ],
     extras_require={
         # GeoTIFF DEMs in scene files (scene/dem.py); .npy rasters need nothing more.
         "dem": ["tifffile>=2023.1"],
+        # The PROSPECT-D and soil spectral models of a sensors file (GPL-3.0; the shipped spectra need nothing)
+        "spectra": ["prosail>=2.0.5"],
         "test": [
             "tifffile>=2023.1",
             "pytest>=7",
@@ -42,6 +42,7 @@ setup(
             "ray>=2.9",
             "psutil>=5.9",
             "xacro>=2.0",
+            "prosail>=2.0.5",
         ],
         # self-table on .xacro files (BSD-3-Clause, no ROS needed)
         "urdf": ["xacro>=2.0"],

@@ -67,6 +67,8 @@ def material_rows(config: SensorConfig) -> list[dict[str, Any]]:
 def _source(spectrum: dict[str, Any] | None) -> str:
     if spectrum is None:
         return "numbers"
+    if spectrum["model"] == "shipped":
+        return "shipped: config/material_spectra.csv, the spec's number at 905 nm"
     traits = " ".join(
         f"{_TRAIT_LABELS[key]} {value:g}".strip() if isinstance(value, float) else f"{value}"
         for key, value in spectrum.items()

@@ -455,8 +455,7 @@ MATERIAL_PARAMS: tuple[Param, ...] = (
 MATERIAL_PARAM: dict[str, Param] = {p.name: p for p in MATERIAL_PARAMS}
 
 # The spec's material table (905 nm estimates): reflectivity, specular, width, transmission, wet.
-# The materials of DEFAULT_SPECTRA take reflectivity and transmission from their spectrum unless
-# a sensors file names numbers; these numbers are then the default of any optical key it leaves out.
+# The default of every material; a "shipped" spectrum is scaled to these numbers at 905 nm.
 MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
     "other": {"reflectivity": 0.30},
     "soil": {"reflectivity": 0.25, "wet_darkening": 0.5},
@@ -481,7 +480,7 @@ MATERIAL_DEFAULTS: dict[str, dict[str, float]] = {
 # model, resolved once at load (config/spectra.py, docs/materials.md). Ranges: the "typical" ones of
 # the prosail package's README where it gives them (N, chlorophyll, carotenoid, brown pigment,
 # psoil); ours for the rest, wide enough for measured leaves (see docs/materials.md).
-SPECTRUM_MODELS: tuple[str, ...] = ("prospect", "soil", "library")
+SPECTRUM_MODELS: tuple[str, ...] = ("prospect", "soil", "library", "shipped")
 SPECTRUM_PARAMS: tuple[Param, ...] = (
     P("model", "str", None, choices=SPECTRUM_MODELS, description="The spectral model."),
     P("structure", "float", None, low=0.8, high=2.5, description="prospect: N, leaf structure (plates)."),
@@ -516,6 +515,7 @@ SPECTRUM_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "soil": ("dry_fraction", "brightness"),
     "library": ("sample",),
+    "shipped": (),
 }
 """The keys of each model besides ``model``; those whose default is None are required."""
 
@@ -524,24 +524,6 @@ SPECTRUM_WAVELENGTH_NM: tuple[float, float] = (400.0, 2500.0)
 
 OPTICAL_KEYS: tuple[str, ...] = ("reflectivity", "transmission")
 """The material keys a spectrum gives; a material names these or a spectrum, never both."""
-
-# The default spectra. Chlorophyll and water are typical green-leaf values (the issue's example,
-# 40 ug/cm^2 and 0.01 cm); N and dry matter are fitted so that PROSPECT-D at 905 nm gives the
-# spec's table above to within 1e-4 (its 905 nm estimates). tree_foliage stays numeric: its
-# transmission 0.6 is that of a crown layer with its gaps (rho + tau > 1), which no leaf gives.
-# The soils' dry fractions give the spec's 0.25 and 0.12 at 905 nm.
-DEFAULT_SPECTRA: dict[str, dict[str, Any]] = {
-    name: {"model": "prospect", "structure": n, "chlorophyll_ug_cm2": 40.0, "water_cm": 0.01, "dry_matter_g_cm2": cm}
-    for name, n, cm in (
-        ("corn_leaf", 1.452, 0.00502),
-        ("soybean_leaf", 1.696, 0.00729),
-        ("potato_leaf", 1.664, 0.00847),
-        ("shrub", 1.368, 0.0085),
-        ("grass", 1.452, 0.00502),
-    )
-}
-DEFAULT_SPECTRA["soil"] = {"model": "soil", "dry_fraction": 0.49}
-DEFAULT_SPECTRA["mud"] = {"model": "soil", "dry_fraction": 0.115}
 
 # Scan options (command line and node parameters), not keys of the sensors file.
 OPTION_PARAMS: tuple[Param, ...] = (

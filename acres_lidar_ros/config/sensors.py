@@ -11,16 +11,14 @@ A material gives its optical keys (``reflectivity``, ``transmission``) as number
 ``"spectrum"`` (``spectra``), never both in one entry. The spectrum is resolved here, once, at
 the sensor's ``wavelength_nm``. In an overlay, a material that names numbers replaces the
 spectrum it inherits and one that names a spectrum replaces the numbers; ``"spectrum": null``
-asks for the numbers of the spec's table. Without either, a material of
-``schema.DEFAULT_SPECTRA`` takes its default spectrum; an optical key a numeric material leaves
-out takes the spec's table (``schema.MATERIAL_DEFAULTS``).
+asks for the numbers of the spec's table. Without either, and for an optical key a numeric
+material leaves out, a material takes the spec's table (``schema.MATERIAL_DEFAULTS``).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +36,6 @@ from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json
 from acres_lidar_ros.config.material_table import MATERIAL_NAMES
 from acres_lidar_ros.config.output_options import OutputConfig
 from acres_lidar_ros.config.schema import (
-    DEFAULT_SPECTRA,
     LIDAR_PARAM,
     LIDAR_PARAMS,
     MATERIAL_DEFAULTS,
@@ -46,6 +43,7 @@ from acres_lidar_ros.config.schema import (
     MATERIAL_PARAMS,
     OPTICAL_KEYS,
 )
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.config.spectra import check_spectrum, resolve_spectrum
 from acres_lidar_ros.config.window_rules import (
     MechanicalNoiseConfig,
@@ -55,7 +53,6 @@ from acres_lidar_ros.config.window_rules import (
 )
 from acres_lidar_ros.errors import ConfigError
 
-PACKAGE = "acres_lidar_ros"
 #: Longest chain of ``extends`` (a file, its base, the base's base, ...).
 MAX_EXTENDS_DEPTH = 16
 #: The objects of the lidar block whose keys are declared with dotted names (``radiometry.x``).
@@ -86,26 +83,6 @@ def limits_markdown() -> str:
         "table is a regular file of exactly 4 x 4 x columns x rings bytes. Every refusal names the file, the key, "
         "the value and what is allowed."
     )
-
-
-def share_dir() -> Path:
-    """The package's share directory: the source checkout, a pip install or an ament install."""
-    source = Path(__file__).resolve().parents[2]
-    candidates = [source, Path(sys.prefix) / "share" / PACKAGE]
-    try:  # an ament (colcon) install
-        from ament_index_python.packages import get_package_share_directory
-
-        candidates.append(Path(get_package_share_directory(PACKAGE)))
-    except Exception:
-        pass
-    for candidate in candidates:
-        if (candidate / "config" / "sensors.json").is_file():
-            return candidate
-    raise ConfigError(f"cannot find the {PACKAGE} config directory (looked in {', '.join(str(c) for c in candidates)})")
-
-
-def config_dir() -> Path:
-    return share_dir() / "config"
 
 
 @dataclass(frozen=True)
@@ -539,16 +516,11 @@ def _materials(entries: Any, wavelength_nm: float) -> tuple[MaterialTable, dict[
                 raise ConfigError(f"{where}.{key}: unknown key; allowed: {allowed}")
             row[key] = MATERIAL_PARAM[key].validate(value, f"{where}.{key}")
         _one_source(entry, where)
-        if any(key in entry for key in OPTICAL_KEYS):
-            spectrum = None
-        elif "spectrum" in entry:
-            spectrum = entry["spectrum"]  # None: the spec's numbers
-        else:
-            spectrum = DEFAULT_SPECTRA.get(name)
+        spectrum = None if any(key in entry for key in OPTICAL_KEYS) else entry.get("spectrum")  # None: numbers
         effective_row = dict(row)
         if spectrum is not None:
             checked = check_spectrum(spectrum, f"{where}.spectrum")
-            resolved = resolve_spectrum(checked, wavelength_nm, f"{where}.spectrum")
+            resolved = resolve_spectrum(checked, wavelength_nm, f"{where}.spectrum", name)
             for key, value in resolved.items():
                 row[key] = MATERIAL_PARAM[key].validate(
                     value, f"{where}.{key} (from its spectrum at {wavelength_nm:g} nm)"

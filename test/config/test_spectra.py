@@ -1,23 +1,32 @@
 """Materials from physics: spectra resolved at the sensor's wavelength (config/spectra.py).
 
-Expectations come from the prosail package called directly, the issue's measured corn-leaf case,
-the cited library values and the spec's table; bad input gets ConfigError naming the key.
+Expectations come from the prosail package called directly (the tests that need it skip without
+the ``[spectra]`` extra), the issue's measured corn-leaf case, the cited library values and the
+spec's table; bad input gets ConfigError naming the key.
 """
 
+import importlib.util
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
-import prosail
 import pytest
 
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.config.material_table import MATERIAL_NAMES
-from acres_lidar_ros.config.schema import DEFAULT_SPECTRA, SPECTRUM_KEYS, SPECTRUM_PARAM, markdown_table
+from acres_lidar_ros.config.schema import MATERIAL_DEFAULTS, SPECTRUM_KEYS, SPECTRUM_PARAM, markdown_table
 from acres_lidar_ros.config.sensors import load_sensor_config
-from acres_lidar_ros.config.spectra import resolve_spectrum
+from acres_lidar_ros.config.spectra import resolve_spectrum, shipped_spectra
 from acres_lidar_ros.errors import ConfigError
 
+REPO = Path(__file__).resolve().parents[2]
 CORN = {"model": "prospect", "chlorophyll_ug_cm2": 40, "water_cm": 0.01, "dry_matter_g_cm2": 0.009, "structure": 1.5}
+SHIPPED = ("corn_leaf", "soybean_leaf", "potato_leaf", "shrub", "grass", "soil", "mud")
+needs_prosail = pytest.mark.skipif(
+    importlib.util.find_spec("prosail") is None, reason="needs prosail (the [spectra] extra)"
+)
 
 
 def write(tmp_path, lidar, name="s.json", **top):
@@ -31,14 +40,23 @@ def m(config, name):
     return config.materials.reflectivity[i], config.materials.transmission[i]
 
 
+def shipped_file(tmp_path, wavelength_nm, names=SHIPPED):
+    """A sensors file whose ``names`` take their shipped spectra."""
+    materials = {name: {"spectrum": {"model": "shipped"}} for name in names}
+    return write(tmp_path, {"wavelength_nm": wavelength_nm, "materials": materials}, name="shipped.json")
+
+
 def prospect_direct(wavelength_nm, n, cab, cw, cm, car=8.0, brown=0.0, ant=0.0):
     """prosail's PROSPECT-D at an integer wavelength: its arrays start at 400 nm, 1 nm steps."""
+    import prosail
+
     wl, rho, tau = prosail.run_prospect(n, cab, car, brown, cw, cm, ant=ant, prospect_version="D")
     i = int(wavelength_nm) - 400
     assert wl[i] == wavelength_nm
     return rho[i], tau[i]
 
 
+@needs_prosail
 @pytest.mark.parametrize("wavelength_nm", [450.0, 905.0, 1064.0, 1550.0, 2500.0])
 def test_prospect_is_the_package_called_directly(tmp_path, wavelength_nm):
     traits = {"structure": 1.8, "chlorophyll_ug_cm2": 55.0, "water_cm": 0.015, "dry_matter_g_cm2": 0.006}
@@ -49,6 +67,7 @@ def test_prospect_is_the_package_called_directly(tmp_path, wavelength_nm):
     assert m(c, "soybean_leaf") == prospect_direct(wavelength_nm, 1.8, 55.0, 0.015, 0.006, car=11.0, ant=2.0)
 
 
+@needs_prosail
 def test_between_the_package_wavelengths_the_spectrum_is_linear():
     lo, hi = prospect_direct(905, 1.5, 40, 0.01, 0.009), prospect_direct(906, 1.5, 40, 0.01, 0.009)
     got = resolve_spectrum(CORN, 905.25, "s")
@@ -56,6 +75,7 @@ def test_between_the_package_wavelengths_the_spectrum_is_linear():
     assert got["transmission"] == pytest.approx(0.75 * lo[1] + 0.25 * hi[1], abs=1e-15)
 
 
+@needs_prosail
 def test_corn_leaf_case_of_the_issue(tmp_path):
     # Measured for the issue: PROSPECT-D, N 1.5, Cab 40, Cw 0.01, Cm 0.009 -> rho 0.44, tau 0.47 at 905 nm.
     c = load_sensor_config(write(tmp_path, {"materials": {"corn_leaf": {"spectrum": CORN}}}))
@@ -64,9 +84,17 @@ def test_corn_leaf_case_of_the_issue(tmp_path):
     assert c.effective["lidar"]["materials"]["corn_leaf"]["_resolved"]["reflectivity"] == rho
 
 
-def test_default_spectra_reproduce_the_spec_table_at_905_nm():
+def test_the_default_sensor_names_the_spec_table_and_no_spectrum():
     c = load_sensor_config("default")
-    spec = {  # the spec's "Materials of sensors.json" table (rho, tau)
+    for i, name in enumerate(MATERIAL_NAMES):
+        assert "spectrum" not in c.effective["lidar"]["materials"][name], name
+        assert c.materials.reflectivity[i] == MATERIAL_DEFAULTS[name]["reflectivity"], name
+        assert c.materials.transmission[i] == MATERIAL_DEFAULTS[name].get("transmission", 0.0), name
+
+
+def test_shipped_spectra_give_the_spec_table_exactly_at_905_nm(tmp_path):
+    c = load_sensor_config(shipped_file(tmp_path, 905.0))
+    spec = {  # the spec's "Materials of sensors.json" table (rho, tau), as it prints them
         "soil": (0.25, 0.0),
         "grass": (0.45, 0.5),
         "corn_leaf": (0.45, 0.5),
@@ -75,29 +103,88 @@ def test_default_spectra_reproduce_the_spec_table_at_905_nm():
         "mud": (0.12, 0.0),
         "potato_leaf": (0.47, 0.45),
     }
-    assert set(spec) == set(DEFAULT_SPECTRA)
+    assert set(spec) == set(shipped_spectra().traits) == set(SHIPPED)
     for name, expected in spec.items():
-        assert m(c, name) == pytest.approx(expected, abs=1e-4), name
-        assert c.effective["lidar"]["materials"][name]["spectrum"]["model"] in ("prospect", "soil")
+        assert m(c, name) == expected, name  # bit for bit
+        assert c.effective["lidar"]["materials"][name]["spectrum"] == {"model": "shipped"}
+
+
+@needs_prosail
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_spectrum_is_its_model_scaled_to_the_spec_at_905_nm(tmp_path, name):
+    traits = shipped_spectra().traits[name]
+    rho_spec, tau_spec = MATERIAL_DEFAULTS[name]["reflectivity"], MATERIAL_DEFAULTS[name].get("transmission", 0.0)
+    model = {"model": traits["model"], **{k: v for k, v in traits.items() if k != "model"}}
+    at_905 = resolve_spectrum(model, 905.0, "s")
+    for wavelength_nm in (450.0, 1064.0, 1550.0, 2500.0):
+        c = load_sensor_config(shipped_file(tmp_path, wavelength_nm, (name,)))
+        raw = resolve_spectrum(model, wavelength_nm, "s")
+        rho, tau = m(c, name)
+        # The file holds 10 significant digits of the model's curves.
+        assert rho == pytest.approx(rho_spec * raw["reflectivity"] / at_905["reflectivity"], rel=1e-9)
+        if tau_spec:
+            assert tau == pytest.approx(tau_spec * raw["transmission"] / at_905["transmission"], rel=1e-9)
+        else:
+            assert tau == 0.0
+    # Before the scaling the traits give the spec's table to within 1e-4 (docs/materials.md).
+    assert at_905["reflectivity"] == pytest.approx(rho_spec, abs=1e-4)
+    assert at_905["transmission"] == pytest.approx(tau_spec, abs=1e-4)
+
+
+@needs_prosail
+def test_the_shipped_file_is_what_its_script_writes():
+    spec = importlib.util.spec_from_file_location(
+        "make_material_spectra", REPO / "scripts" / "make_material_spectra.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert shipped_spectra().traits == script.TRAITS
+    assert (REPO / "config" / "material_spectra.csv").read_text() == script.spectra_text()
 
 
 @pytest.mark.parametrize("name", ["corn_leaf", "soybean_leaf", "potato_leaf", "shrub", "grass"])
-def test_a_1550_nm_sensor_sees_foliage_as_prospect_says(name):
-    traits = DEFAULT_SPECTRA[name]
-    args = (traits["structure"], traits["chlorophyll_ug_cm2"], traits["water_cm"], traits["dry_matter_g_cm2"])
-    at_905, at_1550 = prospect_direct(905, *args), prospect_direct(1550, *args)
-    c905 = load_sensor_config("default")
+def test_a_1550_nm_sensor_sees_shipped_foliage_darker_and_less_transparent(tmp_path, name):
+    # Water absorbs at 1550 nm: the shipped (PROSPECT-D) leaves are darker and pass less light there.
+    c905 = load_sensor_config(shipped_file(tmp_path, 905.0, (name,)))
     c1550 = c905.with_overrides({"wavelength_nm": 1550.0})
-    assert m(c1550, name) == at_1550
-    # Water absorbs at 1550 nm: PROSPECT makes these leaves darker and less transparent there,
-    # and the sensor follows it in the direction and the amount.
-    assert np.sign(m(c1550, name)[0] - m(c905, name)[0]) == np.sign(at_1550[0] - at_905[0]) == -1
-    assert np.sign(m(c1550, name)[1] - m(c905, name)[1]) == np.sign(at_1550[1] - at_905[1]) == -1
+    (rho_905, tau_905), (rho_1550, tau_1550) = m(c905, name), m(c1550, name)
+    assert 0.5 * rho_905 < rho_1550 < 0.75 * rho_905 and 0.6 * tau_905 < tau_1550 < 0.85 * tau_905
     # Numeric materials do not change with the wavelength.
     assert m(c1550, "tree_foliage") == m(c905, "tree_foliage") == (0.45, 0.6)
 
 
+def test_loading_the_shipped_sensors_needs_no_spectral_package(tmp_path):
+    # A fresh interpreter in which prosail cannot be imported: the default, Polaris and shipped
+    # spectra load, and the models are refused with a message that names the extra.
+    code = f"""
+import sys
+sys.modules["prosail"] = None  # import prosail raises ImportError
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.errors import ConfigError
+load_sensor_config("default"); load_sensor_config("polaris"); load_sensor_config({str(shipped_file(tmp_path, 1550.0))!r})
+try:
+    load_sensor_config({str(write(tmp_path, {"materials": {"corn_leaf": {"spectrum": CORN}}}))!r})
+except ConfigError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
+    assert "lidar.materials.corn_leaf.spectrum.model = 'prospect' needs the prosail package (GPL-3.0)" in out.stdout
+    assert "the optional [spectra] extra: pip install 'acres_lidar_ros[spectra]'" in out.stdout
+
+
+def test_a_shipped_spectrum_only_for_the_materials_that_have_one(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_sensor_config(shipped_file(tmp_path, 905.0, ("bark",)))
+    message = str(err.value)
+    assert "lidar.materials.bark.spectrum.model = 'shipped': lidar.materials.bark has no shipped spectrum" in message
+    assert "the shipped ones are " + ", ".join(SHIPPED) in message
+
+
+@needs_prosail
 def test_soil_is_the_package_mixture_of_its_dry_and_wet_spectra(tmp_path):
+    import prosail
+
     dry, wet = prosail.spectral_lib.soil.rsoil1, prosail.spectral_lib.soil.rsoil2
     for fraction, brightness, expected in ((1.0, 1.0, dry[505]), (0.0, 1.0, wet[505]), (1.0, 0.5, 0.5 * dry[505])):
         spectrum = {"model": "soil", "dry_fraction": fraction, "brightness": brightness}
@@ -127,6 +214,7 @@ def test_polaris_keeps_its_calibrated_numbers():
     assert m(c, "mud") == (0.08, 0.0)
 
 
+@needs_prosail
 def test_overlays_replace_numbers_by_a_spectrum_and_back(tmp_path):
     write(tmp_path, {"materials": {"bark": {"reflectivity": 0.2}, "shrub": {"spectrum": CORN}}}, name="b.json")
     over = write(
@@ -143,8 +231,8 @@ def test_overlays_replace_numbers_by_a_spectrum_and_back(tmp_path):
     assert m(c, "corn_leaf") == (0.45, 0.5) and "spectrum" not in c.effective["lidar"]["materials"]["corn_leaf"]
 
 
-def test_the_effective_config_loads_back_to_the_same_table():
-    c = load_sensor_config("default").with_overrides({"wavelength_nm": 1064.0})
+def test_the_effective_config_loads_back_to_the_same_table(tmp_path):
+    c = load_sensor_config(shipped_file(tmp_path, 1064.0))
     again = c.with_overrides({})
     for field in ("reflectivity", "transmission", "wet_darkening", "incidence_exponent"):
         np.testing.assert_array_equal(getattr(again.materials, field), getattr(c.materials, field))
@@ -207,15 +295,13 @@ def test_numbers_and_a_spectrum_together(tmp_path):
 
 @pytest.mark.parametrize("wavelength_nm", [399.0, 200.0])
 def test_a_wavelength_outside_the_spectra(tmp_path, wavelength_nm):
-    # The default materials include spectra, so a 200-399 nm sensor must give them numbers.
+    # The default names numbers, so any wavelength loads; a spectrum is defined from 400 nm.
+    assert m(load_sensor_config(write(tmp_path, {"wavelength_nm": wavelength_nm})), "corn_leaf") == (0.45, 0.5)
     with pytest.raises(ConfigError) as err:
-        load_sensor_config(write(tmp_path, {"wavelength_nm": wavelength_nm}))
+        load_sensor_config(shipped_file(tmp_path, wavelength_nm, ("corn_leaf",)))
     message = str(err.value)
-    assert f"lidar.wavelength_nm = {wavelength_nm!r} is outside the " in message
-    assert "spectrum of lidar.materials." in message and "expected 400 to 2500 nm" in message
-    numbers = {name: {"spectrum": None} for name in DEFAULT_SPECTRA}
-    c = load_sensor_config(write(tmp_path, {"wavelength_nm": wavelength_nm, "materials": numbers}))
-    assert m(c, "corn_leaf") == (0.45, 0.5)
+    assert f"lidar.wavelength_nm = {wavelength_nm!r} is outside the shipped spectrum of " in message
+    assert "lidar.materials.corn_leaf.spectrum: expected 400 to 2500 nm" in message
 
 
 def test_the_readme_table_lists_every_spectrum_key():
@@ -233,17 +319,18 @@ def run(capsys, *argv):
     return code, captured.out, captured.err
 
 
-def test_materials_command_prints_the_table_at_a_wavelength(capsys):
-    code, out, _ = run(capsys, "materials", "--sensor", "default", "--wavelength", "1550", "--json")
+def test_materials_command_prints_the_table_at_a_wavelength(tmp_path, capsys):
+    sensor = str(shipped_file(tmp_path, 905.0))
+    code, out, _ = run(capsys, "materials", "--sensor", sensor, "--wavelength", "1550", "--json")
     assert code == 0
     table = json.loads(out)
     assert table["wavelength_nm"] == 1550.0 and [r["name"] for r in table["materials"]] == list(MATERIAL_NAMES)
     corn = table["materials"][MATERIAL_NAMES.index("corn_leaf")]
-    t = DEFAULT_SPECTRA["corn_leaf"]
-    expected = prospect_direct(1550, t["structure"], t["chlorophyll_ug_cm2"], t["water_cm"], t["dry_matter_g_cm2"])
-    assert (corn["reflectivity"], corn["transmission"]) == expected and corn["source"].startswith("prospect:")
-    code, out, _ = run(capsys, "materials", "--sensor", "default", "--wavelength", "1550")
-    assert code == 0 and "materials of default at 1550 nm" in out
+    expected = m(load_sensor_config(shipped_file(tmp_path, 1550.0)), "corn_leaf")
+    assert (corn["reflectivity"], corn["transmission"]) == expected and corn["source"].startswith("shipped")
+    assert table["materials"][MATERIAL_NAMES.index("bark")]["source"] == "numbers"
+    code, out, _ = run(capsys, "materials", "--sensor", sensor, "--wavelength", "1550")
+    assert code == 0 and f"materials of {sensor} at 1550 nm" in out
     assert f" 7  corn_leaf     {expected[0]:6.3f} {expected[1]:6.3f}" in out
 
 
