@@ -27,6 +27,7 @@ from acres_lidar_ros.scene.dem import read_dem
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.scene.object_pose import ORIENTATION_KEYS, read_mesh_placement, read_orientation
 from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CLASS_NAMES, Scene
+from acres_lidar_ros.scene.terrain_step import coarsen_terrain
 
 FORMAT_NAME = "acres_lidar_scene"
 FORMAT_VERSION = 1
@@ -43,7 +44,7 @@ _OBJECT_KEYS: dict[str, set[str]] = {
     "mud_clod": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
     "ground_cover": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
 }
-_TERRAIN_KEYS = {"origin_xy_m", "cell_m", "height_m", "dem", "height_offset_m"}
+_TERRAIN_KEYS = {"origin_xy_m", "cell_m", "height_m", "dem", "height_offset_m", "node_step"}
 _TOP_KEYS = {"format", "version", "terrain", "cover", "polygons", "water", "polygon_raster_cell_m", "objects"}
 
 
@@ -252,6 +253,7 @@ def _load(r: _Reader, doc: Any) -> Scene:
         origin, cell = r.grid_geometry(t, "terrain")
         heights = r.array(r.required(t, "height_m", "terrain"), "terrain.height_m", "float")
         terrain = TerrainGrid(origin, cell, heights)
+    terrain = coarsen_terrain(r, t, terrain)
 
     cover = None
     if "cover" in doc:

@@ -223,3 +223,38 @@ def test_without_tifffile_the_error_says_how_to_install_it(tmp_path, monkeypatch
     with pytest.raises(SceneError, match=r"needs the tifffile package: pip install 'acres_lidar_ros\[dem\]'") as info:
         load_scene(scene_file(tmp_path, {"dem": "slope.tif"}))
     assert isinstance(info.value.__cause__.__cause__, ImportError)  # the import error is kept
+
+
+def test_a_dem_over_the_triangle_limit_names_its_key_and_the_step_that_fits(tmp_path, monkeypatch):
+    from acres_lidar_ros.scene import scene_limits
+
+    monkeypatch.setattr(scene_limits, "MAX_SCENE_TRIANGLES", 5000)  # 101 x 101 nodes: 20,000 triangles
+    np.save(tmp_path / "big.npy", np.zeros((101, 101)))
+    terrain = {"dem": "big.npy", "origin_xy_m": [0, 0], "cell_m": 1.0}
+    with pytest.raises(SceneError) as info:
+        load_scene(scene_file(tmp_path, terrain))
+    message = str(info.value)
+    assert "terrain.dem = 'big.npy': 101 x 101 nodes (node_step 1) make 20000 ground triangles" in message
+    assert "the scene limit is 5000; give terrain.node_step: 2 (51 x 51 nodes at 2 m)" in message
+    assert "or crop it to at most about 51 x 51 nodes around your drive (e.g. gdal_translate -srcwin" in message
+    assert load_scene(scene_file(tmp_path, {**terrain, "node_step": 2})).triangle_count == 5000
+
+
+def test_node_step_keeps_every_kth_node_for_the_traced_ground(tmp_path):
+    # A ridge of 1 m on every odd column (x = 1, 3, ...): with node_step 2 only the even nodes
+    # stay, so the traced ground and height_at are the flat z = 0 at k = 2 times the spacing.
+    raster = np.zeros((21, 21))
+    raster[:, 1::2] = 1.0
+    np.save(tmp_path / "ridges.npy", raster)
+    terrain = {"dem": "ridges.npy", "origin_xy_m": [0, 0], "cell_m": 1.0}
+    fine = load_scene(scene_file(tmp_path, terrain))
+    coarse = load_scene(scene_file(tmp_path, {**terrain, "node_step": 2}))
+    assert float(fine.height_at(1.0, 5.0)) == 1.0 and float(coarse.height_at(1.0, 5.0)) == 0.0
+    assert coarse.terrain.cell_m == 2.0 and coarse.terrain.height_m.shape == (11, 11)
+    assert coarse.triangle_count == 2 * 10 * 10
+    np.testing.assert_array_equal(coarse.terrain.extent_xy_m, [[0, 0], [20, 20]])
+    down = Tracer(coarse).cast_bare(np.array([[1.0, 5.0, 10.0]]), np.array([[0.0, 0.0, -1.0]]))
+    assert float(down[0]) == pytest.approx(10.0, abs=1e-4)
+    for step, match in [(0, "must be an integer from 1 to 64"), (True, "must be an integer"), (30, "keep 1 x 1")]:
+        with pytest.raises(SceneError, match=match):
+            load_scene(scene_file(tmp_path, {**terrain, "node_step": step}))
