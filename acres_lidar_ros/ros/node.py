@@ -194,6 +194,8 @@ class LidarNode(Node):
             ts_first_point=stamps_sweep_start(s["point_type"], s["ts_first_point"]),
             pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
+            max_pose_speed_mps=s["max_pose_speed_mps"],
+            max_pose_acceleration_mps2=s["max_pose_acceleration_mps2"],
             odom_frame=s["odom_frame"],
             base_frame=s["base_frame"],
         )
@@ -263,14 +265,15 @@ class LidarNode(Node):
 
     def close(self) -> None:
         self.loop.close()
+        self._log([], final=True)  # the lines the throttle still holds back, with their counts
 
     # -- output -------------------------------------------------------------------------------
 
-    def _log(self, events: list[Event]) -> None:
+    def _log(self, events: list[Event], final: bool = False) -> None:
         # One call site per severity: rclpy's logger keys its state by the caller's line and
         # raises "Logger severity cannot be changed between calls" if one line logs two severities.
         logger = self.get_logger()
-        for e in self.loop.to_log(events):
+        for e in self.loop.to_log(events, final):
             if e.level == "debug":
                 logger.debug(e.message)
             elif e.level == "info":

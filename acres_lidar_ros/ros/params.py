@@ -256,6 +256,23 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         high=1.0,
     ),
     NodeParam(
+        "max_pose_speed_mps",
+        "double",
+        50.0,
+        "Speed between two poses beyond which the second is a jump (a teleport): reported, counted, "
+        "and the pose history restarts at it, so no scan is interpolated across it; 0: no check.",
+        low=0.0,
+        high=1000.0,
+    ),
+    NodeParam(
+        "max_pose_acceleration_mps2",
+        "double",
+        50.0,
+        "Change of velocity between two pose segments beyond which it is reported and counted (kept); 0: no check.",
+        low=0.0,
+        high=100000.0,
+    ),
+    NodeParam(
         "truth",
         "bool",
         False,

@@ -22,6 +22,8 @@ DIAGNOSTIC_KEYS = (
 POSE_REJECTION_KINDS = ("invalid", "wrong_frame", "out_of_order", "duplicate", "time_jump")
 """``PoseTracker`` outcomes reported as ``pose_rejected_<kind>`` (``current["pose_<kind>"]``);
 a ``time_jump`` sample is kept but clears the history, so it is reported with them."""
+POSE_MOTION_KINDS = (("pose_jumps", "jump"), ("pose_accelerations", "acceleration"))
+"""Samples beyond the speed limit (the history restarts at them) or the acceleration limit."""
 
 
 def diagnostic_status(
@@ -48,6 +50,7 @@ def diagnostic_status(
         or delta["skipped_pose_start"]
         or delta["skipped_pose_gap"]
         or any(n for k, n in rejected.items() if k != "duplicate")
+        or any(current.get(f"pose_{k}", 0) - previous.get(f"pose_{k}", 0) for _, k in POSE_MOTION_KINDS)
     ):
         level = "WARN"
     else:
@@ -59,6 +62,7 @@ def diagnostic_status(
     )
     values = [(key, str(int(current.get(name, 0)))) for key, name in DIAGNOSTIC_KEYS]
     values += [(f"pose_rejected_{k}", str(int(current.get(f"pose_{k}", 0)))) for k in POSE_REJECTION_KINDS]
+    values += [(key, str(int(current.get(f"pose_{k}", 0)))) for key, k in POSE_MOTION_KINDS]
     trace_ms, rtf = current.get("trace_ms", math.nan), current.get("real_time_factor", math.nan)
     values.append(("trace_ms", "nan" if math.isnan(trace_ms) else f"{trace_ms:.1f}"))
     values.append(("real_time_factor", "nan" if math.isnan(rtf) else f"{rtf:.2f}"))

@@ -42,7 +42,7 @@ from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.shaping import ShapedScan, shape_slice, shaped_outputs
 from acres_lidar_ros.runtime.diagnostics import diagnostic_status
 from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
-from acres_lidar_ros.runtime.pose_tracker import PoseTracker
+from acres_lidar_ros.runtime.pose_tracker import MAX_ACCELERATION_MPS2, MAX_SPEED_MPS, PoseTracker
 from acres_lidar_ros.runtime.scheduler import PollResult, ScanJob, ScanScheduler
 from acres_lidar_ros.runtime.sweeps import SweepTracer
 from acres_lidar_ros.scan import Scan, Scanner, Sweep
@@ -152,6 +152,8 @@ class NodeLoop:
         Honest pose coverage: a scan whose sweep starts before the first pose held (the start of a
         run, a reset) or spans two poses further apart than this is skipped and counted
         (``skipped_pose_start``, ``skipped_pose_gap``), never published as a normal scan.
+    max_pose_speed_mps, max_pose_acceleration_mps2 : float
+        The pose jump limits (``PoseTracker``'s ``max_speed_mps``, ``max_acceleration_mps2``; 0: off).
     """
 
     def __init__(
@@ -171,11 +173,19 @@ class NodeLoop:
         base_frame: str = "base_footprint",
         throttle: LogThrottle | None = None,
         max_pose_gap_s: float = MAX_POSE_GAP_S,
+        max_pose_speed_mps: float = MAX_SPEED_MPS,
+        max_pose_acceleration_mps2: float = MAX_ACCELERATION_MPS2,
     ) -> None:
         self.clock = clock
         self.config = scanner.config
         self.sweeps = SweepTracer(scanner)
-        self.tracker = PoseTracker(self.config.period_s, odom_frame=odom_frame, base_frame=base_frame)
+        self.tracker = PoseTracker(
+            self.config.period_s,
+            odom_frame=odom_frame,
+            base_frame=base_frame,
+            max_speed_mps=max_pose_speed_mps,
+            max_acceleration_mps2=max_pose_acceleration_mps2,
+        )
         self.scheduler = ScanScheduler(
             self.config.period_s,
             self.config.delay_s,
@@ -535,10 +545,13 @@ class NodeLoop:
 
     # -- reporting ----------------------------------------------------------------------------
 
-    def to_log(self, events: Sequence[Event]) -> list[Event]:
+    def to_log(self, events: Sequence[Event], final: bool = False) -> list[Event]:
         """The events worth a log line: every debug line, one line per kind per throttle period
-        of the others."""
-        return [e for e in events if e.level == "debug" or self.throttle.allow(e.kind)]
+        of the others, each with the count of its kind held back since the previous line, and
+        the summary lines of kinds held back for longer than the period (``LogThrottle.filter``;
+        ``final``: of every kind held back, at shutdown)."""
+        lines = self.throttle.filter(list(events))
+        return lines + self.throttle.due(force=True) if final else lines
 
     def diagnostics(self, window_s: float = 1.0) -> tuple[str, str, list[tuple[str, str]]]:
         """Level, message and key/value pairs since the previous call (``diagnostic_status``)."""

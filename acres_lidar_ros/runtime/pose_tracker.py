@@ -3,6 +3,12 @@
 ``PoseTracker`` keeps one period plus a margin; NaN, non-unit quaternions and wrong frames are
 rejected with a reason; duplicate stamps are ignored; older samples are dropped, and a jump
 backwards (a looping bag, a simulator reset) clears the history and says so.
+
+Pose jumps: a sample further from the previous one than ``max_speed_mps`` allows (a teleport, a
+reset of the simulated vehicle, an estimator's relocalisation) is reported (``jump``) and
+restarts the history with it, so no scan is interpolated across the jump (the scans whose sweep
+it is in are skipped as before the first pose); a change of velocity between two successive
+segments beyond ``max_acceleration_mps2`` is reported (``acceleration``) and kept. Both are counted.
 """
 
 from __future__ import annotations
@@ -20,11 +26,19 @@ from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.runtime.events import NS_PER_S
 from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, UNIT_QUATERNION_TOLERANCE, PoseHistory, sweep_coverage
 
+MAX_SPEED_MPS = 50.0
+"""Default speed limit of the pose jump check (180 km/h: no farm vehicle, a teleport)."""
+MAX_ACCELERATION_MPS2 = 50.0
+"""Default acceleration limit (about 5 g)."""
+MIN_SEGMENT_S = 0.005
+"""Segments shorter than this give no velocity for the acceleration check (stamp jitter)."""
+
 
 @dataclass(frozen=True)
 class IngestResult:
     """Outcome of one pose sample: ``kind`` is ``accepted``, ``duplicate``, ``out_of_order``,
-    ``time_jump`` (history cleared, the sample accepted), ``invalid`` or ``wrong_frame``."""
+    ``time_jump`` (history cleared, the sample accepted), ``jump`` (too fast: history restarted
+    with the sample), ``acceleration`` (accepted), ``invalid`` or ``wrong_frame``."""
 
     accepted: bool
     kind: str
@@ -47,6 +61,11 @@ class PoseTracker:
         A sample older than the newest by more than this is a time jump (a looping bag, a
         simulator reset): the history is cleared and restarts with it. Less than this: the sample
         is out of order and dropped.
+    max_speed_mps : float
+        Speed between two successive samples beyond which the second is a jump (0: no check).
+    max_acceleration_mps2 : float
+        Change of velocity between two successive segments (each at least
+        ``MIN_SEGMENT_S`` long) per second beyond which it is reported (0: no check).
     """
 
     def __init__(
@@ -56,6 +75,8 @@ class PoseTracker:
         odom_frame: str = "odom",
         base_frame: str = "base_footprint",
         jump_back_s: float = 1.0,
+        max_speed_mps: float = MAX_SPEED_MPS,
+        max_acceleration_mps2: float = MAX_ACCELERATION_MPS2,
     ) -> None:
         if not (math.isfinite(period_s) and period_s > 0) or not (math.isfinite(margin_s) and margin_s >= 0):
             raise ConfigError(f"period_s = {period_s!r}, margin_s = {margin_s!r}: expected period > 0, margin >= 0")
@@ -63,9 +84,16 @@ class PoseTracker:
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.jump_back_ns = int(round(jump_back_s * NS_PER_S))
+        for name, value in (("max_speed_mps", max_speed_mps), ("max_acceleration_mps2", max_acceleration_mps2)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} = {value!r}: expected a number >= 0 (0: no check)")
+        self.max_speed_mps = float(max_speed_mps)
+        self.max_acceleration_mps2 = float(max_acceleration_mps2)
         self.counts: dict[str, int] = dict.fromkeys(
-            ("accepted", "duplicate", "out_of_order", "time_jump", "invalid", "wrong_frame"), 0
+            ("accepted", "duplicate", "out_of_order", "time_jump", "jump", "acceleration", "invalid", "wrong_frame"), 0
         )
+        self._newest_position_m: np.ndarray | None = None
+        self._velocity_mps: np.ndarray | None = None  # of the newest segment at least MIN_SEGMENT_S long
         self._newest_ns: int | None = None
         self._lock = threading.Lock()
 
@@ -144,14 +172,55 @@ class PoseTracker:
                         f"pose time jumped back {back_ns * 1e-9:.3f} s, from {newest * 1e-9:.3f} s to "
                         f"{stamp_ns * 1e-9:.3f} s (a looping bag or a simulator reset): history cleared"
                     )
+            jump = "" if cleared else self._motion_check(stamp_ns, p)
+            if jump.startswith("jump"):
+                self.history.clear()
             try:
                 self.history.append(stamp_ns / NS_PER_S, p, q)
             except PoseError as exc:  # two ns stamps that are one float second apart, for instance
                 return IngestResult(False, "invalid", "warn", f"pose sample rejected: {exc}")
+            if cleared or jump.startswith("jump"):
+                self._velocity_mps = None
             self._newest_ns = stamp_ns
+            self._newest_position_m = p
             if cleared:
                 return IngestResult(True, "time_jump", "warn", cleared)
+            if jump:
+                kind, _, message = jump.partition(":")
+                return IngestResult(True, kind, "warn", message.strip())
             return IngestResult(True, "accepted")
+
+    def _motion_check(self, stamp_ns: int, p: np.ndarray) -> str:
+        """``"jump: message"``, ``"acceleration: message"`` or ``""`` for the segment from the
+        newest sample to this one (called with the lock held, for a newer stamp)."""
+        if self._newest_ns is None or self._newest_position_m is None:
+            return ""
+        dt_s = (stamp_ns - self._newest_ns) / NS_PER_S
+        step_m = float(np.linalg.norm(p - self._newest_position_m))
+        speed = step_m / dt_s
+        at = f"pose sample at {stamp_ns * 1e-9:.3f} s"
+        count = f"pose_jumps = {self.counts['jump'] + 1}"
+        if self.max_speed_mps > 0 and speed > self.max_speed_mps:
+            return (
+                f"jump: {at} is {step_m:.3f} m from the previous one {dt_s * 1e3:.1f} ms before ({speed:.1f} m/s > "
+                f"max_pose_speed_mps {self.max_speed_mps:g}): a teleport or a reset, not motion; the pose history "
+                f"restarts at it and the scans across the jump are skipped ({count})"
+            )
+        if dt_s < MIN_SEGMENT_S:
+            return ""
+        velocity = (p - self._newest_position_m) / dt_s
+        previous, self._velocity_mps = self._velocity_mps, velocity
+        if previous is None or self.max_acceleration_mps2 <= 0:
+            return ""
+        acceleration = float(np.linalg.norm(velocity - previous)) / dt_s
+        if acceleration > self.max_acceleration_mps2:
+            return (
+                f"acceleration: {at}: the velocity changed from {np.round(previous, 3).tolist()} to "
+                f"{np.round(velocity, 3).tolist()} m/s in {dt_s * 1e3:.1f} ms ({acceleration:.1f} m/s^2 > "
+                f"max_pose_acceleration_mps2 {self.max_acceleration_mps2:g}): kept, but the odometry is not smooth "
+                f"(pose_accelerations = {self.counts['acceleration'] + 1})"
+            )
+        return ""
 
     def coverage(self, start_ns: int, end_ns: int, max_gap_s: float = MAX_POSE_GAP_S, need_end: bool = True) -> str:
         """How the samples held cover the sweep ``[start_ns, end_ns]`` (``sensor.poses.sweep_coverage``)."""
@@ -163,6 +232,8 @@ class PoseTracker:
         with self._lock:
             self.history.clear()
             self._newest_ns = None
+            self._newest_position_m = None
+            self._velocity_mps = None
 
     def snapshot(self, sweep_end_ns: int, extrapolate: bool = False) -> PoseHistory:
         """A copy of the history for one trace (so ingestion goes on while a worker reads it).

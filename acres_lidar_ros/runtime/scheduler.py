@@ -374,35 +374,33 @@ class ScanScheduler:
                 self._start(job, now, False, coverage, out)
             elif now >= job.sweep_end_ns + self.pose_timeout_ns:
                 if pose_end_ns is not None and job.sweep_end_ns - pose_end_ns <= self.max_extrapolation_ns:
-                    if not self._extrapolating:
-                        out.events.append(
-                            Event(
-                                "warn",
-                                "extrapolate",
-                                f"no pose at or after {job.sweep_end_ns * 1e-9:.3f} s within "
-                                f"{self.pose_timeout_ns * 1e-6:.0f} ms (newest at {pose_end_ns * 1e-9:.3f} s): "
-                                "extrapolating; warned once until poses catch up",
-                                job.index,
-                            )
+                    out.events.append(  # every extrapolated scan (the log throttle counts repeats)
+                        Event(
+                            "warn",
+                            "extrapolate",
+                            f"scan {job.index}: no pose at or after {job.sweep_end_ns * 1e-9:.3f} s within "
+                            f"{self.pose_timeout_ns * 1e-6:.0f} ms (newest at {pose_end_ns * 1e-9:.3f} s): "
+                            f"extrapolating (scans_extrapolated = {self.counts['extrapolated'] + 1})",
+                            job.index,
                         )
+                    )
                     self._extrapolating = True
                     self._start(job, now, True, coverage, out)
                 else:
                     job.state = "abandoned"
                     self._jobs.remove(job)
                     self.counts["skipped_no_pose"] += 1
-                    if not self._skipping:
-                        newest = "none yet" if pose_end_ns is None else f"newest at {pose_end_ns * 1e-9:.3f} s"
-                        out.events.append(
-                            Event(
-                                "warn",
-                                "no_pose",
-                                f"scan {job.index} (sweep end {job.sweep_end_ns * 1e-9:.3f} s) skipped: no pose "
-                                f"within {self.max_extrapolation_ns * 1e-6:.0f} ms of it ({newest}); "
-                                "warned once until poses return",
-                                job.index,
-                            )
+                    newest = "none yet" if pose_end_ns is None else f"newest at {pose_end_ns * 1e-9:.3f} s"
+                    out.events.append(  # every skipped scan (the log throttle counts repeats)
+                        Event(
+                            "warn",
+                            "no_pose",
+                            f"scan {job.index} (sweep end {job.sweep_end_ns * 1e-9:.3f} s) skipped: no pose "
+                            f"within {self.max_extrapolation_ns * 1e-6:.0f} ms of it ({newest}; "
+                            f"scans_skipped_no_pose = {self.counts['skipped_no_pose']})",
+                            job.index,
                         )
+                    )
                     self._skipping = True
 
     def _start(self, job: ScanJob, now: int, extrapolated: bool, coverage: Coverage | None, out: PollResult) -> None:
@@ -440,12 +438,13 @@ class ScanScheduler:
             self.counts["published"] += 1
             if job.late:
                 self.counts["late"] += 1
-                out.events.append(
+                out.events.append(  # every late scan (the log throttle counts repeats)
                     Event(
-                        "debug",
+                        "warn",
                         "late",
                         f"scan {job.index} ready {(ready_ns - job.sweep_end_ns) * 1e-6:.1f} ms after the end of its "
-                        f"sweep, {(ready_ns - job.release_ns) * 1e-6:.1f} ms after its release time: published late",
+                        f"sweep, {(ready_ns - job.release_ns) * 1e-6:.1f} ms after its release time: published late "
+                        f"(scans_late = {self.counts['late']})",
                         job.index,
                     )
                 )
