@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from acres_lidar_ros.config.material_table import CLASS_ID
 from acres_lidar_ros.config.sensors import SensorConfig
-from acres_lidar_ros.outputs.point_types import XYZI, XYZIRT
+from acres_lidar_ros.outputs.point_types import XYZI, XYZIRT, XYZIRT_LABELS
 from acres_lidar_ros.outputs.pointcloud2 import point_fields
 from acres_lidar_ros.sensor.emitters import column_azimuths_rad
 from acres_lidar_ros.sensor.pattern import BeamPattern, elevation_rank
@@ -45,7 +46,12 @@ def vehicle_pose(t_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return positions, Rotation.from_euler("z", yaw[:, None]).as_matrix()
 
 
-def ground_drive(config: SensorConfig, stamps_s=(0.2, 0.3, 0.4), end_s: float = 0.6) -> Drive:
+BODY_COLUMNS = slice(850, 950)
+BODY_RANGE_M = 1.0
+"""With ``body``: the beams of these columns below -45 deg return from a body 1 m away."""
+
+
+def ground_drive(config: SensorConfig, stamps_s=(0.2, 0.3, 0.4), end_s: float = 0.6, body: bool = False) -> Drive:
     pattern = BeamPattern.from_config(config, sub_rays=1)
     T_bs = pattern.T_base_sensor
     times = np.arange(0.0, end_s + 1e-9, 1.0 / POSE_HZ)
@@ -72,10 +78,24 @@ def ground_drive(config: SensorConfig, stamps_s=(0.2, 0.3, 0.4), end_s: float = 
         hit = (d_w[..., 2] < -1e-3) & (t_hit > config.min_range_m) & (t_hit < 60.0)
         p = t_hit[..., None] * d + o
         p[~hit] = np.nan
+        if body:
+            low = np.asarray(config.elevations_rad) < np.deg2rad(-45.0)
+            p[BODY_COLUMNS, low] = BODY_RANGE_M * d[BODY_COLUMNS, low] + o[BODY_COLUMNS, low]
         points.append(p.reshape(-1, 3))
         column_times.append(t_col)
         stamps.append(int(round(stamp_s * 1e9)))
     return Drive(times, positions, quats, stamps, points, column_times, T_bs)
+
+
+def labelled_cloud(config: SensorConfig, drive: Drive, k: int) -> np.ndarray:
+    """XYZIRT_labels: ``xyzirt_cloud`` + class ground (vehicle for the body), instance 0."""
+    base = xyzirt_cloud(config, drive, k)
+    cloud = np.zeros(base.shape, XYZIRT_LABELS)
+    for name in XYZIRT.names or ():
+        cloud[name] = base[name]
+    r = np.linalg.norm(drive.points_sensor[k].reshape(base.shape + (3,)), axis=2)
+    cloud["class"] = np.where(r < 1.6, CLASS_ID["vehicle"], CLASS_ID["ground"])
+    return cloud
 
 
 def xyzirt_cloud(config: SensorConfig, drive: Drive, k: int) -> np.ndarray:

@@ -96,6 +96,9 @@ class CellCloud:
     points_in: int
     unassigned: int = 0
     merged: int = 0
+    class_id: np.ndarray | None = (
+        None  # (cells,) int16: the cloud's ``class`` field (XYZIRT_labels), -1 without a return
+    )
 
     @property
     def valid(self) -> np.ndarray:
@@ -168,8 +171,18 @@ def cell_cloud(
     intensity = _intensity(flat, layout)
     if layout != "dense":
         xyz[~finite] = np.nan
+        classes = None
+        if "class" in (flat.dtype.names or ()):
+            classes = np.where(finite, flat["class"].astype(np.int16), np.int16(-1)).astype(np.int16)
         return CellCloud(
-            columns, rings, xyz, np.where(finite, intensity, 0).astype(np.float32), times, layout, int(finite.sum())
+            columns,
+            rings,
+            xyz,
+            np.where(finite, intensity, 0).astype(np.float32),
+            times,
+            layout,
+            int(finite.sum()),
+            class_id=classes,
         )
     xyz, intensity, times = xyz[finite], intensity[finite], times[finite]
     ring_values = None

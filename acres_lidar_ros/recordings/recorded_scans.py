@@ -51,14 +51,15 @@ class RecordedScan:
     """One recorded scan: its cells and the sensor pose at each column's firing time.
 
     ``column_time_s`` (columns,) absolute firing time of each column, s; ``T_world_sensor``
-    (columns, 4, 4) maps sensor coordinates into the world at that time.
+    (columns, 4, 4) maps sensor coordinates into the world at that time (None when the recording
+    was read without poses).
     """
 
     index: int
     stamp_ns: int
     cells: CellCloud
     column_time_s: np.ndarray
-    T_world_sensor: np.ndarray
+    T_world_sensor: np.ndarray | None
     source: str
 
 
@@ -162,7 +163,7 @@ def read_recording(
     config: SensorConfig,
     *,
     topic: str | None = None,
-    poses: str = "odom",
+    poses: str | None = "odom",
     mount: str = "tf_static",
     stamp_at: str = "sweep_end",
     ring_field: str = "rank",
@@ -171,8 +172,9 @@ def read_recording(
 ) -> Recording:
     """Read the scans of ``paths`` for the sensor ``config`` (its columns, rings and beam table).
 
-    ``poses``: ``odom`` (the odometry topic), ``tf`` or a TUM file; ``progress`` is called with
-    the number of scans read so far.
+    ``poses``: ``odom`` (the odometry topic), ``tf``, a TUM file, or None (the scans without their
+    poses: every scan, ``T_world_sensor`` None, the mount from the sensors file); ``progress`` is
+    called with the number of scans read so far.
     """
     if stamp_at not in STAMPS_AT:
         raise RecordingError(f"stamp_at {stamp_at!r}: allowed {', '.join(STAMPS_AT)}")
@@ -191,21 +193,30 @@ def read_recording(
         frames = sorted({r.frame_id for r in raw_clouds})
         if len(frames) != 1:
             raise RecordingError(f"topic {cloud_topic}: clouds in several frames {frames}; expected one")
-        T_base_sensor, vehicle = _vehicle_poses(source, poses, frames[0], mount, config)
+        if poses is None:
+            T_base_sensor, vehicle = sensors_mount(config), None
+        else:
+            T_base_sensor, vehicle = _vehicle_poses(source, poses, frames[0], mount, config)
     return _assemble(raw_clouds, table, config, vehicle, T_base_sensor, cloud_topic, stamp_at, ring_field, progress)
 
 
-def _assemble(raw_clouds, table, config, vehicle: VehiclePoses, T_base_sensor, topic, stamp_at, ring_field, progress):
+def _assemble(
+    raw_clouds, table, config, vehicle: VehiclePoses | None, T_base_sensor, topic, stamp_at, ring_field, progress
+):
     scans: list[RecordedScan] = []
     dropped: list[str] = []
     gaps: list[str] = []
     totals = np.zeros(3, np.int64)
     layouts = set()
-    pose_times = vehicle.history.times_s
+    pose_times = vehicle.history.times_s if vehicle is not None else np.zeros(0)
     for i, raw in enumerate(raw_clouds):
         cells = cell_cloud(raw.cloud, table, raw.stamp_ns, ring_field, raw.source)
         layouts.add(cells.layout)
         times = _column_times(cells, raw.stamp_ns, config, stamp_at)
+        if vehicle is None:
+            totals += (cells.points_in, cells.unassigned, cells.merged)
+            scans.append(RecordedScan(i, raw.stamp_ns, cells, times, None, raw.source))
+            continue
         coverage = sweep_coverage(pose_times, float(times.min()), float(times.max()))
         where = f"scan {i} (stamp {raw.stamp_ns * 1e-9:.6f} s, {raw.source})"
         if coverage == "gap":
@@ -220,6 +231,19 @@ def _assemble(raw_clouds, table, config, vehicle: VehiclePoses, T_base_sensor, t
         )
         if progress is not None:
             progress(len(scans))
+    if vehicle is None:
+        return Recording(
+            scans,
+            topic,
+            raw_clouds[0].frame_id,
+            "+".join(sorted(layouts)),
+            "none",
+            T_base_sensor,
+            [],
+            int(totals[0]),
+            int(totals[1]),
+            int(totals[2]),
+        )
     span = f"poses ({vehicle.source}) cover {pose_times[0]:.6f} s to {pose_times[-1]:.6f} s"
     if gaps:
         raise RecordingError(f"{len(gaps)} scans sweep across a pose gap, e.g. {'; '.join(gaps[:5])}; {span}")
