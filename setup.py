@@ -43,6 +43,7 @@ setup(
             "psutil>=5.9",
             "xacro>=2.0",
             "prosail>=2.0.5",
+            "velodyne-decoder>=3.1",  # reads our Velodyne packets back (test/packets); BSD-3-Clause
         ],
         # self-table on .xacro files (BSD-3-Clause, no ROS needed)
         "urdf": ["xacro>=2.0"],

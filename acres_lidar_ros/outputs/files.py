@@ -129,6 +129,18 @@ def atomic_write(
     return path
 
 
+def publish_temporary(tmp_path: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """Give a finished, synced temporary file of ``path``'s directory the name ``path``.
+
+    For a file written over a long time (a stream of packets): it grows as ``.<name>.<random>.tmp``
+    beside its target and appears whole, never over an existing file (``OutputError``), or not at all.
+    """
+    tmp_path, path = Path(tmp_path), Path(path)
+    _publish(tmp_path, path)
+    _sync_directory(path.parent)
+    return path
+
+
 def _fill(handle: BinaryIO, content: bytes | bytearray | memoryview | Writer) -> None:
     """Write ``content`` into the open file and sync it to the disk (whole after a power cut)."""
     if callable(content):

@@ -30,10 +30,11 @@ LAYER_RANK = {
     "body": 5,
     "scan": 6,
     "outputs": 7,
-    "runtime": 8,
-    "recordings": 8,
-    "ros": 9,
-    "apps": 9,
+    "packets": 8,
+    "runtime": 9,
+    "recordings": 9,
+    "ros": 10,
+    "apps": 10,
 }
 ROS_LAYERS = {"ros"}
 ROS_PACKAGES = ("rclpy", "tf2_ros", "launch", "launch_ros", "rosidl_runtime_py")

@@ -1,0 +1,117 @@
+"""Which sensors have a packet format, and a stream of scans turned into a pcap file.
+
+``packet_encoder(sensor, config)`` picks the encoder of a named sensor (``--sensor``) or of a
+sensors file named like a shipped one; any other sensor is refused naming those that have one.
+``PcapRecorder`` writes the packets of every scan handed to it into one ``packets.pcap``, whole
+or not at all (``pcap_file.PcapStream``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from acres_lidar_ros.config.sensors import NAMED_SENSORS, SensorConfig
+from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.packets.helios import HeliosEncoder
+from acres_lidar_ros.packets.packet_types import PacketGroup
+from acres_lidar_ros.packets.pcap_file import Addresses, PcapStream, merge_records, pcap_records, udp_frames
+from acres_lidar_ros.packets.velodyne import HDL32E, VLP16, VelodyneEncoder
+from acres_lidar_ros.scan.scan_types import Scan
+
+
+class PacketEncoder(Protocol):
+    """Turns one scan into its packets; ``first`` marks the first scan of a stream."""
+
+    @property
+    def packet_s(self) -> float: ...
+
+    def encode(self, scan: Scan, first: bool = False) -> list[PacketGroup]: ...
+
+
+#: sensor name -> (format name, the unit's factory addresses: sensor, host)
+FORMATS: dict[str, tuple[str, Addresses]] = {
+    "polaris": ("RoboSense RS-Helios MSOP/DIFOP", Addresses("192.168.1.200", "192.168.1.102")),
+    "helios5515": ("RoboSense RS-Helios MSOP/DIFOP", Addresses("192.168.1.200", "192.168.1.102")),
+    "vlp16": ("Velodyne VLP-16 data/position", Addresses("192.168.1.201", "192.168.1.100")),
+    "hdl32e": ("Velodyne HDL-32E data/position", Addresses("192.168.1.201", "192.168.1.100")),
+}
+
+
+def sensor_name(sensor: str | os.PathLike[str]) -> str:
+    """The shipped name of ``sensor``: a name itself, or a sensors file named like a shipped one."""
+    text = str(sensor)
+    if text in NAMED_SENSORS:
+        return text
+    by_file = {file: name for name, file in NAMED_SENSORS.items()}
+    return by_file.get(Path(text).name, text)
+
+
+def packet_encoder(sensor: str | os.PathLike[str], config: SensorConfig) -> PacketEncoder:
+    """The packet encoder of ``sensor`` (a name or a sensors file), checked against ``config``."""
+    name = sensor_name(sensor)
+    if name not in FORMATS:
+        have = ", ".join(f"{n} ({FORMATS[n][0]})" for n in FORMATS)
+        raise ConfigError(f"--packets: sensor {sensor!s} has no packet format; the sensors with one are {have}")
+    if name in ("polaris", "helios5515"):
+        return HeliosEncoder(config)
+    return _VelodyneStream(VelodyneEncoder(VLP16 if name == "vlp16" else HDL32E, config))
+
+
+def default_addresses(sensor: str | os.PathLike[str]) -> Addresses:
+    return FORMATS[sensor_name(sensor)][1] if sensor_name(sensor) in FORMATS else Addresses("127.0.0.1", "127.0.0.1")
+
+
+class _VelodyneStream:
+    """A Velodyne encoder as a ``PacketEncoder`` (its packets do not depend on the stream's start)."""
+
+    def __init__(self, encoder: VelodyneEncoder) -> None:
+        self.encoder = encoder
+        self.packet_s = encoder.packet_s
+
+    def encode(self, scan: Scan, first: bool = False) -> list[PacketGroup]:
+        return self.encoder.encode(scan)
+
+
+def scan_records(groups: list[PacketGroup], addresses: Addresses, first_identification: int) -> tuple[bytes, int]:
+    """The pcap record bytes of one scan's packet groups, in send order, and their number."""
+    records = []
+    for group in groups:
+        frames = udp_frames(group.payloads, addresses, group.port, group.port, first_identification)
+        first_identification += len(frames)
+        records.append((pcap_records(frames, group.send_ns), group.send_ns))
+    return merge_records(records), sum(len(r) for r, _ in records)
+
+
+class PcapRecorder:
+    """Every scan's packets into ``path`` (a new ``packets.pcap``), published whole when closed.
+
+    Use as a context manager; an exception inside the block leaves no file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], encoder: PacketEncoder, addresses: Addresses) -> None:
+        self.encoder, self.addresses = encoder, addresses
+        self.stream = PcapStream(path)
+        self.first = True
+
+    @property
+    def path(self) -> Path:
+        return self.stream.path
+
+    def write_scan(self, scan: Scan) -> int:
+        """Append the scan's packets; returns their number."""
+        groups = self.encoder.encode(scan, first=self.first)
+        self.first = False
+        data, count = scan_records(groups, self.addresses, self.stream.packets)
+        self.stream.write(data, count)
+        return count
+
+    def __enter__(self) -> PcapRecorder:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stream.__exit__(kind, value, traceback)
