@@ -295,8 +295,7 @@ class LidarNode(Node):
             if not self.context.ok():
                 return
             try:
-                results = job.result if isinstance(job.result, list) else [job.result]  # slices in order
-                for messages in results:
+                for messages in job.result:  # its slices in order (a whole scan is one)
                     self._cloud_pub.publish(messages.points)
                     if messages.truth is not None and self._truth_pub is not None:
                         self._truth_pub.publish(messages.truth)

@@ -56,7 +56,8 @@ TRACE_WORKERS = 2
 @dataclass
 class SliceOut:
     """One slice of a partial-output scan published while its sweep still runs (before its job
-    opens at the stamp): ``result`` is what ``pack`` made of it.
+    opens at the stamp): ``result`` is what ``pack`` made of it, a list of one message (as a
+    ``ScanJob``'s result is the list of its slices' messages).
 
     Attributes
     ----------
@@ -66,7 +67,7 @@ class SliceOut:
     slice_index : int
     release_ns : int
         The slice's end plus ``delay_s``: when it leaves.
-    result : message
+    result : list of one message
     published_ns : int or None
     """
 
@@ -90,9 +91,9 @@ class _EarlySlices:
 
 @dataclass
 class LoopOutput:
-    """What the caller must do: publish ``.result`` of each entry (in order: a ``ScanJob``'s is
-    its cloud, or with partial output the list of its slices not yet out; a ``SliceOut``'s is one
-    slice), log the events (``NodeLoop.to_log`` keeps the ones the throttle lets through)."""
+    """What the caller must do: publish the messages of each entry's ``.result``, in order (a
+    ``ScanJob``'s is the list of its slices not yet out, one for a whole scan; a ``SliceOut``'s
+    is its one slice), log the events (``NodeLoop.to_log`` keeps the ones the throttle lets through)."""
 
     publish: list[ScanJob | SliceOut] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
@@ -321,16 +322,17 @@ class NodeLoop:
         future = self._executor.submit(self._finish, job, poses, tuple(boxes))
         future.add_done_callback(lambda f: self._finished(job, f))
 
-    def _finish(self, job: ScanJob, poses: PoseHistory, boxes: tuple) -> tuple[Any, float]:
-        """In a worker: the rest of the scan and its message; returns (message, wall s).
+    def _finish(self, job: ScanJob, poses: PoseHistory, boxes: tuple) -> tuple[list[Any], float]:
+        """In a worker: the rest of the scan and its messages; returns (messages, wall s).
 
         ``pack`` gets what the scan is published as (``shaping.shaped_outputs`` with the output
-        keys of the config at the finish): the whole scan, whose message is the result, or with
-        ``partial_output`` each slice in turn, whose messages, a list in slice order, are."""
+        keys of the config at the finish), one slice at a time: the whole scan is one slice, and
+        with ``partial_output`` the slices not out already follow in slice order. The result is
+        the list of their messages."""
         started = time.perf_counter()
         scan, sweep = self.sweeps.finish_sweep(job, poses, boxes)
         config = self.config
-        if sweep.slices is not None:  # partial output: the slices not out already, in order
+        if sweep.partial:  # the slices not out already, in order
             until_ns = self._early_until_ns(job.sweep_end_ns, job.index)
             parts = [
                 self._shape_slice(
@@ -350,9 +352,7 @@ class NodeLoop:
             period_s=config.period_s,
             extrapolate=job.extrapolated,
         )
-        message = (
-            [self._pack(part, job) for part in shaped] if config.outputs.partial_output else self._pack(shaped[0], job)
-        )
+        message = [self._pack(part, job) for part in shaped]
         return message, time.perf_counter() - started
 
     def _early_until_ns(self, sweep_end_ns: int, index: int) -> int | None:
@@ -488,7 +488,7 @@ class NodeLoop:
                     break  # the last slice goes with the scan's job (and its truth, which needs every slice)
                 shaped = self._shape_slice(scan, sweep, k, columns, poses, config)
                 parts.append(
-                    SliceOut(index, sweep_end_ns, k, end_ns + self.scheduler.delay_ns, self._pack(shaped, job))
+                    SliceOut(index, sweep_end_ns, k, end_ns + self.scheduler.delay_ns, [self._pack(shaped, job)])
                 )
             with self._early_lock:
                 early = self._early.setdefault(sweep_end_ns, _EarlySlices(index))

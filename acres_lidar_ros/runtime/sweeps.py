@@ -106,7 +106,7 @@ class SweepTracer:
             if sweep_end_ns in self._finished:
                 return 0
             sweep = self._sweeps.get(int(sweep_end_ns))
-            if sweep is None or sweep.index != index or sweep.slices is None:
+            if sweep is None or sweep.index != index or not sweep.partial:
                 return 0
             done = sweep.ready_slices()
             if done:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from acres_lidar_ros.body.self_returns import SelfDecision, SelfReturnTable, merge_self_returns, merge_self_truth
 from acres_lidar_ros.cores import in_background
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.radiometry.cell_truth import CellTruth, cell_truth, truth_of_primary_slots
+from acres_lidar_ros.radiometry.cell_truth import CellTruth, truth_of_primary_slots
 from acres_lidar_ros.radiometry.detection import ScanEchoes, finish_returns, join_scan_echoes
 from acres_lidar_ros.radiometry.echoes import BeamBlock, prepare_block
 from acres_lidar_ros.radiometry.mechanical import block_rays
@@ -104,19 +105,17 @@ class Sweep:
             self._covered_time_s = self.firing_time_s + self.fire_time_s.reshape(columns, rings).max(axis=1)
         self.traced = np.zeros(columns, dtype=bool)
         self._blocks: list[_Block] = []
-        # Partial output (read when the sweep starts): the slices in time order, each finished on
-        # its own as soon as its columns are traced (``ready_slices``), the noise stream taken
+        # The slices in time order, each finished on its own once its columns are traced: a whole
+        # scan is one slice; with partial output (read when the sweep starts) each slice is
+        # finished as soon as its columns are traced (``ready_slices``), the noise stream taken
         # slice by slice (docs/outputs.md "Partial output").
-        self.slices: list[tuple[int, np.ndarray]] | None = None
+        outputs = plan.config.outputs
+        self.partial = bool(outputs.partial_output)
+        self.slices: list[tuple[int, np.ndarray]] = [(0, np.arange(columns))]
         self.slice_count = 1  # partial_slices at the sweep's start
         self.slices_done = 0
         self._slice_of_column = np.zeros(columns, np.int64)
-        self._returns_so_far: Returns | None = None
-        self._points_so_far: np.ndarray | None = None
-        self._slice_echoes: list[ScanEchoes] = []
-        self._truth_returns: Returns | None = None
-        outputs = plan.config.outputs
-        if outputs.partial_output:
+        if self.partial:
             first_offset_s = self.time_offset_s
             if self.fire_time_s is not None:
                 first_offset_s = first_offset_s + self.fire_time_s.reshape(columns, rings).min(axis=1)
@@ -124,9 +123,15 @@ class Sweep:
             self.slices = column_slices(first_offset_s, outputs.partial_slices, plan.config.period_s)
             for position, (_, slice_columns) in enumerate(self.slices):
                 self._slice_of_column[slice_columns] = position
+        self._returns_so_far: Returns | None = None
+        self._points_so_far: np.ndarray | None = None
+        self._slice_echoes: list[ScanEchoes] = []
+        self._primary_slot = np.zeros(columns * rings, np.int64)  # with the truth: before the body
+        self._truth_job: Future[CellTruth] | None = None
         self.rays_s = 0.0
         self.trace_s = 0.0
         self.prepare_s = 0.0
+        self.points_s = 0.0
         self.timings_ms: dict[str, float] = {}
         self.echoes: ScanEchoes | None = None
 
@@ -150,9 +155,14 @@ class Sweep:
         (its returns, self returns, corrections and points; its noise pairs and rain numbers are
         drawn now, after the previous slice's); returns those slices as ``(k, columns)``
         (``timing.column_slices``). Their cells of ``scan_so_far`` are then final. The caller
-        keeps the scans in order: an earlier scan's draws come first."""
-        if self.slices is None:
+        keeps the scans in order: an earlier scan's draws come first. A whole scan's one slice
+        waits for ``finish``."""
+        if not self.partial:
             return []
+        return self._finish_ready_slices()
+
+    def _finish_ready_slices(self) -> list[tuple[int, np.ndarray]]:
+        """Finish, in order, every next slice whose columns are all traced."""
         self._replan()
         done = []
         while self.slices_done < len(self.slices):
@@ -182,42 +192,23 @@ class Sweep:
         return plan
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
-        """Trace what is left (and blocks traced under another ``trace_key``: a
-        runtime change since) and form the scan. With partial output the slices not yet
-        finished are finished in order (``ready_slices``) and the scan is the slices together."""
-        plan = self._replan()
+        """Trace what is left (and blocks traced under another ``trace_key``: a runtime change
+        since), finish the slices not yet finished, in order (a whole scan is one slice), and
+        form the scan from them."""
+        self._replan()
         columns = np.flatnonzero(~self.traced)
         if columns.size:
             self.trace_columns(poses, columns, extrapolate)
-            plan = self.plan
-        options = plan.options
-        t2 = time.perf_counter()
-        if self.slices is not None:
-            self.ready_slices()
-            assert self._returns_so_far is not None and self._points_so_far is not None
-            if self._slice_echoes:
-                self.echoes = join_scan_echoes(self._slice_echoes, self.index)
-            truth = self._slices_truth() if options.truth else None
-            return self._scan(self._returns_so_far, self._points_so_far, truth, t2, time.perf_counter())
-        returns = self._returns()
-        table, decision = plan.self_table, plan.self_decision
-        truth_job = None
-        if options.truth and self.echoes:
-            # The truth (its own arrays) forms on the other core while the body and the points
-            # go into the returns here; it reads only their primary slots, taken now.
-            args = (self.echoes, returns.primary_index(), plan.model, table, decision)
-            truth_job = in_background(self._whole_truth, *args)
-        if table is not None and decision is not None:
-            # The returns were just made for this scan and nothing else holds them: merge in place.
-            returns = merge_self_returns(table, returns, decision, copy=False)
-        returns = emitter_corrections(returns, self.pattern.cells)
-        t3 = time.perf_counter()
-        points = self.pattern.points_sensor(returns.range_m)
+        self._finish_ready_slices()
+        assert self._returns_so_far is not None and self._points_so_far is not None
+        if self.echoes is None and self._slice_echoes:  # with the truth: joined at the last slice
+            self.echoes = join_scan_echoes(self._slice_echoes, self.index)
         waited = time.perf_counter()
-        truth = None if truth_job is None else truth_job.result()
-        return self._scan(returns, points, truth, t2, t3, time.perf_counter() - waited)
+        truth = None if self._truth_job is None else self._truth_job.result()
+        self.prepare_s += time.perf_counter() - waited  # the truth's wait counts in the returns
+        return self._scan(self._returns_so_far, self._points_so_far, truth)
 
-    def _whole_truth(
+    def _truth(
         self,
         echoes: ScanEchoes,
         primary_slot: np.ndarray,
@@ -225,33 +216,23 @@ class Sweep:
         table: SelfReturnTable | None,
         decision: SelfDecision | None,
     ) -> CellTruth:
-        """The cell truth of a whole scan from its echoes and its returns' primary slots, the
-        body's ``decision`` merged in and the noise-free points formed (reads nothing else that
-        changes meanwhile)."""
+        """The cell truth of the scan from its echoes and its returns' primary slots before the
+        body, the body's ``decision`` merged in and the noise-free points formed (reads nothing
+        else that changes meanwhile: it runs on the other core while the last slice finishes)."""
         truth = truth_of_primary_slots(echoes, primary_slot, model)
         if table is not None and decision is not None:
             truth = merge_self_truth(table, truth, decision, copy=False)  # just made
         return replace(truth, points_sensor=self.pattern.points_sensor(truth.range_m[:, None])[:, 0])
 
-    def _scan(
-        self,
-        returns: Returns,
-        points: np.ndarray,
-        truth: CellTruth | None,
-        t2: float,
-        t3: float,
-        truth_wait_s: float = 0.0,
-    ) -> Scan:
-        """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set);
-        ``truth_wait_s``: the time waited for the truth after the points, counted in ``returns_ms``."""
+    def _scan(self, returns: Returns, points: np.ndarray, truth: CellTruth | None) -> Scan:
+        """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set)."""
         config, options = self.plan.config, self.plan.options
-        t4 = time.perf_counter()
         weather_on = options.weather_on(config)
         self.timings_ms = {
             "rays_ms": self.rays_s * 1e3,
             "trace_ms": self.trace_s * 1e3,
-            "returns_ms": (t3 - t2 + truth_wait_s + self.prepare_s) * 1e3,
-            "points_ms": (t4 - t3 - truth_wait_s) * 1e3,
+            "returns_ms": self.prepare_s * 1e3,
+            "points_ms": self.points_s * 1e3,
         }
         return Scan(
             index=self.index,
@@ -279,31 +260,34 @@ class Sweep:
         cells of the other slices hold no return yet. What the node shapes each slice from."""
         if self._returns_so_far is None or self._points_so_far is None:
             raise ConfigError(f"scan {self.index}: no slice of its sweep is finished yet")
-        t = time.perf_counter()
-        return self._scan(self._returns_so_far, self._points_so_far, None, t, t)
+        return self._scan(self._returns_so_far, self._points_so_far, None)
 
     def _finish_slice(self, position: int, columns: np.ndarray) -> None:
-        """One slice's returns (``ready_slices``): its blocks through the detection with the noise
-        and rain streams at their place after the previous slice, then the body's part, the
-        emitters' corrections and the points, written into the scan's arrays at its cells."""
+        """One slice's returns (``ready_slices``, ``finish``): its blocks through the detection
+        with the noise and rain streams at their place after the previous slice, then the body's
+        part, the emitters' corrections and the points, written into the scan's arrays at its
+        cells. A whole scan's one slice is every cell, taken as the spec's whole-scan order."""
         plan = self.plan
         config, rings = plan.config, plan.rings
+        n_cells = config.columns * rings
+        whole = len(self.slices) == 1
+        last = position == len(self.slices) - 1
         cells = (np.sort(columns)[:, None] * rings + np.arange(rings)).reshape(-1)
+        at = None if whole else cells  # the slice's cells; None: every cell
         blocks = [block for block in self._blocks if block.slice_position == position]
         self._blocks = [block for block in self._blocks if block.slice_position != position]
         t0 = time.perf_counter()
         table, full = plan.self_table, plan.self_decision
-        decision = None
-        if table is not None and full is not None:
-            mine = np.zeros(config.columns * rings, bool)
+        decision = full
+        if full is not None and not whole:
+            mine = np.zeros(n_cells, bool)
             mine[cells] = True
             decision = full._replace(
                 body_cells=full.body_cells[mine[full.body_cells]],
                 replaced_cells=full.replaced_cells[mine[full.replaced_cells]],
             )
         if self._returns_so_far is None:
-            self._returns_so_far = empty_returns(config.columns * rings, plan.slots)
-            self._points_so_far = np.full((config.columns * rings, plan.slots, 3), np.nan)
+            self._returns_so_far = empty_returns(n_cells, plan.slots)
         returns = self._returns_so_far
         if plan.options.radiometry:
             model = plan.model
@@ -313,12 +297,14 @@ class Sweep:
             assert plan.streams is not None
             replaced = _unformed_cells(decision, model)
             beams = [block.beams for block in blocks if block.beams is not None]
-            _, echoes = finish_returns(beams, model, plan.streams, self.index, replaced, cells=cells, out=returns)
+            _, echoes = finish_returns(beams, model, plan.streams, self.index, replaced, cells=at, out=returns)
             self._slice_echoes.append(echoes)
-            if plan.options.truth:  # the truth reads the returns before the body and the corrections
-                if self._truth_returns is None:
-                    self._truth_returns = empty_returns(*returns.valid.shape)
-                _put_rows(self._truth_returns, cells, _rows(returns, cells))
+            if plan.options.truth:  # the truth reads the primary slots before the body and the corrections
+                self._primary_slot[cells] = _rows(returns, at).primary_index()
+                if last:  # every echo is in: the truth forms on the other core while this slice ends
+                    self.echoes = join_scan_echoes(self._slice_echoes, self.index)
+                    args = (self.echoes, self._primary_slot, model, table, full)
+                    self._truth_job = in_background(self._truth, *args)
         else:
             block_cells = np.concatenate([block.cells for block in blocks])
             windows = plan.windows
@@ -333,30 +319,27 @@ class Sweep:
             _put_rows(returns, block_cells, mine_returns)
         if table is not None and decision is not None:
             merge_self_returns(table, returns, decision, copy=False)  # the scan's own arrays
-        corrected = emitter_corrections(_rows(returns, cells), self.pattern.cells, cells)
-        _put_rows(returns, cells, corrected)
-        assert self._points_so_far is not None
-        self._points_so_far[cells] = self.pattern.points_sensor(corrected.range_m, cells)
-        self.prepare_s += time.perf_counter() - t0
-
-    def _slices_truth(self) -> CellTruth | None:
-        """The truth of a partial-output scan, over the whole scan (its slices' echoes together,
-        in cell order), as ``finish`` makes it for a whole scan."""
-        plan = self.plan
-        if self.echoes is None or self._truth_returns is None:
-            return None
-        truth = cell_truth(self.echoes, self._truth_returns, plan.model)
-        if plan.self_table is not None and plan.self_decision is not None:
-            truth = merge_self_truth(plan.self_table, truth, plan.self_decision, copy=False)
-        return replace(truth, points_sensor=self.pattern.points_sensor(truth.range_m[:, None])[:, 0])
+        corrected = emitter_corrections(_rows(returns, at), self.pattern.cells, at)
+        if whole:
+            self._returns_so_far = corrected
+        else:
+            _put_rows(returns, cells, corrected)
+        t1 = time.perf_counter()
+        points = self.pattern.points_sensor(corrected.range_m, at)
+        if whole:
+            self._points_so_far = points
+        else:
+            if self._points_so_far is None:
+                self._points_so_far = np.full((n_cells, plan.slots, 3), np.nan)
+            self._points_so_far[cells] = points
+        t2 = time.perf_counter()
+        self.prepare_s += t1 - t0
+        self.points_s += t2 - t1
 
     def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
         """Trace the given untraced columns from ``poses`` (and, with radiometry, prepare their
         beams); ``trace_covered`` and ``finish`` call it with the columns that are due. With
         partial output, one block per slice (a slice's beams are its blocks')."""
-        if self.slices is None:
-            self._trace_block(poses, np.asarray(columns), extrapolate, 0)
-            return
         columns = np.asarray(columns)
         part = self._slice_of_column[columns]
         for position in np.unique(part):
@@ -443,40 +426,11 @@ class Sweep:
             block.cells,
         )
 
-    def _returns(self) -> Returns:
-        plan = self.plan
-        if plan.options.radiometry:
-            model = plan.model
-            for block in self._blocks:
-                if block.beams is None or block.model is not model:
-                    self._prepare(block)
-            assert plan.streams is not None
-            beams = [block.beams for block in self._blocks if block.beams is not None]
-            self._blocks = []
-            replaced = _unformed_cells(plan.self_decision, model)
-            returns, self.echoes = finish_returns(beams, model, plan.streams, self.index, replaced)
-            return returns
-        if len(self._blocks) == 1:
-            hits = self._blocks[0].hits
-        else:
-            order = np.argsort(np.concatenate([block.columns for block in self._blocks]), kind="stable")
-            per_column = plan.rings * plan.sub_rays
-            rows = (order[:, None] * per_column + np.arange(per_column)).reshape(-1)
-            hits = Hits.joined([block.hits for block in self._blocks], rows)
-        self._blocks = []
-        windows = plan.windows
-        return nearest_hit_returns(
-            hits,
-            self.pattern.sub_ray_weights,
-            np.where(windows.azimuth_inside, windows.near_m, np.inf),
-            windows.far_m,
-            plan.config.materials.reflectivity,
-            windows.separation_m,
-        )
 
-
-def _rows(returns: Returns, cells: np.ndarray) -> Returns:
-    """The returns of ``cells`` (copies)."""
+def _rows(returns: Returns, cells: np.ndarray | None) -> Returns:
+    """The returns of ``cells`` (copies); ``returns`` itself for None (every cell)."""
+    if cells is None:
+        return returns
     return Returns(**{name: getattr(returns, name)[cells] for name in Returns.__dataclass_fields__})
 
 

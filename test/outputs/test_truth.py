@@ -326,7 +326,7 @@ def test_the_truth_topic_goes_out_with_its_cloud_through_the_node_loop(config, t
         emitted.append(loop.tick())
     jobs = [job for out in emitted for job in out.publish]
     assert jobs
-    scan, messages = jobs[0].result
+    ((scan, messages),) = jobs[0].result  # a whole scan: one slice
     truth = messages.truth
     assert (truth.height, truth.width, truth.point_step) == (config.columns, config.rings, TRUTH_POINT.itemsize)
     assert truth.header.stamp == messages.points.header.stamp and truth.header.frame_id == "lidar"

@@ -349,7 +349,7 @@ class StandInScanner:
         class Sweep:
             def __init__(self):
                 self.index, self.boxes = index, tuple(boxes)
-                self.slices = None  # whole scans (no partial output)
+                self.partial = False  # whole scans (one slice each)
 
             def trace_covered(self, poses, min_columns=1):
                 scanner.pretraced.append((poses.end_s, stamp_ns, index))
@@ -541,7 +541,7 @@ def test_a_scan_finished_after_ctrl_c_is_not_published_and_raises_nothing(lidar_
     node.context.alive = True
     from acres_lidar_ros.runtime.messages import ScanMessages
 
-    job = SimpleNamespace(result=ScanMessages("cloud"))
+    job = SimpleNamespace(result=[ScanMessages("cloud")])  # a whole scan: one slice
     with pytest.raises(FakePublisherAfterShutdown):
         node._publish([job])
 

@@ -51,17 +51,16 @@ def drive(loop, clock, emitted, until_ms, from_ms=880, x_at=lambda t_s: 0.0):
 
 
 def published(emitted):
-    return [job.result for out in emitted for job in out.publish]
+    return [message for out in emitted for job in out.publish for message in job.result]
 
 
 def slices_by_scan(emitted):
-    """The slices published, per scan (a ``SliceOut`` is one slice out early, a job's result the
-    list of its slices left), in publication order."""
+    """The slices published, per scan (a ``SliceOut``'s result is the one slice out early, a
+    job's the list of its slices left), in publication order."""
     by_stamp: dict[int, list] = {}
     for out in emitted:
         for entry in out.publish:
-            parts = entry.result if isinstance(entry.result, list) else [entry.result]
-            for part in parts:
+            for part in entry.result:
                 by_stamp.setdefault(part["stamp_ns"], []).append(part)
     return [by_stamp[k] for k in sorted(by_stamp)]
 

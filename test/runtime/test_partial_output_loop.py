@@ -64,8 +64,7 @@ def publications(emitted):
     out = []
     for o in emitted:
         for entry in o.publish:
-            parts = entry.result if isinstance(entry.result, list) else [entry.result]
-            out.append((entry.published_ns, entry, parts))
+            out.append((entry.published_ns, entry, entry.result))
     return out
 
 
