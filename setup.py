@@ -28,8 +28,11 @@ setup(
         "dem": ["tifffile>=2023.1"],
         # The PROSPECT-D and soil spectral models of a sensors file (GPL-3.0; the shipped spectra need nothing)
         "spectra": ["prosail>=2.0.5"],
+        # COLLADA (.dae) meshes of scene files and SDF worlds (scene/mesh_files.py; BSD-3-Clause)
+        "sdf": ["pycollada>=0.9"],
         "test": [
             "tifffile>=2023.1",
+            "pycollada>=0.9",
             "pytest>=7",
             "hypothesis>=6",
             "mcap-ros2-support>=0.5",

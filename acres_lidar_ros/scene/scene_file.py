@@ -15,7 +15,6 @@ import numpy as np
 
 from acres_lidar_ros.config.input_files import (
     MAX_SCENE_FILE_BYTES,
-    check_regular_file,
     load_json_file,
     read_regular_file,
 )
@@ -25,8 +24,10 @@ from acres_lidar_ros.scene import scene_limits
 from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.dem import read_dem
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
+from acres_lidar_ros.scene.mesh_files import mesh_suffix_error, read_mesh_file
 from acres_lidar_ros.scene.object_pose import ORIENTATION_KEYS, read_mesh_placement, read_orientation
 from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CLASS_NAMES, Scene
+from acres_lidar_ros.scene.sdf_world import SDF_WORLD_KEYS, add_sdf_world
 from acres_lidar_ros.scene.terrain_step import coarsen_terrain
 
 FORMAT_NAME = "acres_lidar_scene"
@@ -43,6 +44,7 @@ _OBJECT_KEYS: dict[str, set[str]] = {
     "crop_field": _COMMON | {"corner_xy_m", "patches", "crop_height_m", "growth", "yaw_deg", "cell_state"},
     "mud_clod": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
     "ground_cover": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
+    "sdf_world": SDF_WORLD_KEYS,
 }
 _TERRAIN_KEYS = {"origin_xy_m", "cell_m", "height_m", "dem", "height_offset_m", "node_step"}
 _TOP_KEYS = {"format", "version", "terrain", "cover", "polygons", "water", "polygon_raster_cell_m", "objects"}
@@ -389,6 +391,8 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
     if not isinstance(kind, str) or kind not in _OBJECT_KEYS:
         raise r.fail(f"{key}.type", kind, f"allowed: {', '.join(_OBJECT_KEYS)}")
     obj = r.table(obj, key, _OBJECT_KEYS[kind], f" for type {kind!r}")
+    if kind == "sdf_world":
+        return add_sdf_world(r, b, obj, key)
     name = obj.get("name")
     if "name" in obj and not isinstance(name, str):
         raise r.fail(f"{key}.name", name, "must be a string")
@@ -516,27 +520,13 @@ def _add_object(r: _Reader, b: SceneBuilder, obj: Any, key: str, budget: dict[st
 
 
 def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, material, name) -> None:
-    import open3d as o3d
-
     rel = r.required(obj, "path", key)
     if not isinstance(rel, str) or not rel or "\0" in rel:
         raise r.fail(f"{key}.path", rel, "must be a path relative to the scene file")
     file = r.base_dir / rel
     if file.suffix.lower() not in scene_limits.MESH_SUFFIXES:
-        raise r.fail(f"{key}.path", rel, f"must be a mesh file ending {', '.join(scene_limits.MESH_SUFFIXES)}")
-    if not file.exists():
-        raise SceneError(f"{r.path}: {key}.path = {rel!r}: mesh file {file} does not exist")
-    check_regular_file(file, f"{r.path}: {key}.path = {rel!r}: mesh file", scene_limits.MAX_MESH_FILE_BYTES, SceneError)
-    mesh = o3d.io.read_triangle_mesh(file)
-    vertices = np.asarray(mesh.vertices, float)
-    triangles = np.asarray(mesh.triangles, np.int64)
-    if len(triangles) > scene_limits.MAX_SCENE_TRIANGLES:
-        raise SceneError(
-            f"{r.path}: {key}.path = {rel!r}: {file} has {len(triangles)} triangles: the scene limit is "
-            f"{scene_limits.MAX_SCENE_TRIANGLES}"
-        )
-    if len(triangles) == 0:
-        raise SceneError(f"{r.path}: {key}.path = {rel!r}: {file} has no triangles (formats: ply, obj, stl, off, gltf)")
+        raise r.fail(f"{key}.path", rel, mesh_suffix_error(file.suffix))
+    vertices, triangles = read_mesh_file(file, f"{r.path}: {key}.path = {rel!r}")
     placement = read_mesh_placement(r, obj, key)
     base_xy = r.vector(obj, "base_xy_m", key, 2)
     base_z = r.optional_number(obj, "base_z_m", key)

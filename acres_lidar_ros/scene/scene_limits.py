@@ -29,8 +29,9 @@ MAX_SCENE_TRIANGLES = 10_000_000
 #: Largest mesh file and ``.npy`` file, bytes.
 MAX_MESH_FILE_BYTES = 256 << 20
 MAX_NPY_FILE_BYTES = (8 * MAX_GRID_CELLS) + (1 << 16)
-#: Mesh formats ``open3d.io.read_triangle_mesh`` reads, by file name suffix.
-MESH_SUFFIXES = (".ply", ".obj", ".stl", ".off", ".gltf", ".glb")
+#: Mesh formats by file name suffix: those ``open3d.io.read_triangle_mesh`` reads, and COLLADA
+#: (pycollada, scene/mesh_files.py).
+MESH_SUFFIXES = (".ply", ".obj", ".stl", ".off", ".gltf", ".glb", ".dae")
 
 
 def markdown() -> str:

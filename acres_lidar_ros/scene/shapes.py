@@ -146,3 +146,44 @@ def rotation_z(yaw_rad: float) -> np.ndarray:
     """(3, 3) float64 rotation about +z by ``yaw_rad`` (counter-clockwise from above)."""
     c, s = np.cos(yaw_rad), np.sin(yaw_rad)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def lathe(profile_rz_m: np.ndarray, segments: int) -> tuple[np.ndarray, np.ndarray]:
+    """Closed surface of revolution about the z axis.
+
+    Parameters
+    ----------
+    profile_rz_m : (p, 2) float64
+        (radius, z) from one pole to the other, the first and last radius 0 (the poles), the
+        radii between them > 0.
+    segments : int
+        Points on each ring.
+
+    Returns
+    -------
+    ``(vertices_m, triangles)``: the poles once each, ``segments`` vertices on every other
+    profile point, wound outwards (about the profile's centre on the axis).
+    """
+    profile = np.asarray(profile_rz_m, float)
+    rings = profile[1:-1]
+    angle = 2.0 * np.pi * np.arange(segments) / segments
+    ring_v = np.stack(
+        [
+            (rings[:, 0:1] * np.cos(angle)).ravel(),
+            (rings[:, 0:1] * np.sin(angle)).ravel(),
+            np.repeat(rings[:, 1], segments),
+        ],
+        axis=1,
+    )
+    v = np.vstack([[[0.0, 0.0, profile[0, 1]]], ring_v, [[0.0, 0.0, profile[-1, 1]]]])
+    first, last = 0, len(v) - 1
+    i = np.arange(segments)
+    j = (i + 1) % segments
+    tris = [np.stack([np.full(segments, first), 1 + j, 1 + i], 1)]
+    for k in range(len(rings) - 1):
+        a, b = 1 + k * segments, 1 + (k + 1) * segments
+        tris += [np.stack([a + i, a + j, b + j], 1), np.stack([a + i, b + j, b + i], 1)]
+    end = 1 + (len(rings) - 1) * segments
+    tris.append(np.stack([np.full(segments, last), end + i, end + j], 1))
+    t = np.concatenate(tris).astype(np.int64)
+    return v, orient_outward(v, t, np.array([0.0, 0.0, float(profile[:, 1].mean())]))

@@ -127,6 +127,9 @@ def test_pond_threshold_is_a_parameter_and_thin_water_wets_grass():
         (shapes.cylinder(1.0, 2.0, 64), np.pi * 2.0),
         (shapes.sphere(2.0, 2), 4 / 3 * np.pi * 8),
         (shapes.gable_roof([4.0, 3.0], 1.0), 6.0),
+        # A cone of revolution (radius 1, height 3) and a lathed cylinder (radius 1, z 0 to 2)
+        (shapes.lathe(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0]]), 64), np.pi * 3.0 / 3.0),
+        (shapes.lathe(np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 2.0], [0.0, 2.0]]), 64), np.pi * 2.0),
     ],
 )
 def test_closed_shapes_are_wound_outwards(mesh, volume):
