@@ -231,3 +231,38 @@ def write_ros1(path: Path, config, drive, clouds, frame: str = "rslidar") -> Pat
                 connections[topic] = writer.add_connection(topic, msgtype, typestore=typestore)
             writer.write(connections[topic], max(t_ns, 1), typestore.serialize_ros1(message, msgtype))
     return path
+
+
+def two_surface_scene(half_m: float = 120.0):
+    """Flat ground at z = 0: grass, with an asphalt road 8 m wide along the x axis."""
+    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+
+    terrain = TerrainGrid(np.array([-half_m, -half_m]), 2 * half_m, np.zeros((2, 2)))
+    road = np.array([[-half_m, -4.0], [half_m, -4.0], [half_m, 4.0], [-half_m, 4.0]])
+    return SceneBuilder(terrain, polygons=[(road, "asphalt")]).build()
+
+
+def simulated_drive(path: Path, config: SensorConfig, scene, scans: int, speed_m_s: float = 3.0) -> Path:
+    """A run of ``scans`` scans of the simulator (``config``, its self-return table) driving along the
+    road at ``speed_m_s``, written as ``acres-lidar record`` writes its bag (XYZIRT, /odom, /tf_static)."""
+    from acres_lidar_ros.body.self_returns import sensor_self_table
+    from acres_lidar_ros.outputs.bag import BagWriter
+    from acres_lidar_ros.scan import Scanner
+    from acres_lidar_ros.sensor.pattern import mount_rotation
+    from acres_lidar_ros.sensor.poses import PoseHistory
+    from acres_lidar_ros.tracing.trace import Tracer
+
+    end_s = 0.1 * scans + 0.3
+    times = np.arange(0.0, end_s, 0.01)
+    positions = np.stack([-20.0 + speed_m_s * times, 0.5 * np.sin(0.3 * times), np.zeros_like(times)], axis=1)
+    quats = Rotation.from_euler("z", 0.05 * np.sin(0.5 * times)[:, None]).as_quat()
+    history = PoseHistory.from_arrays(times, positions, quats)
+    scanner = Scanner(config, tracer=Tracer(scene), self_table=sensor_self_table(config))
+    mount_q = Rotation.from_matrix(mount_rotation(config.rpy_rad)).as_quat()
+    with BagWriter(path, "XYZIRT", lidar_frame=config.frame_id) as bag:
+        bag.write_static_mount(0, config.position_flu_m, mount_q)
+        for t, p, q in zip(times, positions, quats, strict=True):
+            bag.write_base_pose(int(round(t * 1e9)), p, q, np.zeros(3), np.zeros(3))
+        for k in range(scans):
+            bag.write_scan(scanner.scan(history, int(round((0.2 + 0.1 * k) * 1e9)), index=k))
+    return path

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.cmd_bag_repair import add_bag_repair_parser, cmd_bag_repair
-from acres_lidar_ros.apps.cmd_compare import add_compare_parser, cmd_compare
+from acres_lidar_ros.apps.cmd_recordings import RECORDINGS_COMMANDS, add_recordings_parsers
 from acres_lidar_ros.apps.cmd_trajectory import (
     TRAJECTORY_NUMBER_OPTIONS,
     add_trajectory_parser,
@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     from acres_lidar_ros.apps.cmd_dataset import add_dataset_parser
 
     add_dataset_parser(sub)
-    add_compare_parser(sub)
+    add_recordings_parsers(sub)
     return parser
 
 
@@ -559,7 +559,7 @@ COMMANDS = {
     "materials": cmd_materials,
     "dataset": cmd_dataset,
     "trajectory": lambda args: cmd_trajectory(args, BUILT_IN_FARMS),
-    "compare": cmd_compare,
+    **RECORDINGS_COMMANDS,
 }
 
 

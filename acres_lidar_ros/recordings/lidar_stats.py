@@ -23,8 +23,10 @@ from acres_lidar_ros.recordings.recorded_scans import RecordedScan
 
 BODY_RANGE_M = 1.6
 """The spec: "A return nearer than 1.6 m is always the body"."""
-BODY_MASK_P_SELF = 0.5
-"""A cell is in the body mask when the body returns in at least this share of the scans."""
+BODY_MASK_P_SELF = 0.05
+"""A cell is in the body mask when the body returns in at least this share of the scans (one in 20): the
+cells the body reaches at all, as the spec counts them ("20 711 cells give a return from the roof rack"),
+less the rare stray near return of a long recording."""
 LOWER_RINGS_MAX_ELEVATION_DEG = -8.0
 """The spec's ring groups: rings at or below -8 deg ("lower") and above ("upper")."""
 
@@ -91,8 +93,9 @@ def _mean_and_se(values: np.ndarray, ring: np.ndarray, rings: int) -> tuple[np.n
     return mean, se, n.astype(np.int64)
 
 
-def fit_beam_table(scans: Sequence[RecordedScan], table: BeamTable, min_range_m: float = BODY_RANGE_M) -> BeamFit:
-    """Each ring's elevation and azimuth offset from the returns at ``min_range_m`` or farther.
+def fit_beam_table(scans: Sequence[RecordedScan], table: BeamTable, min_range_m: float = 0.0) -> BeamFit:
+    """Each ring's elevation and azimuth offset from the returns at ``min_range_m`` or farther (the body's
+    returns too: they lie on their beams like any other).
 
     A return ``p`` of column ``c`` lies on its beam ``p = R d + o`` with ``o`` the column's lens
     centre: its elevation is ``atan2(q_z, |q_xy|)`` and its azimuth offset ``atan2(q_y, q_x) -

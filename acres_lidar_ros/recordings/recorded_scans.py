@@ -77,6 +77,7 @@ class Recording:
     points_in: int = 0
     unassigned: int = 0
     merged: int = 0
+    poses: VehiclePoses | None = None
 
     @property
     def unassigned_share(self) -> float:
@@ -99,12 +100,19 @@ class Recording:
 
 
 def beam_table(config: SensorConfig) -> BeamTable:
+    """The beam table of a sensor; for an ``emitters`` block the lens offset is its first emitter's
+    horizontal offset (``hor_offset_m``, the origin of cell 0)."""
+    lens_m = float(config.lens_center_m)
+    if config.emitters is not None:
+        from acres_lidar_ros.sensor.pattern import BeamPattern
+
+        lens_m = float(np.hypot(*BeamPattern.from_config(config, sub_rays=1).lens_origins_sensor[0, 0, :2]))
     return BeamTable(
         np.asarray(config.elevations_rad, dtype=np.float64),
         np.asarray(config.azimuth_offsets_rad, dtype=np.float64),
         int(config.columns),
         config.azimuth_order,
-        float(config.lens_center_m),
+        lens_m,
     )
 
 
@@ -260,4 +268,5 @@ def _assemble(
         int(totals[0]),
         int(totals[1]),
         int(totals[2]),
+        vehicle,
     )
