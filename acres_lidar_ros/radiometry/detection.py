@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -389,17 +390,13 @@ def detect(
         lit_beams,
         chosen,
         flags,
-        measured,
-        clear,
-        echoes.reflectance,
-        range_meas,
-        echoes.class_id,
-        echoes.material_id,
-        echoes.instance,
+        _EchoFields(
+            measured, clear, echoes.reflectance, range_meas, echoes.class_id, echoes.material_id, echoes.instance
+        ),
         float(min(rad.saturation_counts, MAX_SIGNAL_COUNTS)),
         slots,
         np.zeros(0, np.int64) if truth is None else truth.return_echo.reshape(-1),
-        *(getattr(out, name).reshape(-1) for name in _RETURN_FIELDS),
+        _ReturnSlots(*(getattr(out, name).reshape(-1) for name in _ReturnSlots._fields)),
     )
     return out, scan_echoes
 
@@ -425,50 +422,40 @@ def _detected_runs(detected, cell):
     return det, lit_start[:runs], lit_beams[:runs], d_n
 
 
-_RETURN_FIELDS: tuple[str, ...] = (  # the outputs of _write_returns, in its order
-    "range_m",
-    "valid",
-    "reflectivity",
-    "signal",
-    "intensity",
-    "class_id",
-    "material_id",
-    "instance",
-    "return_flags",
-)
+class _EchoFields(NamedTuple):
+    """What ``_write_returns`` reads of each echo: (e,) arrays."""
+
+    measured: np.ndarray  # S', counts
+    clear: np.ndarray  # S in clear air, counts
+    reflectance: np.ndarray
+    range_meas: np.ndarray  # R_meas, m
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+
+
+class _ReturnSlots(NamedTuple):
+    """The flat (n_beams * R,) views of a ``Returns``' fields that ``_write_returns`` fills; the
+    names are the ``Returns`` fields'."""
+
+    range_m: np.ndarray
+    valid: np.ndarray
+    reflectivity: np.ndarray
+    signal: np.ndarray
+    intensity: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    return_flags: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
-def _write_returns(
-    det,
-    lit_beams,
-    chosen,
-    return_flags,
-    measured,
-    clear,
-    reflectance,
-    range_meas,
-    class_id,
-    material_id,
-    instance,
-    max_signal_counts,
-    slots,
-    return_echo,
-    out_range,
-    out_valid,
-    out_reflectivity,
-    out_signal,
-    out_intensity,
-    out_class,
-    out_material,
-    out_instance,
-    out_flags,
-):
+def _write_returns(det, lit_beams, chosen, return_flags, echo, max_signal_counts, slots, return_echo, out):
     """The fields of each return: slot ``j`` of lit beam ``lit_beams[i]`` (flat slot ``lit_beams[i]
-    slots + j`` of the outputs) is the detected echo ``det[chosen[i, j]]`` (none where ``chosen`` is
-    -1): ``rho_rep = rho_e max(0, S') / S_c``, the signal ``min(S', S_sat)`` rounded half up
-    (negative gives 0), the intensity byte; with a ``return_echo`` (flat slots; empty: none) each
-    slot's echo is noted there too."""
+    slots + j`` of ``out``, a ``_ReturnSlots``) is the detected echo ``det[chosen[i, j]]`` of
+    ``echo`` (an ``_EchoFields``; none where ``chosen`` is -1): ``rho_rep = rho_e max(0, S') /
+    S_c``, the signal ``min(S', S_sat)`` rounded half up (negative gives 0), the intensity byte;
+    with a ``return_echo`` (flat slots; empty: none) each slot's echo is noted there too."""
     keep_echo = return_echo.shape[0] > 0
     for i in range(chosen.shape[0]):
         for j in range(chosen.shape[1]):
@@ -476,17 +463,17 @@ def _write_returns(
                 continue
             e = det[chosen[i, j]]
             a = lit_beams[i] * slots + j
-            m = measured[e]
-            rho = reflectance[e] * max(m, 0.0) / clear[e] if clear[e] > 0.0 else 0.0
-            out_range[a] = range_meas[e]
-            out_valid[a] = True
-            out_reflectivity[a] = rho
-            out_signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
-            out_intensity[a] = intensity_byte_of(rho)
-            out_class[a] = class_id[e]
-            out_material[a] = material_id[e]
-            out_instance[a] = instance[e]
-            out_flags[a] = return_flags[i, j]
+            m = echo.measured[e]
+            rho = echo.reflectance[e] * max(m, 0.0) / echo.clear[e] if echo.clear[e] > 0.0 else 0.0
+            out.range_m[a] = echo.range_meas[e]
+            out.valid[a] = True
+            out.reflectivity[a] = rho
+            out.signal[a] = np.uint16(math.floor(min(max(m, 0.0), max_signal_counts) + 0.5))
+            out.intensity[a] = intensity_byte_of(rho)
+            out.class_id[a] = echo.class_id[e]
+            out.material_id[a] = echo.material_id[e]
+            out.instance[a] = echo.instance[e]
+            out.return_flags[a] = return_flags[i, j]
             if keep_echo:
                 return_echo[a] = e
 

@@ -43,7 +43,16 @@ import numpy as np
 from acres_lidar_ros.config.material_table import CLASS_ID, IS_FOLIAGE_CLASS
 from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
-from acres_lidar_ros.radiometry.hit_passes import ground_keys, lit_contributions, reached_hits
+from acres_lidar_ros.radiometry.hit_passes import (
+    GroundKeying,
+    GroundTerms,
+    HitFields,
+    PulseShape,
+    SurfaceLaws,
+    ground_keys,
+    lit_contributions,
+    reached_hits,
+)
 from acres_lidar_ros.radiometry.noise import hash_normal, place_seed_term, roughness_seed_term
 from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.tracing.hits import Hits
@@ -263,30 +272,22 @@ def contributions_of_hits(
     config = model.config
     mats = config.materials
     n_sub = weights.size
-    class_id = hits.class_id.ravel()
-    material_id = hits.material_id.ravel()
-    range_m = hits.range_m.ravel()
-    cos_incidence = hits.cos_incidence.ravel()
+    fields = HitFields(
+        hits.range_m.ravel(),
+        hits.cos_incidence.ravel(),
+        hits.class_id.ravel(),
+        hits.material_id.ravel(),
+        hits.instance.ravel(),
+        hits.wetness.ravel(),
+    )
+    laws = SurfaceLaws(*(getattr(mats, name) for name in SurfaceLaws._fields))
     # 1. Which hits light reaches, and the foliage transmission in front of each.
-    flat, rows, t_front, tau, passes = reached_hits(
+    reached = reached_hits(
         hits.valid, hits.class_id, hits.material_id, IS_FOLIAGE_CLASS, mats.transmission, model.foliage_solid
     )
     # 2. The keys of the ground terms, and their normals in one vectorised call.
-    ground_at, slope_at, albedo_at, rough_at, cos_ground, keys = ground_keys(
-        flat,
-        rows,
-        n_sub,
-        class_id,
-        material_id,
-        range_m,
-        cos_incidence,
-        origins,
-        directions,
-        cells,
+    keying = GroundKeying(
         GROUND_CLASS,
-        mats.micro_slope_rad,
-        mats.reflectivity_sd,
-        mats.roughness_m,
         place_seed_term(seed),
         place_seed_term(seed + 1),
         roughness_seed_term(seed),
@@ -294,49 +295,26 @@ def contributions_of_hits(
         MICRO_SLOPE_CELL_M,
         ALBEDO_CELL_M,
     )
+    ground_at, slope_at, albedo_at, rough_at, cos_ground, keys = ground_keys(
+        reached, fields, laws, keying, origins, directions, cells, n_sub
+    )
     z = np.asarray(hash_normal(keys), dtype=np.float64)
-    theta_ground = np.arccos(cos_ground)
+    ground = GroundTerms(ground_at, slope_at, albedo_at, rough_at, np.arccos(cos_ground), z)
     # 3. Tilt, texture, roughness, backscatter, contribution and echo stretch of each hit.
-    bad_range, nearest_solid, *fields, cos_theta = lit_contributions(
-        flat,
-        rows,
-        t_front,
-        tau,
-        passes,
-        ground_at,
-        slope_at,
-        albedo_at,
-        rough_at,
-        theta_ground,
-        z,
-        n_sub,
-        weights,
-        cells,
-        range_m,
-        cos_incidence,
-        class_id,
-        material_id,
-        hits.instance.ravel(),
-        hits.wetness.ravel(),
-        mats.reflectivity,
-        mats.incidence_exponent,
-        mats.specular,
-        mats.specular_width_rad,
-        mats.wet_darkening,
-        mats.micro_slope_rad,
-        mats.reflectivity_sd,
-        mats.roughness_m,
+    shape = PulseShape(
         MIN_ROUGH_RANGE_M,
         float(config.pulse_length_m),
         float(config.beam_divergence_rad),
         float(config.beam_divergence_v_rad),
-        model.truth,
     )
-    if bad_range:
+    lit = lit_contributions(reached, ground, fields, laws, shape, n_sub, weights, cells, model.truth)
+    if lit.bad_range:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
-    cell, lit_range_m, power, peak, lit_class, lit_material, instance = fields
-    cos_out = cos_theta if model.truth else None  # the truth output's incidence, only when asked
-    return Contributions(cell, lit_range_m, power, peak, lit_class, lit_material, instance, cos_out), nearest_solid
+    cos_out = lit.cos_theta if model.truth else None  # the truth output's incidence, only when asked
+    contributions = Contributions(
+        lit.cell, lit.range_m, lit.power, lit.peak, lit.class_id, lit.material_id, lit.instance, cos_out
+    )
+    return contributions, lit.nearest_solid
 
 
 def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:

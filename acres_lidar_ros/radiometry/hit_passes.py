@@ -18,6 +18,7 @@ The equations are those of ``scalar_physics`` and ``noise``; what is here is boo
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -36,6 +37,88 @@ from acres_lidar_ros.radiometry.noise import place_hash_of, roughness_hash_of
 _jit = numba.njit(cache=True, nogil=True)
 
 
+class ReachedHits(NamedTuple):
+    """Pass 1's result: (n,) arrays over the hits light reaches, in the hits' order."""
+
+    flat: np.ndarray  # int64: flat index ``row * K + slot`` of the hit
+    rows: np.ndarray  # int64: its sub-ray row
+    t_front: np.ndarray  # T in front of it
+    tau: np.ndarray  # its own tau (0 for a solid hit)
+    passes: np.ndarray  # bool: it passes light (foliage, unless solid)
+
+
+class HitFields(NamedTuple):
+    """The block's hits, flat (by ``ReachedHits.flat``)."""
+
+    range_m: np.ndarray
+    cos_incidence: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    wetness: np.ndarray
+
+
+class SurfaceLaws(NamedTuple):
+    """The material table's columns the passes read, by material id (``MaterialTable``'s names)."""
+
+    reflectivity: np.ndarray
+    incidence_exponent: np.ndarray
+    specular: np.ndarray
+    specular_width_rad: np.ndarray
+    wet_darkening: np.ndarray
+    micro_slope_rad: np.ndarray
+    reflectivity_sd: np.ndarray
+    roughness_m: np.ndarray
+
+
+class GroundKeying(NamedTuple):
+    """What the ground terms' hash keys are made of (``noise``): the seed terms, the scan and the cells."""
+
+    ground_class: int
+    slope_seed_term: np.uint64
+    albedo_seed_term: np.uint64
+    rough_seed_term: np.uint64
+    scan: int
+    slope_cell_m: float
+    albedo_cell_m: float
+
+
+class GroundTerms(NamedTuple):
+    """Pass 2's places and the normals formed from its keys, per reached hit (-1: none)."""
+
+    ground_at: np.ndarray  # place among the ground hits
+    slope_at: np.ndarray  # places of its keys' normals in ``z``
+    albedo_at: np.ndarray
+    rough_at: np.ndarray
+    theta_ground: np.ndarray  # (ground hits,) incidence angle, rad
+    z: np.ndarray  # the keys' standard normals
+
+
+class PulseShape(NamedTuple):
+    """The scalars of the roughness move and the echo stretch."""
+
+    min_rough_range_m: float
+    pulse_length_m: float
+    divergence_rad: float
+    divergence_v_rad: float
+
+
+class LitContributions(NamedTuple):
+    """Pass 3's result: ``bad_range`` (a reached hit without a finite range >= 0), each beam's
+    nearest solid range, and the lit contributions (beam order, range order within a beam)."""
+
+    bad_range: bool
+    nearest_solid: np.ndarray
+    cell: np.ndarray
+    range_m: np.ndarray
+    power: np.ndarray
+    peak: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    cos_theta: np.ndarray  # empty unless kept
+
+
 @_jit
 def reached_hits(
     valid: np.ndarray,
@@ -44,7 +127,7 @@ def reached_hits(
     foliage_class: np.ndarray,
     transmission: np.ndarray,
     foliage_solid: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> ReachedHits:
     """Pass 1: flat index ``row * K + slot`` and row of each hit light reaches, ``T`` in front of it, its
     ``tau`` (0 for a solid hit) and whether it passes light (foliage, unless solid)."""
     n_rows, k_slots = valid.shape
@@ -79,36 +162,34 @@ def reached_hits(
             passes[m] = lets_through
             m += 1
             t = t * tau_hit
-    return flat[:m], rows[:m], t_front[:m], tau[:m], passes[:m]
+    return ReachedHits(flat[:m], rows[:m], t_front[:m], tau[:m], passes[:m])
 
 
 @_jit
 def ground_keys(
-    flat: np.ndarray,
-    rows: np.ndarray,
-    n_sub: int,
-    class_id: np.ndarray,
-    material_id: np.ndarray,
-    range_m: np.ndarray,
-    cos_incidence: np.ndarray,
+    reached: ReachedHits,
+    hits: HitFields,
+    laws: SurfaceLaws,
+    keying: GroundKeying,
     origins: np.ndarray,
     directions: np.ndarray,
     cells: np.ndarray,
-    ground_class: int,
-    micro_slope_rad: np.ndarray,
-    reflectivity_sd: np.ndarray,
-    roughness_m: np.ndarray,
-    slope_seed_term: np.uint64,
-    albedo_seed_term: np.uint64,
-    rough_seed_term: np.uint64,
-    scan: int,
-    slope_cell_m: float,
-    albedo_cell_m: float,
+    n_sub: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pass 2: for the reached ground hits, their ``|cos theta|`` (one per ground hit, in order)
     and the hash keys of their terms, all in one uint64 array (each distinct place key once): for hit ``i`` of the reached list,
     ``ground_at[i]`` is its place among the ground hits (-1: not ground) and ``slope_at``,
     ``albedo_at``, ``rough_at`` the places of its keys (-1 where the material's term is 0)."""
+    flat, rows = reached.flat, reached.rows
+    class_id, material_id, range_m, cos_incidence = hits.class_id, hits.material_id, hits.range_m, hits.cos_incidence
+    micro_slope_rad, reflectivity_sd, roughness_m = laws.micro_slope_rad, laws.reflectivity_sd, laws.roughness_m
+    ground_class, scan = keying.ground_class, keying.scan
+    slope_cell_m, albedo_cell_m = keying.slope_cell_m, keying.albedo_cell_m
+    slope_seed_term, albedo_seed_term, rough_seed_term = (
+        keying.slope_seed_term,
+        keying.albedo_seed_term,
+        keying.rough_seed_term,
+    )
     n = flat.shape[0]
     ground_at = np.full(n, -1, np.int64)
     slope_at = np.full(n, -1, np.int64)
@@ -176,44 +257,36 @@ def _key_place(key, keys, n_keys, seen_key, seen_at):
 
 @_jit
 def lit_contributions(
-    flat: np.ndarray,
-    rows: np.ndarray,
-    t_front: np.ndarray,
-    tau: np.ndarray,
-    passes: np.ndarray,
-    ground_at: np.ndarray,
-    slope_at: np.ndarray,
-    albedo_at: np.ndarray,
-    rough_at: np.ndarray,
-    theta_ground: np.ndarray,
-    z: np.ndarray,
+    reached: ReachedHits,
+    ground: GroundTerms,
+    hits: HitFields,
+    laws: SurfaceLaws,
+    shape: PulseShape,
     n_sub: int,
     weights: np.ndarray,
     cells: np.ndarray,
-    range_m: np.ndarray,
-    cos_incidence: np.ndarray,
-    class_id: np.ndarray,
-    material_id: np.ndarray,
-    instance: np.ndarray,
-    wetness: np.ndarray,
-    reflectivity: np.ndarray,
-    incidence_exponent: np.ndarray,
-    specular: np.ndarray,
-    specular_width_rad: np.ndarray,
-    wet_darkening: np.ndarray,
-    micro_slope_rad: np.ndarray,
-    reflectivity_sd: np.ndarray,
-    roughness_m: np.ndarray,
-    min_rough_range_m: float,
-    pulse_length_m: float,
-    divergence_rad: float,
-    divergence_v_rad: float,
     keep_cos: bool = False,
-) -> tuple:
+) -> LitContributions:
     """Pass 3: the lit contributions of the block's beams (beam order, range order within a beam,
     stable) and each beam's nearest solid range (inf where none); with ``keep_cos`` also each
     contribution's ``|cos theta|`` as the backscatter used it (the truth output's), else an
     empty array."""
+    flat, rows, t_front, tau, passes = reached
+    ground_at, slope_at, albedo_at, rough_at, theta_ground, z = ground
+    range_m, cos_incidence, class_id, material_id, instance, wetness = hits
+    reflectivity, incidence_exponent, specular, specular_width_rad = (
+        laws.reflectivity,
+        laws.incidence_exponent,
+        laws.specular,
+        laws.specular_width_rad,
+    )
+    wet_darkening, micro_slope_rad, reflectivity_sd, roughness_m = (
+        laws.wet_darkening,
+        laws.micro_slope_rad,
+        laws.reflectivity_sd,
+        laws.roughness_m,
+    )
+    min_rough_range_m, pulse_length_m, divergence_rad, divergence_v_rad = shape
     n = flat.shape[0]
     n_beams = cells.shape[0]
     nearest_solid = np.full(n_beams, np.inf)
@@ -282,7 +355,7 @@ def lit_contributions(
             out_cos[m] = cos_theta
         m += 1
     _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, out_cos, start, m)
-    return (
+    return LitContributions(
         bad_range,
         nearest_solid,
         out_cell[:m],
