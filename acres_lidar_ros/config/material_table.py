@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-CLASS_NAMES: tuple[str, ...] = (
+#: The spec's class table ("Materials"), numbers 0 to 13.
+SPEC_CLASS_NAMES: tuple[str, ...] = (
     "other",  # 0
     "ground",  # 1
     "tree_trunk",  # 2
@@ -24,6 +25,18 @@ CLASS_NAMES: tuple[str, ...] = (
     "vehicle",  # 12
     "precipitation",  # 13
 )
+#: Classes of user scenes beyond the spec's, numbered after them so no spec number moves
+#: (docs/scene_format.md, "Classes"): people and animals, poles and fences, and the parts of
+#: vehicles a scene may hold apart from the vehicle class (towed implements, wheels).
+USER_CLASS_NAMES: tuple[str, ...] = (
+    "person",  # 14
+    "animal",  # 15
+    "pole",  # 16
+    "fence",  # 17
+    "implement",  # 18
+    "wheel",  # 19
+)
+CLASS_NAMES: tuple[str, ...] = SPEC_CLASS_NAMES + USER_CLASS_NAMES
 CLASS_ID: dict[str, int] = {name: i for i, name in enumerate(CLASS_NAMES)}
 
 MATERIAL_NAMES: tuple[str, ...] = (
@@ -67,6 +80,13 @@ _CLASS_MATERIAL = {
     "ground_cover": "grass",
     "vehicle": "vehicle",
     "precipitation": "other",
+    # The user classes take the nearest material of the spec's table (none is foliage).
+    "person": "other",
+    "animal": "other",
+    "pole": "metal_bin",
+    "fence": "bark",
+    "implement": "vehicle",
+    "wheel": "vehicle",
 }
 MATERIAL_OF_CLASS: np.ndarray = np.array(
     [MATERIAL_ID[_CLASS_MATERIAL[name]] if name in _CLASS_MATERIAL else -1 for name in CLASS_NAMES],

@@ -41,6 +41,12 @@ CLASS_RGB = np.array(
         [200, 150, 220],  # potato
         [60, 140, 240],  # vehicle
         [120, 220, 255],  # precipitation
+        [255, 120, 200],  # person
+        [230, 150, 60],  # animal
+        [250, 250, 250],  # pole
+        [190, 140, 100],  # fence
+        [90, 110, 250],  # implement
+        [70, 70, 90],  # wheel
     ],
     np.uint8,
 )

@@ -8,7 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config.material_table import CLASS_ID, CLASS_NAMES, COVER_MATERIAL_NAMES, MATERIAL_ID
+from acres_lidar_ros.config.material_table import (
+    CLASS_ID,
+    CLASS_NAMES,
+    COVER_MATERIAL_NAMES,
+    MATERIAL_ID,
+    SPEC_CLASS_NAMES,
+)
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import build_default_farm, default_tour
 from acres_lidar_ros.scene import farm_v2_ground as ground
@@ -181,7 +187,7 @@ def test_v2_has_the_structure_of_a_farm(v2):
 
 
 def test_every_static_class_is_present_and_every_triangle_is_labelled(farm, layout):
-    static = set(CLASS_NAMES) - {"vehicle", "precipitation"}
+    static = set(SPEC_CLASS_NAMES) - {"vehicle", "precipitation"}
     assert farm.classes_present() == static
     assert farm.triangle_class.max() < len(CLASS_NAMES)
     ground_triangles = farm.triangle_class == CLASS_ID["ground"]
