@@ -11,7 +11,7 @@ against the crop boxes from just behind the exit, as every step was before: the 
 of that cast-only walk (a step takes the same box the cast would, and its entry parameter only
 bounds the next exit from below).
 
-Argument groups as in ``trace_kernel``; ``tables[20:23]`` are ``crop_links``' arrays.
+Argument groups as in ``trace_kernel``; ``SceneTables.neighbour``, ``box_lo_z`` and ``box_hi_z`` are ``crop_links``' arrays.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from acres_lidar_ros.tracing.trace_kernel import _fmax, _fmin, _maximum, _minimum, _slabs4, _write_ray
+from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
 
 #: Clearance of a step to a neighbour patch: the crossing of its box face stays this far from the
 #: face's edges, and this far (in ray parameter) behind where a cast from the exit would start,
@@ -101,9 +102,9 @@ def _next_box(ol, d, g, patch, origin_t, end, tables, shrink_m, max_columns):
     side (clear of its corners, so no diagonal box is near), and enters the neighbour's shrunk
     box clearly, or clearly passes over (or under) it to the next column.
     """
-    patch_centre, patch_cos, patch_sin = tables[10], tables[11], tables[12]
-    size_x, size_y = tables[8][-1], tables[9][-1]
-    neighbour, box_lo_z, box_hi_z = tables[20], tables[21], tables[22]
+    patch_centre, patch_cos, patch_sin = tables.patch_centre, tables.patch_cos, tables.patch_sin
+    size_x, size_y = tables.cell_xs[-1], tables.cell_ys[-1]
+    neighbour, box_lo_z, box_hi_z = tables.neighbour, tables.box_lo_z, tables.box_hi_z
     margin = LINK_MARGIN_M
     dz = d[g, 2]
     if dz == 0.0:
@@ -177,8 +178,8 @@ def crop_walk(
     ol: np.ndarray,
     d: np.ndarray,
     state: tuple,
-    tables: tuple,
-    params: tuple,
+    tables: SceneTables,
+    params: TraceParams,
     rays: np.ndarray,
     done: np.ndarray,
     nd: int,
@@ -200,11 +201,16 @@ def crop_walk(
     Returns ``(kept, nd)``.
     """
     (s, t, _p, _c, first_t, first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch) = state[:12]
-    xs, ys, patch_centre, patch_cos, patch_sin, patch_base, patch_top = tables[8:15]
-    limit_next = tables[18]
-    per_ray_limit = params[2]
-    last_prim = params[7]
-    start_m, step_m, exit_step_m = params[8], params[9], params[10]
+    xs, ys, patch_centre, patch_cos, patch_sin = (
+        tables.cell_xs,
+        tables.cell_ys,
+        tables.patch_centre,
+        tables.patch_cos,
+        tables.patch_sin,
+    )
+    patch_base, patch_top, limit_next = tables.patch_base, tables.patch_top, tables.limit_next
+    per_ray_limit, last_prim = params.per_ray_limit, params.last_crop_prim
+    start_m, step_m, exit_step_m = params.start_m, params.crop_step_m, params.exit_step_m
     size_x = xs[-1]
     size_y = ys[-1]
     kept = 0

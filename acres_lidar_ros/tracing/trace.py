@@ -47,6 +47,7 @@ from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_PATCH_SIZE_M, WET
 from acres_lidar_ros.tracing import trace_kernel as kernel
 from acres_lidar_ros.tracing.crop_walk import crop_links, crop_walk
 from acres_lidar_ros.tracing.hits import Hits
+from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
 CROP_STEP_M = 0.05  # spec: step of the walk through crop cells
@@ -117,27 +118,8 @@ class Tracer:
         edges = np.arange(CROP_CELLS + 1) / CROP_CELLS
         grids = [g.lookup_table() for g in (scene.cover, scene.polygon_raster, scene.pond_depth, scene.soil_wetness)]
         contiguous = np.ascontiguousarray
-        self._tables = (
-            self._class,
-            self._material,
-            self._instance,
-            self._closed,
-            contiguous(IS_FOLIAGE_CLASS, bool),
-            contiguous(crops.class_id, np.uint8),
-            contiguous(crops.material_id, np.uint8),
-            contiguous(crops.instance, np.uint32),
-            edges * CROP_PATCH_SIZE_M[0],  # cell edges along the patch's x (the 1.52 m side) from its corner
-            edges * CROP_PATCH_SIZE_M[1],
-            np.column_stack([crops.centre_xy_m - self.local_origin_m[:2], np.zeros(len(crops))]),  # local
-            contiguous(np.cos(crops.yaw_rad)),
-            contiguous(np.sin(crops.yaw_rad)),
-            contiguous(crops.cell_base_z_m - self.local_origin_m[2], np.float64),  # local heights
-            contiguous(crops.cell_top_z_m - self.local_origin_m[2], np.float64),
-            tuple(values for values, _ in grids),
-            np.stack([numbers for _, numbers in grids]),
-        )
-        # After the per-call range limits and the local origin: the crop walk's neighbour steps.
-        self._crop_links = crop_links(
+        # The crop walk's neighbour steps and box heights.
+        neighbour, box_lo_z, box_hi_z = crop_links(
             crops.centre_xy_m,
             crops.yaw_rad,
             crops.instance,
@@ -146,21 +128,52 @@ class Tracer:
             crops.cell_top_z_m,
             float(self.local_origin_m[2]),
         )
-        self._params = (
-            self._miss,
-            self._first_box,
-            n_box - 1,
-            START_M,
-            CROP_STEP_M,
-            EXIT_STEP_M,
-            CROP_COS_INCIDENCE,
-            _GROUND,
-            _MUD,
-            _GRASS,
-            _SOIL,
-            _WATER,
-            NO_POLYGON,
-            1.0 / WETNESS_DEPTH_M,
+        no_limit = np.array([np.inf])  # each call sets its own
+        self._tables = SceneTables(
+            tri_class=self._class,
+            tri_material=self._material,
+            tri_instance=self._instance,
+            tri_closed=self._closed,
+            is_foliage=contiguous(IS_FOLIAGE_CLASS, bool),
+            crop_class=contiguous(crops.class_id, np.uint8),
+            crop_material=contiguous(crops.material_id, np.uint8),
+            crop_instance=contiguous(crops.instance, np.uint32),
+            cell_xs=edges * CROP_PATCH_SIZE_M[0],  # cell edges along the patch's x (the 1.52 m side) from its corner
+            cell_ys=edges * CROP_PATCH_SIZE_M[1],
+            patch_centre=np.column_stack([crops.centre_xy_m - self.local_origin_m[:2], np.zeros(len(crops))]),
+            patch_cos=contiguous(np.cos(crops.yaw_rad)),
+            patch_sin=contiguous(np.sin(crops.yaw_rad)),
+            patch_base=contiguous(crops.cell_base_z_m - self.local_origin_m[2], np.float64),  # local heights
+            patch_top=contiguous(crops.cell_top_z_m - self.local_origin_m[2], np.float64),
+            ground_grids=tuple(values for values, _ in grids),
+            grid_numbers=np.stack([numbers for _, numbers in grids]),
+            limit=no_limit,
+            limit_next=no_limit,
+            local_origin=self.local_origin_m,
+            neighbour=neighbour,
+            box_lo_z=box_lo_z,
+            box_hi_z=box_hi_z,
+        )
+        self._params = TraceParams(
+            k=1,
+            foliage_solid=False,
+            per_ray_limit=0,
+            continue_step_m=0.0,
+            pond_threshold_m=0.0,
+            miss=self._miss,
+            first_box=self._first_box,
+            last_crop_prim=n_box - 1,
+            start_m=START_M,
+            crop_step_m=CROP_STEP_M,
+            exit_step_m=EXIT_STEP_M,
+            crop_cos=CROP_COS_INCIDENCE,
+            ground_class=_GROUND,
+            mud_class=_MUD,
+            grass=_GRASS,
+            soil=_SOIL,
+            water=_WATER,
+            no_polygon=NO_POLYGON,
+            wetness_per_depth=1.0 / WETNESS_DEPTH_M,
         )
         self._local = threading.local()  # per-thread state buffers of trace (see _buffers)
 
@@ -328,9 +341,15 @@ class Tracer:
             limit = np.minimum(max_range_m, box_t)
         else:
             limit = np.array([float(max_range_m)])
-        tables = self._tables + (limit, np.nextafter(limit, np.inf), self.local_origin_m) + self._crop_links
-        shared = self._params if start_m == START_M else self._params[:3] + (start_m,) + self._params[4:]
-        params = (k, bool(foliage_solid), 1 if boxes else 0, float(continue_step_m), float(pond_threshold_m), *shared)
+        tables = self._tables._replace(limit=limit, limit_next=np.nextafter(limit, np.inf))
+        params = self._params._replace(
+            k=k,
+            foliage_solid=bool(foliage_solid),
+            per_ray_limit=1 if boxes else 0,
+            continue_step_m=float(continue_step_m),
+            pond_threshold_m=float(pond_threshold_m),
+            start_m=start_m,
+        )
         out = (
             hits.range_m,
             hits.valid,

@@ -16,23 +16,16 @@ bit-identical to it. NaNs follow numpy: ``np.maximum`` / ``np.minimum`` propagat
 Rays for Embree are float32 rows ``(x, y, z, dx, dy, dz)`` about the tracer's local origin:
 ``float32(float64(float32(d * start)) + o)`` and ``float32(d)``.
 
-Argument groups (tuples, built by ``trace.Tracer``):
+Argument groups (built by ``trace.Tracer``):
 
 ``state``
     Per sub-ray arrays of the call (length >= n): ``s, t, prim, cos_signed, first_t,
     first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch, cache_t,
     cache_prim, cache_cos, cache_patch, known, slot, ended`` (``trace.Tracer._buffers``).
 ``tables``
-    Scene lookups: per primitive of the first cast ``class, material, instance, closed``; per
-    class ``is_foliage``; per crop patch ``class, material, instance``; the crop geometry ``xs, ys,
-    centre, cos, sin, base, top``; the ground grids ``(cover, polygon, pond, soil_wetness)``
-    padded values and their ``(4, 5)`` index numbers; the range ``limit`` and ``limit_next``
-    (``nextafter(limit, inf)``), per sub-ray or one value; the tracer's ``local_origin`` (3,); the
-    crop walk's ``neighbour`` (p, 4) and box ``lo_z, hi_z`` (``crop_walk.crop_links``).
+    The scene's lookups and the call's range limits, a ``trace_records.SceneTables``.
 ``params``
-    Numbers: ``k, foliage_solid, per_ray_limit, continue_step_m, pond_threshold_m, miss,
-    first_box, last_crop_prim, start_m, crop_step_m, exit_step_m, crop_cos, ground_class,
-    mud_class, grass, soil, water, no_polygon, wetness_per_depth``.
+    The call's numbers and the tracer's constants, a ``trace_records.TraceParams``.
 ``out``
     The ``Hits`` arrays ``range_m, valid, class_id, material_id, cos_incidence, instance,
     wetness, pond_depth_m`` (n, k).
@@ -42,6 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
 
 # --- numpy's scalar min / max ----------------------------------------------------------------
 
@@ -137,7 +132,7 @@ def round_rays(
     ol: np.ndarray,
     d: np.ndarray,
     state: tuple,
-    params: tuple,
+    params: TraceParams,
     rays: np.ndarray,
     fresh: np.ndarray,
     walk: np.ndarray,
@@ -170,7 +165,7 @@ def round_rays(
         slot,
         _ended,
     ) = state
-    start_m = params[8]
+    start_m = params.start_m
     if first_round:  # every sub-ray, none cached: one straight pass
         for g in range(n_rows):
             s[g] = start_m
@@ -211,7 +206,7 @@ def first_cast_results(
     ol: np.ndarray,
     d: np.ndarray,
     state: tuple,
-    params: tuple,
+    params: TraceParams,
     rays: np.ndarray,
     recast: np.ndarray,
     done: np.ndarray,
@@ -225,8 +220,8 @@ def first_cast_results(
     in ``recast``). Returns ``(r, nd)``: how many are re-cast, the new length of ``done``.
     """
     s, t, prim, cos_signed, first_t, first_patch = state[0], state[1], state[2], state[3], state[4], state[5]
-    miss = params[5]
-    first_box = params[6]
+    miss = params.miss
+    first_box = params.first_box
     r = 0
     for i in range(m):
         g = fresh[i]
@@ -256,14 +251,14 @@ def triangle_cast_results(
     normals: np.ndarray,
     d: np.ndarray,
     state: tuple,
-    params: tuple,
+    params: TraceParams,
     walk: np.ndarray,
     w: int,
 ) -> int:
     """Take the triangles-only cast of the sub-rays ``recast[:r]`` and list them in ``walk``
     after its first ``w``. Returns the new length of ``walk``."""
     s, t, prim, cos_signed = state[0], state[1], state[2], state[3]
-    miss = params[5]
+    miss = params.miss
     for i in range(r):
         g = recast[i]
         t[g] = s[g] + np.float64(t_hit[i])
@@ -284,8 +279,8 @@ def finish(
     ol: np.ndarray,
     d: np.ndarray,
     state: tuple,
-    tables: tuple,
-    params: tuple,
+    tables: SceneTables,
+    params: TraceParams,
     out: tuple,
     next_rows: np.ndarray,
 ) -> int:
@@ -412,11 +407,11 @@ def finish(
                 if c_poly != no_polygon:
                     mat = c_poly
                 elif c_cover == grass:
-                    mat = grass
+                    mat = np.int64(grass)
                 else:
-                    mat = soil
+                    mat = np.int64(soil)
                 if depth > pond_threshold_m:
-                    mat = water
+                    mat = np.int64(water)
                 w = sw if mat == soil else depth * wetness_per_depth
                 w = min(max(w, 0.0), 1.0)
             elif cls == mud_class:
