@@ -25,6 +25,7 @@ from acres_lidar_ros.apps.cmd_trajectory import (
 )
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
+from acres_lidar_ros.apps.packet_flags import add_packet_flags, packet_sink
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.apps.truth_cli import add_truth_argument, truth_summary
 from acres_lidar_ros.config.schema import LIDAR_PARAM
@@ -207,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--boxes", type=Path, metavar="FILE", help="other vehicles: a box-tracks JSON file")
     record.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_packet_flags(record)
 
     add_trajectory_parser(sub)
     bench = sub.add_parser("bench", help="per-stage milliseconds against a bare Open3D cast")
@@ -278,8 +280,7 @@ def sensor_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def apply_sensor_overrides(config: SensorConfig, overrides: dict[str, Any]) -> SensorConfig:
-    """``config`` with the options' keys replaced; a bad value is refused with the sensors file's
-    message for that key, prefixed with the option."""
+    """``config`` with the options' keys replaced; a bad value gets the sensors file's message, after the option."""
     option_of = {key: option for option, key in SENSOR_OPTIONS.items()}
     for key, value in overrides.items():
         try:
@@ -433,8 +434,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
         tracks = load_box_tracks(args.boxes)
         boxes_at, track_ids = tracks.boxes_at, [track.object_id for track in tracks.tracks]
-    bar = None
-    progress = None
+    bar = progress = None
     if not args.no_progress:
         from tqdm import tqdm
 
@@ -460,6 +460,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             should_stop=lambda: args._stop.requested is not None,
             labels=args.labels,
             vehicle_object_ids=track_ids,
+            packets=packet_sink(args, config),  # its refusals come before the run directory
         )
     finally:
         if bar is not None:
@@ -486,7 +487,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
-    if args.scaling or args.deadline_ms is not None or args.plot is not None:
+    if args.scaling or args.deadline_ms is not None or args.plot is not None or args.packets:
         from acres_lidar_ros.apps.scene_bench import run_scaling_bench
 
         return run_scaling_bench(args)

@@ -13,9 +13,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -142,6 +143,8 @@ class RecordSummary:
     held_first_pose: int = 0  # scans whose sweep began before the trajectory (flagged in lidar.jsonl)
     across_pose_gap: int = 0  # scans interpolated across a pose gap over MAX_POSE_GAP_S (flagged)
     before_time_zero: int = 0  # scans left out: their header stamp (the sweep start) would be < 0 s
+    packets: int = 0  # the sensor's own packets written or sent (``--packets``)
+    scans_without_packets: int = 0  # their sweep began before 0 s: no UNIX time for their packets
 
     @property
     def real_time_factor(self) -> float:
@@ -159,6 +162,8 @@ class RecordSummary:
         return (
             f"{self.scans} scans{' (' + ', '.join(flagged) + ')' if flagged else ''}, {self.points} points, "
             f"{self.seconds:.1f} s for {self.sim_seconds:.1f} s of driving, real-time factor {self.real_time_factor:.1f}x"
+            + (f", {self.packets} sensor packets" if self.packets else "")
+            + (f" (none for {self.scans_without_packets} scan swept before 0 s)" if self.scans_without_packets else "")
         )
 
 
@@ -208,6 +213,7 @@ def record_drive(
     should_stop: Callable[[], bool] | None = None,
     labels: bool = False,
     vehicle_object_ids: Sequence[int] = (),
+    packets: Callable[[Path], Any] | None = None,
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
@@ -235,6 +241,10 @@ def record_drive(
     room for the next scans and the end of the run, the drive stops the same way, closes the bag
     and its files whole and then raises ``OutputError`` saying so.
 
+    ``packets(out_dir)`` (``apps.packet_flags.packet_sink``) opens a sink of the sensor's own
+    packets (a pcap file published whole at the end, or a live UDP stream); each scan goes to it
+    after its cloud is in the bag.
+
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
     ``progress(done, total)`` is called after each scan. With ``labels`` the PLY files carry each
     point's instance label and ``episode.json`` the instance table (``run_instances``, with the
@@ -251,6 +261,7 @@ def record_drive(
     instances = run_instances(scanner, vehicle_object_ids) if labels else None  # bad ids fail before the run dir
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
+    packet_sink = packets(out_dir) if packets is not None else None
     t_start, t_end = trajectory.start_s, trajectory.end_s
     if duration_s is not None:
         t_end = min(t_end, t_start + duration_s)
@@ -319,6 +330,9 @@ def record_drive(
                 shaped.header_stamp_ns(sweep_start), cloud, log_time_ns=release_ns, frame_id=shaped.frame_id
             )
         bag.flush()  # on the disk before the jsonl row says the scan is complete
+        if packet_sink is not None:
+            summary.packets += packet_sink.write_scan(scan)
+            summary.scans_without_packets = packet_sink.scans_before_zero
         row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage, shaped=shaped, labels=labels)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
@@ -335,6 +349,7 @@ def record_drive(
         # Leaving the block (also on Ctrl-C) waits for the writes already handed over, then
         # closes the bag.
         with (
+            packet_sink if packet_sink is not None else nullcontext(),
             BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id, cloud_topic=config.topic) as bag,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer,
         ):

@@ -39,6 +39,10 @@ def add_scaling_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_scaling_bench(args: argparse.Namespace) -> int:
     """``acres-lidar bench --scaling`` and/or ``--deadline-ms``: tables, or JSON with ``--json``."""
+    if getattr(args, "packets", False):  # bench --packets: the packets' own benchmark
+        from acres_lidar_ros.apps.packet_bench import run_packet_bench
+
+        return run_packet_bench(args)
     # Imported here: Open3D and numba load only when a benchmark runs, not for every command.
     from acres_lidar_ros.apps.deadline_bench import (
         DEFAULT_DEADLINE_SIZES,

@@ -18,6 +18,7 @@ from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.packets.helios import HeliosEncoder
 from acres_lidar_ros.packets.packet_types import PacketGroup
 from acres_lidar_ros.packets.pcap_file import Addresses, PcapStream, merge_records, pcap_records, udp_frames
+from acres_lidar_ros.packets.udp_stream import UdpSender
 from acres_lidar_ros.packets.velodyne import HDL32E, VLP16, VelodyneEncoder
 from acres_lidar_ros.scan.scan_types import Scan
 
@@ -75,6 +76,13 @@ class _VelodyneStream:
         return self.encoder.encode(scan)
 
 
+def before_time_zero(groups: list[PacketGroup]) -> bool:
+    """Whether a scan's packets start before 0 s: the scan due at a run's start sweeps the period
+    before it, and a UNIX time (pcap, the packets' own stamps) cannot be negative. Such a scan has
+    no packets; the sinks count it (``scans_before_zero``)."""
+    return any(g.send_ns.size and int(g.send_ns.min()) < 0 for g in groups)
+
+
 def scan_records(groups: list[PacketGroup], addresses: Addresses, first_identification: int) -> tuple[bytes, int]:
     """The pcap record bytes of one scan's packet groups, in send order, and their number."""
     records = []
@@ -95,14 +103,18 @@ class PcapRecorder:
         self.encoder, self.addresses = encoder, addresses
         self.stream = PcapStream(path)
         self.first = True
+        self.scans_before_zero = 0
 
     @property
     def path(self) -> Path:
         return self.stream.path
 
     def write_scan(self, scan: Scan) -> int:
-        """Append the scan's packets; returns their number."""
+        """Append the scan's packets; returns their number (0 for a sweep before 0 s, counted)."""
         groups = self.encoder.encode(scan, first=self.first)
+        if before_time_zero(groups):
+            self.scans_before_zero += 1
+            return 0
         self.first = False
         data, count = scan_records(groups, self.addresses, self.stream.packets)
         self.stream.write(data, count)
@@ -115,3 +127,33 @@ class PcapRecorder:
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self.stream.__exit__(kind, value, traceback)
+
+
+class UdpStreamer:
+    """Every scan's packets sent live by ``sender`` (``udp_stream.UdpSender``), at the packet rate."""
+
+    def __init__(self, encoder: PacketEncoder, sender: UdpSender) -> None:
+        self.encoder, self.sender = encoder, sender
+        self.first = True
+        self.scans_before_zero = 0
+
+    @property
+    def path(self) -> str:
+        return f"udp://{self.sender.host}"
+
+    def write_scan(self, scan: Scan) -> int:
+        groups = self.encoder.encode(scan, first=self.first)
+        if before_time_zero(groups):
+            self.scans_before_zero += 1
+            return 0
+        self.first = False
+        self.sender.send(groups)
+        return sum(len(g.payloads) for g in groups)
+
+    def __enter__(self) -> UdpStreamer:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.sender.close()

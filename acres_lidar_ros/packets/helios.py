@@ -249,8 +249,8 @@ class HeliosEncoder:
         start_ns = int(scan.stamp_ns) - period_ns
         seconds = np.arange(-(-start_ns // 1_000_000_000), -(-int(scan.stamp_ns) // 1_000_000_000), dtype=np.int64)
         difop_ns = seconds * 1_000_000_000
-        if first:
-            difop_ns = np.unique(np.concatenate([[int(msop_ns[0]) - 1000], difop_ns]))
+        if first and not (difop_ns.size and difop_ns[0] <= msop_ns[0]):  # none of a whole second before it
+            difop_ns = np.concatenate([[int(msop_ns[0]) - 1000], difop_ns])
         return [
             PacketGroup("difop", DIFOP_PORT, self.difop(difop_ns), difop_ns),
             PacketGroup("msop", MSOP_PORT, msop, msop_ns),

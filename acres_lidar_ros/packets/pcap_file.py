@@ -216,6 +216,7 @@ class PcapStream:
         except OSError as error:
             raise OutputError(f"cannot write {self.path}: {error}") from error
         self._tmp = Path(tmp_name)
+        os.fchmod(fd, 0o644)  # as every other output file (mkstemp makes it 0600)
         self._handle = os.fdopen(fd, "wb")
         self.packets = 0
         self.write(global_header())

@@ -1,0 +1,75 @@
+"""``--packets pcap|udp`` of ``acres-lidar record``: the sensor's own packets beside the bag (docs/packets.md).
+
+Every check (a sensor without a packet format, an existing pcap, a bad or unreachable address,
+a source port in use) runs before the run directory is made, so a refusal leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acres_lidar_ros.errors import ConfigError, OutputError
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.config.sensors import SensorConfig
+    from acres_lidar_ros.packets.formats import PcapRecorder, UdpStreamer
+
+PCAP_NAME = "packets.pcap"
+
+
+def add_packet_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sensor packets (docs/packets.md)")
+    group.add_argument(
+        "--packets",
+        choices=("pcap", "udp"),
+        help="also write the sensor's own UDP packets: pcap (a packets.pcap file) or udp (sent live)",
+    )
+    group.add_argument(
+        "--pcap", type=Path, metavar="FILE", help=f"the pcap file (default <out>/{PCAP_NAME}); must not exist"
+    )
+    group.add_argument(
+        "--sensor-ip", metavar="IPV4", help="source address in the pcap (default: the unit's factory one)"
+    )
+    group.add_argument(
+        "--host-ip", metavar="IPV4", help="destination address in the pcap (default: the unit's factory one)"
+    )
+    group.add_argument(
+        "--udp-host", default="127.0.0.1", metavar="IPV4", help="where --packets udp sends (default 127.0.0.1)"
+    )
+    group.add_argument(
+        "--udp-source-port", type=int, default=0, metavar="PORT", help="bind the sender to PORT (0: any)"
+    )
+    group.add_argument("--udp-broadcast", action="store_true", help="allow a broadcast --udp-host")
+
+
+def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Path], PcapRecorder | UdpStreamer] | None:
+    """What ``record_drive`` opens in its run directory for ``--packets``, checked now; None without it."""
+    if args.packets is None:
+        given = [
+            f for f, v in (("--pcap", args.pcap), ("--sensor-ip", args.sensor_ip), ("--host-ip", args.host_ip)) if v
+        ]
+        if given:
+            raise ConfigError(f"{', '.join(given)} without --packets pcap: nothing would use it")
+        return None
+    from acres_lidar_ros.packets.formats import PcapRecorder, UdpStreamer, default_addresses, packet_encoder
+    from acres_lidar_ros.packets.pcap_file import Addresses
+    from acres_lidar_ros.packets.udp_stream import UdpSender
+
+    encoder = packet_encoder(args.sensor, config)
+    if args.packets == "pcap":
+        factory = default_addresses(args.sensor)
+        addresses = Addresses(args.sensor_ip or factory.sensor_ip, args.host_ip or factory.host_ip)
+        pcap = args.pcap
+        if pcap is not None:
+            if pcap.exists() or pcap.is_symlink():
+                raise OutputError(f"--pcap {pcap} exists already; refusing to overwrite it")
+            if not pcap.parent.is_dir():
+                raise OutputError(f"--pcap {pcap}: directory {pcap.parent} does not exist")
+        return lambda out_dir: PcapRecorder(pcap if pcap is not None else out_dir / PCAP_NAME, encoder, addresses)
+    if args.pcap is not None:
+        raise ConfigError(f"--pcap {args.pcap} with --packets udp: the packets are sent, not written")
+    sender = UdpSender(args.udp_host, source_port=args.udp_source_port, broadcast=args.udp_broadcast)
+    return lambda out_dir: UdpStreamer(encoder, sender)
