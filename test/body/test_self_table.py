@@ -178,7 +178,11 @@ def test_the_shipped_table_is_close_to_the_measured_one(repo_root):
     assert stats["expected_body_points_per_scan"] == pytest.approx(SPEC_BODY_POINTS_PER_SCAN, rel=0.05)
     assert stats["return_range_min_m"] == pytest.approx(SPEC_RANGE_M[0], abs=0.03)
     assert stats["return_range_max_m"] == pytest.approx(SPEC_RANGE_M[1], abs=0.1)
-    # The upper rings (above the horizon even with the 5.3 deg pitch) never see the body.
+    # docs/self_returns.md: only the 15 rings at -12.9 deg and below see the body, each of them;
+    # the 17 rings above never do.
     elevations = np.rad2deg(load_sensor_config("polaris").elevations_rad)
     per_ring = np.array(stats["cells_with_return_per_ring"])
-    assert (per_ring[elevations > -5.3] == 0).all()
+    low = elevations <= -12.9 + 1e-6
+    assert low.sum() == 15 and (~low).sum() == 17
+    assert (per_ring[~low] == 0).all(), per_ring[~low]
+    assert (per_ring[low] > 0).all(), per_ring[low]

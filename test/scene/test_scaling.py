@@ -154,3 +154,24 @@ def test_bench_scaling_json_and_plot(tmp_path, capsys):
 def test_bench_bad_input_is_one_clear_message(capsys, argv, message):
     assert cli.main(["bench", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_bench_scaling_exits_1_when_the_gate_finds_a_mismatch(monkeypatch, capsys):
+    # README: "exits 1 if any ray mismatches". Fault injection: the real gate is handed a brute-force
+    # result whose first three hits are 1 m further, so it reports three mismatches; the command
+    # must fail with them, not only print them.
+    from acres_lidar_ros.apps import scaling_bench
+
+    real_gate = scaling_bench.gate
+
+    def gate_of_a_wrong_brute_force(range_b, object_b, range_e, object_e):
+        wrong = range_b.copy()
+        wrong[np.flatnonzero(np.isfinite(wrong))[:3]] += 1.0
+        return real_gate(wrong, object_b, range_e, object_e)
+
+    monkeypatch.setattr(scaling_bench, "gate", gate_of_a_wrong_brute_force)
+    code = cli.main(["bench", "--sensor", "default", "--scaling", "--sizes", "1", "--json"])  # 1440 rays: quick
+    captured = capsys.readouterr()
+    assert code == 1
+    assert json.loads(captured.out)["scaling"]["mismatches"] == 3
+    assert "the gate failed: 3 mismatches (must be 0)" in captured.err

@@ -137,7 +137,9 @@ def test_no_silent_truncation_of_integer_grids(tmp_path):
         r"cover\.material\[0\]\[1\] = 2\.7: must be whole numbers",
     )
     np.save(tmp_path / "cover.npy", np.array([[2.0, 4.0], [5.0, 3.0]]))  # whole numbers in a float file: fine
-    assert load_scene(write(tmp_path, doc(cover={"origin_xy_m": [0, 0], "cell_m": 4, "material": "cover.npy"})))
+    scene = load_scene(write(tmp_path, doc(cover={"origin_xy_m": [0, 0], "cell_m": 4, "material": "cover.npy"})))
+    assert scene.cover.values.dtype == np.uint8
+    np.testing.assert_array_equal(scene.cover.values, [[2, 4], [5, 3]])  # the file's numbers, row i = y
 
 
 @pytest.mark.parametrize("version", [True, 1.0, "1", 2, None])
