@@ -6,11 +6,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from rosbags.highlevel import AnyReader
 
+import acres_lidar_ros
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
@@ -152,12 +157,42 @@ def test_an_output_path_under_a_file_is_named(tmp_path, capsys):
     assert code == 2 and f"output directory {blocker} exists and is not a directory" in err
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
 def test_an_output_path_under_a_read_only_directory_is_named(tmp_path, capsys):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o555)
-    code, _, err = run(capsys, "scan", "--out", str(locked / "run"))
-    assert code == 2 and "permission denied" in err
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+        code, _, err = run(capsys, "scan", "--out", str(locked / "run"))
+        assert code == 2 and "permission denied" in err
+        return
+    # Root writes into read-only directories: the command runs as nobody instead (util-linux setpriv),
+    # in a folder nobody can reach (pytest's tmp_path is root's alone), on the package under test.
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root without setpriv: runs as a non-root user, or as root with util-linux (.ci/run)")
+    place = Path(tempfile.mkdtemp(prefix="acres-read-only-"))
+    try:
+        place.chmod(0o755)
+        (place / "numba").mkdir(mode=0o777)
+        (place / "numba").chmod(0o777)
+        locked = place / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        package_root = Path(acres_lidar_ros.__file__).resolve().parents[1]
+        env = dict(os.environ, PYTHONPATH=str(package_root), NUMBA_CACHE_DIR=str(place / "numba"), HOME=str(place))
+        command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m"]
+        result = subprocess.run(
+            [*command, "acres_lidar_ros.apps.cli", "scan", "--out", str(locked / "run")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert result.returncode == 2, result.stderr
+        assert f"cannot create output directory {locked / 'run'}" in result.stderr, result.stderr
+        assert "permission denied" in result.stderr and "Traceback" not in result.stderr
+        assert not (locked / "run").exists()
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
 
 
 @pytest.mark.parametrize(

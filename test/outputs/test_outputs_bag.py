@@ -130,7 +130,8 @@ def test_rosbag2_itself_reads_the_bag(tmp_path):
     """rosbag2 (rosbag2_py and its MCAP storage plugin, in a full ROS 2 install) opens the bag, parses
     its metadata and QoS, and every message deserializes with rclpy's own type support."""
     rosbag2_py = pytest.importorskip(
-        "rosbag2_py", reason="rosbag2 is not installed (not among the ROS 2 PyPI wheels): run in a full ROS 2 Jazzy"
+        "rosbag2_py",
+        reason="no rosbag2_py (not among the PyPI wheels): runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
     )
     from rclpy.serialization import deserialize_message
     from rosidl_runtime_py.utilities import get_message

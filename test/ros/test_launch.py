@@ -185,15 +185,23 @@ def test_a_bad_yaml_value_would_be_caught(decls):
 
 def test_launch_smoke_publishes_lidar_points():
     """``ros2 launch acres_lidar_ros polaris.launch.py demo:=true`` publishes an organised cloud."""
-    rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: launch smoke test skipped")
-    tf2_ros = pytest.importorskip("tf2_ros", reason="tf2_ros is not installed: the demo launch publishes TF")
-    ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python is not installed")
+    rclpy = pytest.importorskip("rclpy", reason="no rclpy: runs in a ROS 2 Jazzy install (README, 'Run it, test it')")
+    tf2_ros = pytest.importorskip(
+        "tf2_ros",
+        reason="no tf2_ros (not among the PyPI wheels): runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
+    )
+    ament = pytest.importorskip(
+        "ament_index_python.packages",
+        reason="no ament_index_python: runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
+    )
     try:
         ament.get_package_share_directory("acres_lidar_ros")
     except Exception:
-        pytest.skip("acres_lidar_ros is not installed in a sourced colcon workspace: launch smoke test skipped")
+        pytest.skip(
+            "acres_lidar_ros is not in a sourced colcon workspace: runs in a ROS 2 Jazzy install (README, 'Run it, test it')"
+        )
     if shutil.which("ros2") is None:
-        pytest.skip("the ros2 command is not on PATH")
+        pytest.skip("no ros2 command on PATH: runs in a ROS 2 Jazzy install (README, 'Run it, test it')")
     from rclpy.time import Time
     from sensor_msgs.msg import PointCloud2
 

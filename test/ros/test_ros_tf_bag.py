@@ -31,7 +31,7 @@ rclpy = pytest.importorskip(
 )
 tf2_ros = pytest.importorskip(
     "tf2_ros",
-    reason="tf2_ros is not installed (not among the ROS 2 PyPI wheels): run in a full ROS 2 Jazzy (README)",
+    reason="no tf2_ros (not among the PyPI wheels): runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
 )
 
 from geometry_msgs.msg import TransformStamped  # noqa: E402
