@@ -209,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--boxes", type=Path, metavar="FILE", help="other vehicles: a box-tracks JSON file")
     record.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_packet_flags(record)
+    record.add_argument(
+        "--imu", nargs="?", const="default", metavar="FILE", help="also an IMU in the bag (docs/imu.md)"
+    )
 
     add_trajectory_parser(sub)
     bench = sub.add_parser("bench", help="per-stage milliseconds against a bare Open3D cast")
@@ -461,6 +464,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             labels=args.labels,
             vehicle_object_ids=track_ids,
             packets=packet_sink(args, config),  # its refusals come before the run directory
+            imu=args.imu,
         )
     finally:
         if bar is not None:

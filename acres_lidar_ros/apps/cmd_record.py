@@ -30,6 +30,7 @@ from acres_lidar_ros.scene.instances import InstanceTable, instance_table
 
 if TYPE_CHECKING:
     from acres_lidar_ros.outputs.shaping import ShapedScan
+from acres_lidar_ros.sensor.pattern import mount_rotation
 from acres_lidar_ros.sensor.poses import PoseHistory, sweep_coverage
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
 
@@ -200,6 +201,34 @@ def single_scan(
     return scan
 
 
+def _drive_imu(
+    config: Any, times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, seed: int
+) -> tuple[Any, Any]:
+    """The drive's IMU samples (``sensor.imu``) for an ``ImuConfig``, or (None, None)."""
+    if config is None:
+        return None, None
+    from acres_lidar_ros.sensor.imu import NOISE_FREE, ImuNoise, ideal_imu, noisy_imu
+
+    ideal = ideal_imu(
+        times_s,
+        positions_m,
+        quaternions_xyzw,
+        config.rate_hz,
+        config.position_flu_m,
+        config.rpy_rad,
+        config.gravity_mps2,
+    )
+    noise = NOISE_FREE
+    if config.noise:
+        noise = ImuNoise(
+            config.gyroscope_noise_density,
+            config.gyroscope_random_walk,
+            config.accelerometer_noise_density,
+            config.accelerometer_random_walk,
+        )
+    return config, noisy_imu(ideal, noise, config.rate_hz, int(seed))
+
+
 def record_drive(
     scanner: Scanner,
     trajectory: PoseHistory,
@@ -214,6 +243,7 @@ def record_drive(
     labels: bool = False,
     vehicle_object_ids: Sequence[int] = (),
     packets: Callable[[Path], Any] | None = None,
+    imu: str | None = None,
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
@@ -249,6 +279,11 @@ def record_drive(
     ``progress(done, total)`` is called after each scan. With ``labels`` the PLY files carry each
     point's instance label and ``episode.json`` the instance table (``run_instances``, with the
     boxes' tracks of ``vehicle_object_ids``); the clouds' layout stays ``point_type``'s.
+
+    With ``imu`` (an IMU file, or ``"default"`` for the shipped ``config/imu.json``) the bag also
+    has sensor_msgs/Imu on the file's topic at its rate, made from the same trajectory samples
+    as the odometry (``sensor.imu``), stamped on the same clock as the scans, its noise drawn
+    from the scan options' seed; its mount joins the LiDAR's on ``/tf_static``.
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
@@ -259,6 +294,10 @@ def record_drive(
     # An unknown point type, or spherical coordinates in one without them, fail before the run dir exists.
     point_bytes = point_dtype(point_type, config.outputs.coordinates).itemsize
     instances = run_instances(scanner, vehicle_object_ids) if labels else None  # bad ids fail before the run dir
+    if imu is not None:  # a bad IMU file fails before the run dir too
+        from acres_lidar_ros.config.imu_file import load_imu_config
+
+        imu_file = load_imu_config(imu)
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
     packet_sink = packets(out_dir) if packets is not None else None
@@ -292,6 +331,10 @@ def record_drive(
     linear, angular = body_twist(sample_times, positions, quaternions)
     sample_ns = np.rint(sample_times * 1e9).astype(np.int64)
 
+    imu_config, imu_samples = _drive_imu(
+        imu_file if imu is not None else None, sample_times, positions, quaternions, scanner.options.seed
+    )
+    imu_ns = np.zeros(0, np.int64) if imu_samples is None else np.rint(imu_samples.times_s * 1e9).astype(np.int64)
     mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0, before_time_zero=before_zero)
     started = time.perf_counter()
@@ -306,6 +349,14 @@ def record_drive(
             bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
             i += 1
         written["samples"] = i
+        j = written.get("imu", 0)
+        while imu_samples is not None and j < len(imu_ns) and imu_ns[j] <= until_ns:
+            s = imu_samples
+            bag.write_imu(
+                int(imu_ns[j]), s.orientation_xyzw[j], s.angular_velocity_rad_s[j], s.linear_acceleration_m_s2[j]
+            )
+            j += 1
+        written["imu"] = j
 
     delay_ns = int(round(config.delay_s * 1e9))
 
@@ -350,10 +401,23 @@ def record_drive(
         # closes the bag.
         with (
             packet_sink if packet_sink is not None else nullcontext(),
-            BagWriter(out_dir / "bag", point_type, lidar_frame=config.frame_id, cloud_topic=config.topic) as bag,
+            BagWriter(
+                out_dir / "bag",
+                point_type,
+                lidar_frame=config.frame_id,
+                cloud_topic=config.topic,
+                imu_topic=None if imu_config is None else imu_config.topic,
+                imu_frame="imu_link" if imu_config is None else imu_config.frame_id,
+            ) as bag,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer,
         ):
-            bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion)
+            imu_mount = None
+            if imu_config is not None:
+                imu_mount = (
+                    imu_config.position_flu_m,
+                    Rotation.from_matrix(mount_rotation(imu_config.rpy_rad)).as_quat(),
+                )
+            bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion, imu_mount)
             pending: deque = deque()
             for stamp_ns in stamps_ns:
                 if should_stop is not None and should_stop():

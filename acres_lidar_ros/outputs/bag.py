@@ -11,6 +11,9 @@ topic                     type                           contents
 ``/tf``                   tf2_msgs/msg/TFMessage         odom -> base_footprint
 ``/odom``                 nav_msgs/msg/Odometry          odom -> base_footprint pose and twist
 ``/clock``                rosgraph_msgs/msg/Clock        simulation time
+``/imu/data`` (optional)  sensor_msgs/msg/Imu            the IMU (``imu_topic``), frame ``imu_link``;
+                                                         its mount base_footprint -> imu_link joins
+                                                         the LiDAR's in the one ``/tf_static`` message
 ========================  =============================  ==========================================
 
 The bag's receive time of each message is its header stamp (a cloud may give a later one, its
@@ -60,6 +63,9 @@ TOPIC_QOS: dict[str, dict[str, Any]] = {
     ODOM_TOPIC: {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 10},
     CLOCK_TOPIC: {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 1},
 }
+
+IMU_QOS: dict[str, Any] = {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 400}
+"""The IMU topic's offered QoS (a second of samples at 400 Hz)."""
 
 _QUATERNION_TOLERANCE = 1e-6
 
@@ -112,6 +118,8 @@ class BagWriter:
         Frame names: the odometry frame, the vehicle's base_footprint, the LiDAR (cloud) frame.
     cloud_topic : str
         Topic of the clouds (the sensors file's ``lidar.topic``; ``/lidar/points`` by default).
+    imu_topic, imu_frame : str or None, str
+        With an ``imu_topic``, the bag also has sensor_msgs/Imu messages (``write_imu``) in ``imu_frame``.
     typestore : rosbags Typestore, optional
         Defaults to ``Stores.ROS2_JAZZY``.
 
@@ -127,6 +135,8 @@ class BagWriter:
         base_frame: str = "base_footprint",
         lidar_frame: str = "lidar",
         cloud_topic: str = CLOUD_TOPIC,
+        imu_topic: str | None = None,
+        imu_frame: str = "imu_link",
         typestore: Any = None,
     ) -> None:
         self.path = Path(path)
@@ -142,6 +152,12 @@ class BagWriter:
         if cloud_topic in TOPIC_QOS and cloud_topic != CLOUD_TOPIC:
             raise OutputError(f"cloud topic {cloud_topic!r} is one of the bag's other topics: expected another name")
         self.message_counts: dict[str, int] = {self._topic(t): 0 for t in TOPIC_QOS}
+        if imu_topic is not None and (imu_topic in TOPIC_QOS or imu_topic == cloud_topic):
+            raise OutputError(f"IMU topic {imu_topic!r} is one of the bag's other topics: expected another name")
+        self.imu_topic = imu_topic
+        self.imu_frame = imu_frame
+        if imu_topic is not None:
+            self.message_counts[imu_topic] = 0
 
     def _topic(self, topic: str) -> str:
         """The bag's name of one of the module's topics: the cloud's is ``cloud_topic``."""
@@ -174,6 +190,13 @@ class BagWriter:
                     msgtype,
                     typestore=self.typestore,
                     offered_qos_profiles=[rosbags_qos(TOPIC_QOS[topic])],
+                )
+            if self.imu_topic is not None:
+                self._connections[self.imu_topic] = writer.add_connection(
+                    self.imu_topic,
+                    "sensor_msgs/msg/Imu",
+                    typestore=self.typestore,
+                    offered_qos_profiles=[rosbags_qos(IMU_QOS)],
                 )
         except BaseException:
             self.close()
@@ -280,8 +303,12 @@ class BagWriter:
             ),
         )
 
-    def write_static_mount(self, stamp_ns: int, position_m: Any, quaternion_xyzw: Any) -> None:
-        """Write the LiDAR mount, base_footprint -> lidar, on ``/tf_static``.
+    def write_static_mount(
+        self, stamp_ns: int, position_m: Any, quaternion_xyzw: Any, imu_mount: tuple[Any, Any] | None = None
+    ) -> None:
+        """Write the LiDAR mount, base_footprint -> lidar, on ``/tf_static`` (with ``imu_mount``,
+        the IMU's base_footprint -> imu frame in the same message: a late subscriber of the
+        transient-local, depth-1 topic gets both).
 
         Parameters
         ----------
@@ -290,11 +317,41 @@ class BagWriter:
             Lidar origin in the base_footprint frame, m.
         quaternion_xyzw : (4,) float
             Unit quaternion rotating lidar coordinates into base_footprint.
+        imu_mount : ((3,) float, (4,) float), optional
+            The IMU's origin and rotation in base_footprint, likewise.
         """
         position_m = _vector3("position_m", position_m)
         quaternion_xyzw = _unit_quaternion("quaternion_xyzw", quaternion_xyzw)
-        transform = self._transform(stamp_ns, self.base_frame, self.lidar_frame, position_m, quaternion_xyzw)
-        self._write(TF_STATIC_TOPIC, stamp_ns, self.typestore.types["tf2_msgs/msg/TFMessage"](transforms=[transform]))
+        transforms = [self._transform(stamp_ns, self.base_frame, self.lidar_frame, position_m, quaternion_xyzw)]
+        if imu_mount is not None:
+            imu_position = _vector3("imu position_m", imu_mount[0])
+            imu_quaternion = _unit_quaternion("imu quaternion_xyzw", imu_mount[1])
+            transforms.append(self._transform(stamp_ns, self.base_frame, self.imu_frame, imu_position, imu_quaternion))
+        self._write(TF_STATIC_TOPIC, stamp_ns, self.typestore.types["tf2_msgs/msg/TFMessage"](transforms=transforms))
+
+    def write_imu(
+        self, stamp_ns: int, orientation_xyzw: Any, angular_velocity_rad_s: Any, linear_acceleration_m_s2: Any
+    ) -> None:
+        """Write one sensor_msgs/Imu sample on ``imu_topic`` in ``imu_frame`` (``sensor.imu``'s
+        orientation, body rates and specific force; covariances zero: the simulated truth's
+        orientation, the noise model's samples)."""
+        if self.imu_topic is None:
+            raise OutputError(f"bag {self.path} has no IMU topic: give BagWriter an imu_topic")
+        types = self.typestore.types
+        message = types["sensor_msgs/msg/Imu"](
+            header=self._header(stamp_ns, self.imu_frame),
+            orientation=types["geometry_msgs/msg/Quaternion"](
+                *_unit_quaternion("imu orientation_xyzw", orientation_xyzw)
+            ),
+            orientation_covariance=np.zeros(9, np.float64),
+            angular_velocity=types["geometry_msgs/msg/Vector3"](*_vector3("angular_velocity", angular_velocity_rad_s)),
+            angular_velocity_covariance=np.zeros(9, np.float64),
+            linear_acceleration=types["geometry_msgs/msg/Vector3"](
+                *_vector3("linear_acceleration", linear_acceleration_m_s2)
+            ),
+            linear_acceleration_covariance=np.zeros(9, np.float64),
+        )
+        self._write(self.imu_topic, stamp_ns, message)
 
     def write_base_pose(
         self,

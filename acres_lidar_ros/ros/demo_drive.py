@@ -7,6 +7,12 @@ Publishes ``/odom`` (nav_msgs/Odometry, odom -> base_footprint, twist in base_fo
 the other nodes with ``use_sim_time:=true``). The tour loops; at the loop the vehicle jumps back
 to the start (the stamps keep increasing).
 
+With ``imu`` (an IMU file, ``default``: the shipped ``config/imu.json``; empty: none) it also
+publishes sensor_msgs/Imu on the file's topic at its rate (``sensor.imu``, from the same tour
+samples as ``/odom``, noise from ``seed``, the farm's): sample ``k`` is stamped ``k / rate_hz`` after the
+drive's start on the same clock as ``/odom`` and the scans, and the mount base_footprint ->
+imu frame goes on ``/tf_static`` where tf2_ros is installed.
+
 ``TourDrive`` is the ROS-free part; rclpy is imported only by ``main`` (``node.py`` is the one
 module that imports it at import time).
 """
@@ -63,6 +69,35 @@ class TourDrive:
         }
 
 
+def tour_imu(drive: TourDrive, imu: str, seed: int) -> tuple[Any, Any]:
+    """The IMU file's config and the samples of one loop of the tour (``sensor.imu``)."""
+    from acres_lidar_ros.config.imu_file import load_imu_config
+    from acres_lidar_ros.sensor.imu import NOISE_FREE, ImuNoise, ideal_imu, noisy_imu
+
+    config = load_imu_config(imu)
+    h = drive.history
+    positions, rotations = h.interpolate(h.times_s)
+    times = h.times_s - h.start_s
+    ideal = ideal_imu(
+        times,
+        positions,
+        Rotation.from_matrix(rotations).as_quat(),
+        config.rate_hz,
+        config.position_flu_m,
+        config.rpy_rad,
+        config.gravity_mps2,
+    )
+    noise = NOISE_FREE
+    if config.noise:
+        noise = ImuNoise(
+            config.gyroscope_noise_density,
+            config.gyroscope_random_walk,
+            config.accelerometer_noise_density,
+            config.accelerometer_random_walk,
+        )
+    return config, noisy_imu(ideal, noise, config.rate_hz, seed)
+
+
 def tour_of_builtin_farm(seed: int = 0) -> TourDrive:
     from acres_lidar_ros.scene import build_default_farm, default_tour
 
@@ -91,6 +126,7 @@ def _wire(node: Any, drive: TourDrive) -> None:
             ("odom_frame", "odom"),
             ("base_frame", "base_footprint"),
             ("odom_topic", "/odom"),
+            ("imu", "default"),
         )
     }
     odom_pub = node.create_publisher(Odometry, p["odom_topic"], 50)
@@ -137,12 +173,64 @@ def _wire(node: Any, drive: TourDrive) -> None:
         tf_broadcaster.sendTransform(tf)
 
     node.create_timer(1.0 / p["rate_hz"], publish_pose)
+    imu_note = _wire_imu(node, drive, p, now_ns, sim) if p["imu"] else ""
     node.get_logger().info(
         f"driving the built-in tour ({drive.duration_s:.0f} s, looping): {p['odom_topic']}"
         + ("" if tf_broadcaster is None else f" and TF {p['odom_frame']} -> {p['base_frame']}")
         + f" at {p['rate_hz']:g} Hz"
         + (f", /clock at {p['clock_hz']:g} Hz x{p['time_scale']:g}" if p["publish_clock"] else "")
+        + imu_note
     )
+
+
+def _wire_imu(node: Any, drive: TourDrive, p: dict, now_ns: Any, sim: dict) -> str:
+    """The IMU's publisher, its static mount and its timer; returns the start-up log's note."""
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.time import Time
+    from sensor_msgs.msg import Imu
+
+    from acres_lidar_ros.sensor.pattern import mount_rotation
+
+    config, samples = tour_imu(drive, p["imu"], int(node.get_parameter("seed").value))  # the farm's seed
+    publisher = node.create_publisher(Imu, config.topic, 400)
+    try:
+        from tf2_ros import StaticTransformBroadcaster
+    except ImportError:
+        StaticTransformBroadcaster = None
+    if StaticTransformBroadcaster is not None:
+        mount = TransformStamped()
+        mount.header.stamp = Time(nanoseconds=now_ns()).to_msg()
+        mount.header.frame_id, mount.child_frame_id = p["base_frame"], config.frame_id
+        t, r = mount.transform.translation, mount.transform.rotation
+        t.x, t.y, t.z = (float(v) for v in config.position_flu_m)
+        r.x, r.y, r.z, r.w = (float(v) for v in Rotation.from_matrix(mount_rotation(config.rpy_rad)).as_quat())
+        node._imu_static = StaticTransformBroadcaster(node)  # kept alive with the node
+        node._imu_static.sendTransform(mount)
+    n = len(samples.times_s)
+    period_ns = 1e9 / config.rate_hz
+    state: dict[str, int | None] = {"k": None}
+
+    def publish_imu() -> None:
+        elapsed_ns = now_ns() - sim["start_ns"]
+        if elapsed_ns < 0:
+            return
+        last = int(elapsed_ns // period_ns)
+        first = last if state["k"] is None else max(state["k"], last - int(config.rate_hz))  # at most 1 s behind
+        for k in range(first, last + 1):  # every sample due since the last call, each at its own stamp
+            i = k % n
+            msg = Imu()
+            msg.header.stamp = Time(nanoseconds=sim["start_ns"] + int(round(k * period_ns))).to_msg()
+            msg.header.frame_id = config.frame_id
+            o = msg.orientation
+            o.x, o.y, o.z, o.w = (float(v) for v in samples.orientation_xyzw[i])
+            w, a = msg.angular_velocity, msg.linear_acceleration
+            w.x, w.y, w.z = (float(v) for v in samples.angular_velocity_rad_s[i])
+            a.x, a.y, a.z = (float(v) for v in samples.linear_acceleration_m_s2[i])
+            publisher.publish(msg)
+        state["k"] = last + 1
+
+    node.create_timer(1.0 / config.rate_hz, publish_imu)
+    return f", {config.topic} ({config.frame_id}) at {config.rate_hz:g} Hz"
 
 
 def main(args: list[str] | None = None) -> None:
