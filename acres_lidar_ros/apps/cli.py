@@ -201,17 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--duration", type=float, metavar="S", help="seconds to record (default: whole trajectory)")
     record.add_argument("--out", type=Path, help="new run directory (default runs/record_<UTC time>)")
     _add_point_type(record, "/lidar/points and the PCD files")
-    record.add_argument(
-        "--files",
-        choices=("pcd", "ply", "both", "none"),
-        help="point files per scan (default: the sensors file's lidar.output; pcd for the Polaris)",
-    )
+    record.add_argument("--files", choices=("pcd", "ply", "both", "none"), help="point files (default: lidar.output)")
     record.add_argument("--boxes", type=Path, metavar="FILE", help="other vehicles: a box-tracks JSON file")
     record.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_packet_flags(record)
-    record.add_argument(
-        "--imu", nargs="?", const="default", metavar="FILE", help="also an IMU in the bag (docs/imu.md)"
-    )
+    record.add_argument("--imu", nargs="?", const="default", metavar="FILE", help="an IMU in the bag: docs/imu.md")
 
     add_trajectory_parser(sub)
     bench = sub.add_parser("bench", help="per-stage milliseconds against a bare Open3D cast")
@@ -575,10 +569,9 @@ def protect_negative_numbers(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """The program (``argv`` None: ``sys.argv``), or one command in a running process (a list)."""
-    # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a
-    # Ctrl-C never raises inside an import or a compiled kernel; record and scan stop between scans.
-    # As the program, the handlers stay until the process has exited; called with a list, main
-    # puts the caller's handlers back.
+    # First thing: SIGINT, SIGTERM and SIGHUP only set a flag from here on (apps/signals.py), so a Ctrl-C never
+    # raises inside an import or a compiled kernel; record and scan stop between scans. As the program, the
+    # handlers stay until the process has exited; called with a list, main puts the caller's handlers back.
     with StopSignals("acres-lidar", restore=argv is not None) as stop:
         parser = build_parser()
         args = parser.parse_args(protect_negative_numbers(sys.argv[1:] if argv is None else argv))
