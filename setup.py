@@ -47,6 +47,8 @@ setup(
             "xacro>=2.0",
             "prosail>=2.0.5",
             "velodyne-decoder>=3.1",  # reads our Velodyne packets back (test/packets); BSD-3-Clause
+            "pykitti>=0.3",  # the external reader of the KITTI / SemanticKITTI layouts (MIT)
+            "opencv-python-headless>=4",  # pykitti imports cv2 (Apache-2.0)
         ],
         # self-table on .xacro files (BSD-3-Clause, no ROS needed)
         "urdf": ["xacro>=2.0"],

@@ -559,6 +559,7 @@ COMMANDS = {
     "dataset": cmd_dataset,
     "trajectory": lambda args: cmd_trajectory(args, BUILT_IN_FARMS),
     **RECORDINGS_COMMANDS,
+    "export": cmd_dataset,  # apps.cmd_dataset adds and runs export too
 }
 
 

@@ -31,10 +31,12 @@ SIGTERM) cancels the shards in work, writes the manifest (them as ``"stopped"``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
 import os
+import resource
 import shutil
 import socket
 import sys
@@ -49,18 +51,65 @@ from acres_lidar_ros.errors import ConfigError, OutputError
 
 RETRIES = 2  # Ray runs a failing shard at most 1 + RETRIES times
 SHARD_FILE = "shard.json"
+BOXES_FILE = "boxes.json"  # a shard's drawn vehicles (box-tracks format)
+#: Set for a local Ray: on Linux Ray takes "localhost" for the machine's outward address unless
+#: told it is no cluster (ray._private.services.get_node_ip_address); with it every GCS, raylet
+#: and worker server listens on 127.0.0.1 only (docs/datasets.md).
+RAY_LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 ADDRESS_TIMEOUT_S = 3.0
 
 
 # --- one shard (runs in a Ray worker) --------------------------------------------------------
 @functools.lru_cache(maxsize=2)
-def _tracer(scene_source: str, threads: int):
-    """The scene and its Embree structure, built once per worker process and scene."""
+def _tracer(scene_source: str, farm_seed: int | None, world_json: str, threads: int):
+    """The scene (the built-in farm of ``farm_seed`` with the drawn crops and wetness of
+    ``world_json``, or a scene file) and its Embree structure, built once per worker and world."""
     from acres_lidar_ros.scene import build_default_farm, load_scene
+    from acres_lidar_ros.scene.farm_variation import vary_farm
     from acres_lidar_ros.tracing.trace import Tracer
 
-    scene = build_default_farm(seed=0) if scene_source == "default" else load_scene(Path(scene_source))
+    if scene_source == "default":
+        scene = build_default_farm(seed=farm_seed or 0)
+        world = json.loads(world_json)
+        if world:
+            scene = vary_farm(scene, world.get("crop_growth"), world.get("harvested"), world.get("soil_wetness"))
+    else:
+        scene = load_scene(Path(scene_source))
     return scene, Tracer(scene, nthreads=threads)
+
+
+def sequence_names(count: int) -> list[str]:
+    """The layouts' sequence name of each shard, in dataset order: ``00``, ``01``, ... (two digits
+    or more, as many as the last one needs)."""
+    digits = max(2, len(str(max(count - 1, 0))))
+    return [f"{k:0{digits}d}" for k in range(count)]
+
+
+def check_dataset(dataset: Dataset) -> None:
+    """What ``load_dataset`` cannot check from the config layer: each point type with the labels
+    (``labels_cli.run_point_type``), the layouts' point types and the boxes file."""
+    from acres_lidar_ros.apps.labels_cli import run_point_type
+    from acres_lidar_ros.outputs.point_types import point_profile
+
+    path = str(dataset.path)
+    for i, pt in enumerate(dict.fromkeys(s.point_type for s in dataset.shards)):
+        what = f"dataset file {path!r}: drives.point_types[{i}] ="
+        point_profile(pt, what)
+        point_type = run_point_type(pt, dataset.shards[0].labels, what)
+        if dataset.shards[0].layouts and point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+            raise ConfigError(
+                f"{what} {pt!r}: the layouts {list(dataset.shards[0].layouts)} are made from the organised PCD "
+                "files; allowed with layouts: XYZI, XYZIRT"
+            )
+    boxes = dataset.shards[0].boxes
+    if boxes is not None:
+        from acres_lidar_ros.errors import SceneError
+        from acres_lidar_ros.scene.box_tracks import load_box_tracks
+
+        try:
+            load_box_tracks(boxes)
+        except SceneError as exc:
+            raise ConfigError(f"dataset file {path!r}: boxes: {exc}") from exc
 
 
 def shard_checksum(shard_dir: Path) -> str:
@@ -72,17 +121,23 @@ def shard_checksum(shard_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1) -> dict:
-    """Record one shard into ``out_dir/shards/<id>`` (via ``.partial``); returns its ``shard.json``."""
+def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str | None = None) -> dict:
+    """Record one shard into ``out_dir/shards/<id>`` (via ``.partial``), and its layouts as
+    sequence ``sequence``; returns its ``shard.json``."""
     import numba
+    import numpy as np
 
+    from acres_lidar_ros.apps.cmd_export import export_run
     from acres_lidar_ros.apps.cmd_record import record_drive, write_json
+    from acres_lidar_ros.apps.labels_cli import run_point_type
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
     from acres_lidar_ros.scan import Scanner, ScanOptions
     from acres_lidar_ros.scene import default_tour
+    from acres_lidar_ros.scene.box_tracks import BoxTracks, load_box_tracks
+    from acres_lidar_ros.scene.farm_variation import vehicle_tracks
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     root = Path(out_dir)
@@ -97,8 +152,11 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1) -> dict:
     partial = root / ".partial" / f"{spec.shard_id}.{uuid.uuid4().hex[:12]}"
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
     config = load_sensor_config(spec.sensor)
-    scene, tracer = _tracer(spec.scene, threads)
-    options = ScanOptions(seed=spec.seed, rain_mm_per_h=spec.rain_mm_per_h, visibility_m=spec.visibility_m)
+    world = {k: spec.drawn[k] for k in ("crop_growth", "harvested", "soil_wetness") if k in spec.drawn}
+    scene, tracer = _tracer(spec.scene, spec.farm_seed, json.dumps(world, sort_keys=True), threads)
+    options = ScanOptions(
+        seed=spec.seed, rain_mm_per_h=spec.rain_mm_per_h, visibility_m=spec.visibility_m, truth=spec.truth
+    )
     self_table = sensor_self_table(config) if options.self_returns else None
     scanner = Scanner(config, options=options, tracer=tracer, self_table=self_table)
     if spec.tour == "default":
@@ -107,26 +165,44 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1) -> dict:
     else:
         times, positions, quaternions = read_tum(Path(spec.tour))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=spec.tour)
+    tracks = load_box_tracks(spec.boxes) if spec.boxes is not None else None
+    t_end = trajectory.end_s if spec.duration_s is None else min(trajectory.end_s, trajectory.start_s + spec.duration_s)
+    drawn_boxes = None
+    if spec.drawn.get("vehicles"):
+        start_xy = trajectory.transforms(np.array([trajectory.start_s]))[0][:2, 3]
+        drawn_boxes = vehicle_tracks(scene, start_xy, trajectory.start_s, t_end + 1.0, spec.drawn["vehicles"])
+        tracks = BoxTracks.from_dict(drawn_boxes, where="drawn vehicles")
     freeze_startup_objects()
     summary = record_drive(
         scanner,
         trajectory,
         partial,
         duration_s=spec.duration_s,
-        point_type=spec.point_type,
+        point_type=run_point_type(spec.point_type, spec.labels),
         files=spec.files,
+        boxes_at=None if tracks is None else tracks.boxes_at,
         run={"command": "dataset", "shard": spec.shard_id, **spec.as_dict()},
+        labels=spec.labels,
+        vehicle_object_ids=() if tracks is None else [t.object_id for t in tracks.tracks],
     )
+    if drawn_boxes is not None:  # the drawn vehicles as a box-tracks file: the shard exports alone
+        write_json(partial / BOXES_FILE, drawn_boxes)
+    if spec.layouts:
+        kitti_type = next((v["kitti_type"] for v in spec.drawn.get("vehicles", ())), "Car")
+        export_run(partial, root, spec.layouts, sequence or "00", tracks, kitti_type)
     info = {
         "shard": spec.shard_id,
+        "sequence": sequence,
         "config": spec.as_dict(),
         "seed": spec.seed,
+        "drawn": spec.drawn,
         "figures": {
             "scans": summary.scans,
             "points": summary.points,
             "sim_seconds": summary.sim_seconds,
             "seconds": summary.seconds,
             "real_time_factor": summary.real_time_factor,
+            "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
         },
         "checksum": shard_checksum(partial),
         "worker_pid": os.getpid(),
@@ -229,14 +305,20 @@ def run_dataset(
             }
         else:
             pending.append(spec)
+    sequences = dict(zip((s.shard_id for s in dataset.shards), sequence_names(len(dataset.shards))))
     if pending:
         results.update(
-            _run_on_ray(pending, out, ray_address, workers, retries, progress, len(dataset.shards), should_stop)
+            _run_on_ray(
+                pending, out, ray_address, workers, retries, progress, len(dataset.shards), should_stop, sequences
+            )
         )
     entries = [
-        results.get(s.shard_id) or {"status": "stopped", "shard": s.shard_id, "config": s.as_dict(), "seed": s.seed}
+        results.get(s.shard_id)
+        or {"status": "stopped", "shard": s.shard_id, "config": s.as_dict(), "seed": s.seed, "drawn": s.drawn}
         for s in dataset.shards
     ]
+    for entry in entries:
+        entry["sequence"] = sequences[entry["shard"]]
     _write_manifest(out, entries, retries)
     counts = {
         "done": sum(e["status"] == "done" for e in entries),
@@ -247,22 +329,48 @@ def run_dataset(
     return counts, entries
 
 
-def _run_on_ray(pending, out, ray_address, workers, retries, progress, total, should_stop) -> dict[str, dict]:
+@contextlib.contextmanager
+def _local_only(ray: Any):
+    """While a local Ray starts: its node address is 127.0.0.1 and its processes (which inherit
+    the environment) listen there only. Ray reads ``RAY_LOCAL_ONLY_ENV`` once, at import, into
+    ``ray_constants.ENABLE_RAY_CLUSTER``: both are set here and put back afterwards, so a later
+    ``--ray-address`` run in the same process joins a cluster as usual."""
+    from ray._private import ray_constants
+
+    before_env, before = os.environ.get(RAY_LOCAL_ONLY_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[RAY_LOCAL_ONLY_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+        if before_env is None:
+            os.environ.pop(RAY_LOCAL_ONLY_ENV, None)
+        else:
+            os.environ[RAY_LOCAL_ONLY_ENV] = before_env
+
+
+def _run_on_ray(
+    pending, out, ray_address, workers, retries, progress, total, should_stop, sequences
+) -> dict[str, dict]:
     try:
         import ray
     except ImportError as exc:
         raise ConfigError(f"dataset needs Ray ({exc}); install it with pip install 'acres_lidar_ros[dataset]'") from exc
     from tqdm import tqdm
 
+    started = time.perf_counter()
     try:
         if ray_address is None:
-            ray.init(
-                address="local",
-                num_cpus=workers or os.cpu_count() or 1,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            with _local_only(ray):
+                ray.init(
+                    address="local",
+                    num_cpus=workers or os.cpu_count() or 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    _node_ip_address="127.0.0.1",
+                )
         else:
             ray.init(address=ray_address, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -272,7 +380,8 @@ def _run_on_ray(pending, out, ray_address, workers, retries, progress, total, sh
     bar = tqdm(total=total, initial=total - len(pending), unit="shard", file=sys.stderr, disable=not progress)
     try:
         task = ray.remote(record_shard).options(num_cpus=1, max_retries=retries, retry_exceptions=True)
-        refs = {task.remote(spec, str(out)): spec for spec in pending}
+        refs = {task.remote(spec, str(out), 1, sequences[spec.shard_id]): spec for spec in pending}
+        submitted = time.perf_counter()
         waiting = list(refs)
         while waiting:
             if should_stop is not None and should_stop():
@@ -286,6 +395,8 @@ def _run_on_ray(pending, out, ray_address, workers, retries, progress, total, sh
             try:
                 results[spec.shard_id] = {"status": "done", "resumed": False, **ray.get(ready[0])}
                 results[spec.shard_id]["attempts"] = _attempts(out, spec)
+                results[spec.shard_id]["done_after_s"] = time.perf_counter() - started  # Ray's start included
+                results[spec.shard_id]["done_after_submit_s"] = time.perf_counter() - submitted
             except Exception as exc:  # a Ray task error or a worker that died, after its retries
                 results[spec.shard_id] = {
                     "status": "failed",
@@ -313,15 +424,24 @@ def add_dataset_parser(sub: Any) -> argparse.ArgumentParser:
         "--retries", type=int, default=RETRIES, help=f"runs of a failing shard after the first (default {RETRIES})"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from acres_lidar_ros.apps.cmd_export import add_export_parser
+
+    add_export_parser(sub)  # the layouts of one record run: here, to keep apps.cli short
     return parser
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
+    """``dataset``, or ``export`` (``apps.cmd_export``), by ``args.command``."""
+    if args.command == "export":
+        from acres_lidar_ros.apps.cmd_export import cmd_export
+
+        return cmd_export(args)
     if args.workers is not None and not 1 <= args.workers <= 4096:
         raise ConfigError(f"--workers {args.workers}: expected an integer from 1 to 4096")
     if not 0 <= args.retries <= 100:
         raise ConfigError(f"--retries {args.retries}: expected an integer from 0 to 100")
     dataset = load_dataset(args.config)
+    check_dataset(dataset)
     started = time.perf_counter()
     stop = getattr(args, "_stop", None)
     counts, entries = run_dataset(
@@ -340,6 +460,11 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         f"{counts['done']} of {len(entries)} shards done ({counts['resumed']} already there), "
         f"{counts['failed']} failed, {counts['stopped']} stopped{rate} -> {args.out}"
     )
+    fresh = [e for e in entries if e["status"] == "done" and not e.get("resumed")]
+    if fresh:
+        first = min(e["done_after_s"] for e in fresh)
+        peak = max(e["figures"].get("worker_peak_rss_mib", 0.0) for e in fresh)
+        print(f"first shard done {first:.1f} s after Ray's start; worker peak memory {peak:.0f} MiB")
     for entry in entries:
         if entry["status"] == "failed":
             print(f"acres-lidar dataset: {entry['error']}", file=sys.stderr)

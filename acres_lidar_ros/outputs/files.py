@@ -25,10 +25,14 @@ from typing import BinaryIO
 from acres_lidar_ros.errors import OutputError
 
 Writer = Callable[[BinaryIO], None]
+#: Digits of the microseconds in a scan file's name: any stamp up to 10**16 us (year 2286 as
+#: Unix time) sorts in time order.
+STEM_DIGITS = 16
 
 
 def scan_file_stem(stamp_ns: int) -> str:
-    """File stem of a scan's files, ``scan_<time>`` with the stamp in microseconds (spec).
+    """File stem of a scan's files, ``scan_<time>`` with the stamp in microseconds (spec),
+    zero-padded to ``STEM_DIGITS`` digits so that the names sort in time order.
 
     Parameters
     ----------
@@ -38,7 +42,7 @@ def scan_file_stem(stamp_ns: int) -> str:
     stamp_ns = int(stamp_ns)
     if stamp_ns < 0:
         raise OutputError(f"scan stamp_ns {stamp_ns} is negative; a scan file name needs a stamp >= 0")
-    return f"scan_{stamp_ns // 1000}"
+    return f"scan_{stamp_ns // 1000:0{STEM_DIGITS}d}"
 
 
 def refuse_existing(path: str | os.PathLike[str]) -> Path:
