@@ -9,10 +9,14 @@ drive (its ``config.json`` ``run`` block says how it was launched: here the shar
 Layout of ``DIR``::
 
     dataset.json        the dataset file as read, and its path
-    manifest.json       every shard: status, spec, seed, figures, checksum, or the error
-    shards/<shard id>/  finished shards (record's files + shard.json)
+    manifest.json       every shard: status, spec, seed, drawn world, sequence, figures, checksum, or the error
+    shards/<shard id>/  finished shards (record's files + shard.json, + boxes.json with drawn vehicles)
+    semantic_kitti/, kitti_objects/  the layouts of ``"layouts"`` (``apps.cmd_export``), sequence NN a shard
     .partial/           shards being written; a directory here is never a finished shard
     .attempts/          one line per attempt at each shard (the manifest's ``attempts``)
+
+A shard's layouts are written (each sequence whole, by a rename) before the shard is renamed into
+``shards/``, so a finished shard always has its layouts.
 
 A shard is written into ``.partial/<id>.<random>`` and renamed into ``shards/`` once whole, so a
 run that is killed leaves no half shard under ``shards/``. Running the command again skips the
@@ -22,8 +26,8 @@ Failures: Ray retries a shard whose task raised or whose worker died (``max_retr
 ``retry_exceptions``) ``--retries`` times (default ``RETRIES``); a shard that still fails is
 ``"failed"`` in the manifest with its error, the command names it on stderr and exits 1.
 
-Ray: by default the command starts a local Ray instance of ``--workers`` CPUs and stops it at
-the end; ``--ray-address ADDR`` joins a running cluster instead (docs/datasets.md). Ctrl-C (or
+Ray: by default the command starts a local Ray instance of ``--workers`` CPUs, listening on
+127.0.0.1 only (``_local_only``), and stops it at the end; ``--ray-address ADDR`` joins a running cluster instead (docs/datasets.md). Ctrl-C (or
 SIGTERM) cancels the shards in work, writes the manifest (them as ``"stopped"``) and exits 130
 (143); a rerun goes on from there.
 """
