@@ -6,6 +6,7 @@ flat layout ``acres_lidar_ros.scan``, ``acres_lidar_ros.config`` ...), so that t
 checked against what the old one gave, not against itself. To regenerate them exactly:
 
     git -C /work/main worktree add --detach /tmp/golden-old d376a36
+    cp config/polaris_lidar_self.f32 /tmp/golden-old/config/   # today's body table: an input, not the code
     cd /tmp/golden-old && python3 -m venv .venv && .venv/bin/pip install -q -e .
     .venv/bin/python /path/to/this/checkout/scripts/make_goldens.py --out /path/to/this/checkout/test/golden
 

@@ -37,6 +37,12 @@ def add_self_table_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="take the mount from the URDF and write <out>_sensors.json, the sensors overlay with it and the table",
     )
+    parser.add_argument(
+        "--body-return-max-m",
+        type=float,
+        metavar="M",
+        help="farthest body return; farther body hits block without one (default: the spec's Polaris mask, 1.58 m)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
 
 
@@ -67,7 +73,7 @@ def run_self_table(args: argparse.Namespace) -> int:
     """Trace the URDF body (``body.self_table``), write the table and its statistics whole
     (``outputs``), print the statistics. The generator (scipy, Open3D) is imported here, not
     when the CLI builds its parser."""
-    from acres_lidar_ros.body.self_table_gen import generate_self_table
+    from acres_lidar_ros.body.self_table_gen import BODY_RETURN_MAX_M, generate_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.files import atomic_write, refuse_existing
     from acres_lidar_ros.outputs.json_files import json_key_lines, json_text
@@ -84,7 +90,12 @@ def run_self_table(args: argparse.Namespace) -> int:
                 raise OutputError(f"{exc} (--force replaces it)") from exc
     config = load_sensor_config(args.sensor)
     table, s = generate_self_table(
-        args.urdf, config, lidar_link=args.lidar_link, base_link=args.base_link, mount_from_urdf=args.mount_from_urdf
+        args.urdf,
+        config,
+        lidar_link=args.lidar_link,
+        base_link=args.base_link,
+        mount_from_urdf=args.mount_from_urdf,
+        body_return_max_m=BODY_RETURN_MAX_M if args.body_return_max_m is None else args.body_return_max_m,
     )
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +129,11 @@ def run_self_table(args: argparse.Namespace) -> int:
         f"cells with a body return: {s['cells_with_return']} of {s['cells']} at "
         f"{s['return_range_min_m']} m to {s['return_range_max_m']} m"
     )
+    if s["body_return_max_m"] is not None:
+        print(
+            f"sub-ray hits beyond {s['body_return_max_m']} m that block without a return (--body-return-max-m): "
+            f"{s['sub_ray_hits_beyond_return_max']}"
+        )
     print(f"cells the body blocks in some scans: {s['cells_blocking']}")
     print(f"cells always body: {s['cells_always_body']}")
     print(f"expected body points per scan: {s['expected_body_points_per_scan']}")

@@ -12,8 +12,10 @@ Per sub-ray ``j`` that hits the body at the range ``R_j`` with ``|cos theta_j|``
 * backscatter ``rho_j`` of the body material (``vehicle``) at that incidence (spec Minnaert law
   and specular lobe, ``physics.minnaert_backscatter``), peak factor ``g_j`` of the echo stretch
   with the divergence in the plane of incidence (``physics.in_plane_divergence``);
-* a return factor ``a_j`` in [0, 1]: 0 in the blind zone (``R_j < min_range_m``) and beyond
-  ``range_m``; and a grazing ramp ``G(theta) = clamp((theta_none - theta) / (theta_none -
+* a return factor ``a_j`` in [0, 1]: 0 in the blind zone (``R_j < min_range_m``), beyond
+  ``range_m`` and beyond ``body_return_max_m`` (default ``BODY_RETURN_MAX_M``, the farthest body
+  return of the spec's measured mask, 1.58 m: a sub-ray that meets the body farther is stopped
+  without a return, so it blocks); and a grazing ramp ``G(theta) = clamp((theta_none - theta) / (theta_none -
   theta_full), 0, 1)``, 1 up to ``theta_full`` and 0 from ``theta_none``. The spec's radiometry
   alone never loses a body return (the body is within 2 m and the Polaris materials have
   ``k = 0``); the real sensor does lose the near, grazing ones: a beam smeared along a surface
@@ -76,6 +78,9 @@ if TYPE_CHECKING:
 GENERATOR_SUB_RAYS = 7
 RAY_START_M = 0.005
 """The spec's GPU rays start 0.5 cm from their origin; the body trace does the same."""
+BODY_RETURN_MAX_M = 1.58
+"""Farthest body return (spec "Self-Return Mask": returns from the body at 0.26 m to 1.58 m, and a
+return nearer than 1.6 m is always the body); farther body hits block without a return."""
 GRAZING_FULL_DEG = 47.0
 """Incidence up to which every sub-ray on the body returns (calibration, see module docstring)."""
 GRAZING_NONE_DEG = 86.0
@@ -317,17 +322,22 @@ def self_table_from_body(
     config: SensorConfig,
     grazing_full_deg: float = GRAZING_FULL_DEG,
     grazing_none_deg: float = GRAZING_NONE_DEG,
+    body_return_max_m: float = BODY_RETURN_MAX_M,
 ) -> tuple[SelfReturnTable, dict]:
-    """Trace ``body`` (in base_footprint) with every sub-ray of ``config``'s sensor.
+    """Trace ``body`` (in base_footprint) with every sub-ray of ``config``'s sensor; a sub-ray
+    that meets the body beyond ``body_return_max_m`` gives no return (it blocks).
 
     Returns
     -------
     table : SelfReturnTable (N_c x N_r)
     detail : dict of (N_c * N_r, S) arrays ``hit``, ``range_m``, ``cos_incidence``,
-        ``return_factor`` and (N_c * N_r,) ``detection_probability`` (for tests and statistics)
+        ``return_factor``, ``beyond_return_max`` (hits that block for their range) and
+        (N_c * N_r,) ``detection_probability`` (for tests and statistics)
     """
     if not grazing_full_deg < grazing_none_deg:
         raise ConfigError(f"grazing angles {grazing_full_deg} and {grazing_none_deg} deg: expected full < none")
+    if not body_return_max_m > 0.0:
+        raise ConfigError(f"body return limit {body_return_max_m!r} m: expected a number > 0 (inf for none)")
     pattern = BeamPattern.from_config(config, sub_rays=GENERATOR_SUB_RAYS)
     n_c, n_r, s = pattern.sub_directions_sensor.shape[:3]
     R, t = pattern.R_base_sensor, pattern.t_base_sensor_m
@@ -355,7 +365,7 @@ def self_table_from_body(
         normal, directions_base, up_base, config.beam_divergence_rad, config.beam_divergence_v_rad
     )
     g = pulse_peak_factor(config.pulse_length_m, footprint_range_spread_m(r_hit, cos_inc, beta_p))
-    in_window = (r_hit >= config.min_range_m) & (r_hit <= config.range_m)
+    in_window = (r_hit >= config.min_range_m) & (r_hit <= min(config.range_m, body_return_max_m))
     a = np.where(hit & in_window, grazing_factor(cos_inc, grazing_full_deg, grazing_none_deg), 0.0)
 
     shape = (n_c * n_r, s)
@@ -397,6 +407,7 @@ def self_table_from_body(
         "cos_incidence": cos_inc,
         "return_factor": a,
         "detection_probability": p_detect,
+        "beyond_return_max": hit & (r_hit > body_return_max_m),
     }
     return table, detail
 
@@ -444,6 +455,7 @@ def generate_self_table(
     lidar_link: str = LIDAR_LINK,
     base_link: str = BASE_LINK,
     mount_from_urdf: bool = False,
+    body_return_max_m: float = BODY_RETURN_MAX_M,
 ) -> tuple[SelfReturnTable, dict[str, Any]]:
     """Trace the URDF's body from the sensor's mount: the table and its statistics (the content
     of the ``.json`` that ``acres-lidar self-table`` writes beside the table). Writes nothing.
@@ -455,6 +467,7 @@ def generate_self_table(
     lidar_link : the URDF link of the sensor
     base_link : the URDF link of the vehicle frame (the frame of the mount and of the poses)
     mount_from_urdf : take the mount from the URDF instead of checking it against ``config``'s
+    body_return_max_m : farthest body return, m (beyond it the body blocks without a return)
 
     Returns
     -------
@@ -482,7 +495,7 @@ def generate_self_table(
         config = config.with_overrides(urdf_mount(robot, base_link, lidar_link))
     check_mount(robot, config, lidar_link, base_link)
     body = BodyGeometry(robot, base_link, exclude_links=robot.descendants(lidar_link))
-    table, detail = self_table_from_body(body, config)
+    table, detail = self_table_from_body(body, config, body_return_max_m=body_return_max_m)
     statistics = {
         "urdf": urdf_path.name,
         "sensor": Path(config.source).name if config.source else "",
@@ -490,6 +503,8 @@ def generate_self_table(
         "sub_rays": GENERATOR_SUB_RAYS,
         "grazing_full_deg": GRAZING_FULL_DEG,
         "grazing_none_deg": GRAZING_NONE_DEG,
+        "body_return_max_m": None if math.isinf(body_return_max_m) else body_return_max_m,  # None: no limit
+        "sub_ray_hits_beyond_return_max": int(detail["beyond_return_max"].sum()),
         **table_statistics(table, detail),
         "mount": {"base_link": base_link, "lidar_link": lidar_link, **config_mount(config)},
         "urdf_sha256": hashlib.sha256(read_regular_file(urdf_path, "URDF", MAX_URDF_FILE_BYTES)).hexdigest(),

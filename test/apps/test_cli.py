@@ -368,11 +368,12 @@ def test_the_self_table_command_prints_writes_and_refuses_to_overwrite(tmp_path,
     urdf.write_text(urdf_with((2.1, 0.0, 1.0), (0.2, 2.0, 2.0)))
     out = tmp_path / "new" / "self.f32"  # its directory is made
     argv = ["self-table", "--urdf", str(urdf), "--sensor", str(small_sensors_file(tmp_path, repo_root))]
-    argv += ["--out", str(out)]
+    argv += ["--out", str(out), "--body-return-max-m", "inf"]  # the wall is 2 m away, beyond the Polaris 1.58 m
     code, printed, _ = run(capsys, *argv)
     assert code == 0
     stats = json.loads(out.with_suffix(".json").read_text())
     assert stats["cells_with_return"] == 15  # as the wall test: 5 columns x 3 rings
+    assert stats["body_return_max_m"] is None and stats["sub_ray_hits_beyond_return_max"] == 0
     assert stats["table"] == "self.f32" and stats["urdf"] == "wall.urdf"
     farthest_m = round(2.0 / math.cos(math.radians(20.0)) ** 2, 4)
     assert f"cells with a body return: 15 of 108 at 2.0 m to {farthest_m} m" in printed

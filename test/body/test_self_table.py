@@ -16,6 +16,7 @@ from urdf_support import urdf_with
 
 from acres_lidar_ros.body.self_returns import load_self_table
 from acres_lidar_ros.body.self_table_gen import (
+    BODY_RETURN_MAX_M,
     GRAZING_FULL_DEG,
     GRAZING_NONE_DEG,
     generate_self_table,
@@ -60,10 +61,11 @@ def ramp(theta_deg: float) -> float:
     return min(1.0, max(0.0, (GRAZING_NONE_DEG - theta_deg) / (GRAZING_NONE_DEG - GRAZING_FULL_DEG)))
 
 
-def generate(tmp_path, urdf_text, config, name="t"):
+def generate(tmp_path, urdf_text, config, name="t", body_return_max_m=math.inf):
+    """The generator on a one-box URDF; no limit on the body's return range unless one is given."""
     urdf = tmp_path / f"{name}.urdf"
     urdf.write_text(urdf_text)
-    return generate_self_table(urdf, config)
+    return generate_self_table(urdf, config, body_return_max_m=body_return_max_m)
 
 
 def test_a_wall_gives_the_cells_ranges_and_intensities_of_geometry(tmp_path):
@@ -101,6 +103,29 @@ def test_a_wall_gives_the_cells_ranges_and_intensities_of_geometry(tmp_path):
     assert stats["expected_body_points_per_scan"] == pytest.approx(table.p_self.sum(), abs=0.05)
     assert stats["return_range_min_m"] == pytest.approx(2.0, abs=1e-4)
     assert stats["return_range_max_m"] == pytest.approx(2.0 / (math.cos(math.radians(20)) ** 2), abs=1e-4)
+
+
+def test_body_hits_beyond_the_return_limit_block_without_a_return(tmp_path):
+    # The wall above with a 2.1 m limit: a cell returns where 2 / (cos eps cos alpha) <= 2.1 m and
+    # is stopped without a return beyond it (the body's, never the scene's).
+    elevations = [-60.0, -20.0, 0.0, 20.0, 45.0]
+    config = level_sensor(36, elevations)
+    text = urdf_with((2.1, 0.0, 1.0), (0.2, 2.0, 2.0))
+    unlimited, _ = generate(tmp_path, text, config, "wall")
+    table, stats = generate(tmp_path, text, config, "wall", body_return_max_m=2.1)
+    on_body = unlimited.p_self + unlimited.p_block > 0
+    near, far = np.zeros(36 * 5, bool), np.zeros(36 * 5, bool)
+    for c, r in zip(*np.nonzero(on_body.reshape(36, 5))):
+        range_m = 2.0 / (math.cos(math.radians(elevations[r])) * math.cos(math.radians(10.0 * c)))
+        (near if range_m <= 2.1 else far)[c * 5 + r] = True
+    # Columns 0, +-10 deg at 0 deg elevation are nearer; the other 12 wall cells farther.
+    assert near.sum() == 3 and far.sum() == 12
+    np.testing.assert_array_equal(table.p_self[near], unlimited.p_self[near])
+    np.testing.assert_array_equal(table.range_m[near], unlimited.range_m[near])
+    np.testing.assert_array_equal(table.p_self[far], 0.0)
+    np.testing.assert_allclose(table.p_block[far], 1.0, atol=1e-6)
+    assert stats["body_return_max_m"] == 2.1 and stats["return_range_max_m"] <= 2.1
+    assert stats["cells_with_return"] == 3 and stats["cells_blocking"] == 12
 
 
 def test_grazing_hits_on_a_floor_follow_the_ramp_and_the_blind_zone_blocks(tmp_path):
@@ -176,8 +201,11 @@ def test_the_shipped_table_is_close_to_the_measured_one(repo_root):
     assert stats["cells_with_return"] == pytest.approx(SPEC_CELLS_WITH_RETURN, rel=0.05)
     assert stats["cells_blocking"] == pytest.approx(SPEC_CELLS_BLOCKING, rel=0.05)
     assert stats["expected_body_points_per_scan"] == pytest.approx(SPEC_BODY_POINTS_PER_SCAN, rel=0.05)
-    assert stats["return_range_min_m"] == pytest.approx(SPEC_RANGE_M[0], abs=0.03)
-    assert stats["return_range_max_m"] == pytest.approx(SPEC_RANGE_M[1], abs=0.1)
+    assert stats["return_range_min_m"] == pytest.approx(SPEC_RANGE_M[0], abs=0.005)
+    # Every body return at or below the spec's 1.58 m (float32 ranges), none lost to the limit by more.
+    assert BODY_RETURN_MAX_M == SPEC_RANGE_M[1] == stats["body_return_max_m"]
+    assert table.range_m[table.p_self > 0].max() <= np.float32(SPEC_RANGE_M[1])
+    assert SPEC_RANGE_M[1] - 0.005 <= stats["return_range_max_m"] <= SPEC_RANGE_M[1]
     # docs/self_returns.md: only the 15 rings at -12.9 deg and below see the body, each of them;
     # the 17 rings above never do.
     elevations = np.rad2deg(load_sensor_config("polaris").elevations_rad)
