@@ -10,6 +10,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     description="Physically based, ray-traced LiDAR simulator of the Polaris vehicle's RoboSense Helios",
+    license="BSD-3-Clause",
     packages=find_packages(exclude=["test", "test.*"]),
     python_requires=">=3.10",
     install_requires=[
