@@ -31,9 +31,12 @@ setup(
         "spectra": ["prosail>=2.0.5"],
         # COLLADA (.dae) meshes of scene files and SDF worlds (scene/mesh_files.py; BSD-3-Clause)
         "sdf": ["pycollada>=0.9"],
+        # A mesh object's materials map: sub-meshes with their material names (scene/mesh_files.py; MIT)
+        "meshes": ["trimesh>=4.0"],
         "test": [
             "tifffile>=2023.1",
             "pycollada>=0.9",
+            "trimesh>=4.0",
             "pytest>=7",
             "hypothesis>=6",
             "mcap-ros2-support>=0.5",

@@ -195,6 +195,44 @@ class SceneBuilder:
         self._add(v, t, cid, self._material(cid, material), oid, closed and bool(IS_FOLIAGE_CLASS[cid]))
         return oid
 
+    def add_mesh_parts(
+        self,
+        vertices_m: ArrayLike,
+        triangles: ArrayLike,
+        part_of_triangle: ArrayLike,
+        part_materials: list[MaterialArg],
+        class_name: str,
+        closed: bool = False,
+        name: str | None = None,
+    ) -> int:
+        """Add one mesh object whose triangles take the material of their part:
+        ``part_materials[part_of_triangle[k]]`` for triangle k (None: the class's material)."""
+        cid = class_number(class_name)
+        v = np.asarray(vertices_m, float)
+        t = np.asarray(triangles, np.int64)
+        part = np.asarray(part_of_triangle, np.int64)
+        if part.shape != (len(t),) or (len(t) and (part.min() < 0 or part.max() >= len(part_materials))):
+            raise SceneError(
+                f"mesh {name!r}: part_of_triangle must give each triangle a part below {len(part_materials)}"
+            )
+        oid = self.add_mesh(v, t, class_name, None, closed, name)  # checks the arrays, makes the object
+        whole = self._parts.pop()
+        for k, material in enumerate(part_materials):
+            mine = whole.triangles[part == k]
+            if len(mine):  # each part keeps only its own vertices
+                used, local = np.unique(mine, return_inverse=True)
+                self._parts.append(
+                    _Part(
+                        whole.vertices_m[used],
+                        local.reshape(mine.shape),
+                        cid,
+                        self._material(cid, material),
+                        oid,
+                        whole.closed,
+                    )
+                )
+        return oid
+
     def add_box(
         self,
         base_xy_m: ArrayLike,

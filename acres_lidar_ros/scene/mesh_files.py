@@ -10,12 +10,17 @@ of the file's scene with its node transforms, scaled by the file's ``<unit meter
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from acres_lidar_ros.config.input_files import check_regular_file
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.scene import scene_limits
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.scene_file import _Reader
 
 #: Point-cloud formats: refused with the way to a surface.
 POINT_CLOUD_SUFFIXES = (".pcd", ".las", ".laz", ".xyz", ".pts")
@@ -102,3 +107,94 @@ def _read_collada(file: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not vertices:
         return np.zeros((0, 3)), np.zeros((0, 3), np.int64)
     return np.concatenate(vertices), np.concatenate(triangles)
+
+
+def read_mesh_parts(file: Path, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """A mesh file's sub-meshes with their material names, read with the optional ``trimesh``
+    (``pip install 'acres_lidar_ros[meshes]'``): glTF/GLB primitives with their node transforms,
+    OBJ faces by ``usemtl``, COLLADA geometries (with pycollada).
+
+    Returns
+    -------
+    vertices (v, 3) float64, triangles (t, 3) int64, the material index of each triangle (t,)
+    int64, and the material names ("" for a sub-mesh without one), in the file's own axes.
+    """
+    suffix = file.suffix.lower()
+    if suffix not in scene_limits.MESH_SUFFIXES:
+        raise SceneError(f"{what}: {file}: {mesh_suffix_error(suffix)}")
+    if not file.exists():
+        raise SceneError(f"{what}: mesh file {file} does not exist")
+    check_regular_file(file, f"{what}: mesh file", scene_limits.MAX_MESH_FILE_BYTES, SceneError)
+    try:
+        import trimesh
+    except ImportError as err:
+        raise SceneError(
+            f"{what}: a mesh's materials map needs the optional trimesh reader: pip install 'acres_lidar_ros[meshes]'"
+        ) from err
+    try:
+        scene: Any = trimesh.load(str(file), force="scene", group_material=True)
+    except Exception as err:  # trimesh raises many types for broken files
+        raise SceneError(f"{what}: {file} does not read as a mesh: {type(err).__name__}: {err}") from err
+    names: list[str] = []
+    vertices, triangles, material = [], [], []
+    count = 0
+    for node in scene.graph.nodes_geometry:
+        transform, geometry_name = scene.graph[node]
+        mesh = scene.geometry[geometry_name]
+        faces = getattr(mesh, "faces", None)
+        if faces is None or len(faces) == 0:
+            continue  # a point cloud or a path holds no surface
+        found = getattr(getattr(mesh.visual, "material", None), "name", None) or ""
+        if found not in names:
+            names.append(found)
+        v = np.asarray(mesh.vertices, float) @ np.asarray(transform)[:3, :3].T + np.asarray(transform)[:3, 3]
+        vertices.append(v)
+        triangles.append(np.asarray(faces, np.int64) + count)
+        material.append(np.full(len(faces), names.index(found), np.int64))
+        count += len(v)
+    if not triangles:
+        raise SceneError(f"{what}: {file} has no triangles (formats: ply, obj, stl, off, gltf, glb, dae)")
+    t = np.concatenate(triangles)
+    if len(t) > scene_limits.MAX_SCENE_TRIANGLES:
+        raise SceneError(
+            f"{what}: {file} has {len(t)} triangles: the scene limit is {scene_limits.MAX_SCENE_TRIANGLES}"
+        )
+    return np.concatenate(vertices), t, np.concatenate(material), tuple(names)
+
+
+def add_material_parts(r: _Reader, b: SceneBuilder, obj: dict, key: str, mesh: tuple, defaults: tuple) -> None:
+    """A mesh object's ``materials`` map (docs/scene_format.md, "Mesh materials"): the file's
+    material names -> a material name, or ``{"material": ..., "class": ...}``; the object's
+    ``class`` and ``material`` for the rest. One object per class (named ``name/class`` when the
+    map gives more than one), each triangle with its part's material."""
+    from acres_lidar_ros.config.material_table import CLASS_NAMES, MATERIAL_NAMES
+
+    world, triangles, part, names = mesh
+    cls, material, closed, name = defaults
+    table = obj["materials"]
+    if not isinstance(table, dict) or not table:
+        raise r.fail(f"{key}.materials", table, "must be an object of the file's material names -> material names")
+    unknown = sorted(set(table) - set(names))
+    if unknown:
+        listed = ", ".join(repr(n) for n in names)
+        raise r.fail(f"{key}.materials", unknown[0], f"is no material of {obj['path']!r}; its materials: {listed}")
+    chosen: list[tuple[str, str | None]] = []
+    for n in names:
+        entry = table.get(n, {})
+        if isinstance(entry, str):
+            entry = {"material": entry}
+        entry = r.table(entry, f"{key}.materials.{n}", {"material", "class"})
+        chosen.append(
+            (
+                r.name_of(entry, "class", f"{key}.materials.{n}", CLASS_NAMES, default=cls) or cls,
+                r.name_of(entry, "material", f"{key}.materials.{n}", MATERIAL_NAMES) or material,
+            )
+        )
+    classes = sorted({c for c, _ in chosen}, key=[c for c, _ in chosen].index)
+    for c in classes:
+        parts = [k for k, (ck, _) in enumerate(chosen) if ck == c]
+        mine = np.isin(part, parts)
+        remap = np.full(len(names), -1, np.int64)
+        remap[parts] = np.arange(len(parts))
+        label = name if len(classes) == 1 else f"{name or 'mesh'}/{c}"
+        b.add_mesh_parts(world, triangles[mine], remap[part[mine]], [chosen[k][1] for k in parts], c, closed, label)

@@ -24,7 +24,7 @@ from acres_lidar_ros.scene import scene_limits
 from acres_lidar_ros.scene.builder import SceneBuilder
 from acres_lidar_ros.scene.dem import read_dem
 from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
-from acres_lidar_ros.scene.mesh_files import mesh_suffix_error, read_mesh_file
+from acres_lidar_ros.scene.mesh_files import add_material_parts, mesh_suffix_error, read_mesh_file, read_mesh_parts
 from acres_lidar_ros.scene.object_pose import ORIENTATION_KEYS, read_mesh_placement, read_orientation
 from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CLASS_NAMES, Scene
 from acres_lidar_ros.scene.sdf_world import SDF_WORLD_KEYS, add_sdf_world
@@ -36,7 +36,7 @@ FORMAT_VERSION = 1
 _COMMON = {"type", "name", "class", "material"}
 _TURNS = set(ORIENTATION_KEYS)
 _OBJECT_KEYS: dict[str, set[str]] = {
-    "mesh": _COMMON | _TURNS | {"path", "base_xy_m", "base_z_m", "scale", "up_axis", "closed"},
+    "mesh": _COMMON | _TURNS | {"path", "base_xy_m", "base_z_m", "scale", "up_axis", "closed", "materials"},
     "box": _COMMON | _TURNS | {"base_xy_m", "base_z_m", "size_m", "roof_height_m"},
     "cylinder": _COMMON | _TURNS | {"base_xy_m", "base_z_m", "radius_m", "height_m", "cone_height_m", "segments"},
     "tree": {"type", "name", "base_xy_m", "base_z_m", "height_m", "trunk_radius_m", "crown_material", "trunk_material"},
@@ -526,7 +526,10 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     file = r.base_dir / rel
     if file.suffix.lower() not in scene_limits.MESH_SUFFIXES:
         raise r.fail(f"{key}.path", rel, mesh_suffix_error(file.suffix))
-    vertices, triangles = read_mesh_file(file, f"{r.path}: {key}.path = {rel!r}")
+    if "materials" in obj:
+        vertices, triangles, part, names = read_mesh_parts(file, f"{r.path}: {key}.path = {rel!r}")
+    else:
+        vertices, triangles = read_mesh_file(file, f"{r.path}: {key}.path = {rel!r}")
     placement = read_mesh_placement(r, obj, key)
     base_xy = r.vector(obj, "base_xy_m", key, 2)
     base_z = r.optional_number(obj, "base_z_m", key)
@@ -541,4 +544,7 @@ def _add_mesh(r: _Reader, b: SceneBuilder, obj: dict, key: str, cls: str, materi
     closed = obj.get("closed", False)
     if not isinstance(closed, bool):
         raise r.fail(f"{key}.closed", closed, "must be true or false")
-    b.add_mesh(world, triangles, cls, material, closed, name)
+    if "materials" in obj:
+        add_material_parts(r, b, obj, key, (world, triangles, part, names), (cls, material, closed, name))
+    else:
+        b.add_mesh(world, triangles, cls, material, closed, name)
