@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from acres_lidar_ros.config.schema import LIDAR_PARAM, LIDAR_PARAMS
+from acres_lidar_ros.config.schema import LIDAR_PARAM
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import ConfigError
 
@@ -46,14 +46,6 @@ FIXED_REASONS: dict[str, str] = {
 DEFAULT_FIXED_REASON = "it is read when the sensor is built"
 FIXED_BLOCKS = ("emitters",)
 """Blocks of the lidar block, not keys of the schema, that an update may name (all fixed)."""
-
-
-def live_keys() -> tuple[str, ...]:
-    return tuple(p.name for p in LIDAR_PARAMS if p.runtime)
-
-
-def rebuild_keys() -> tuple[str, ...]:
-    return tuple(p.name for p in LIDAR_PARAMS if p.rebuild)
 
 
 def update_class(key: str) -> str:

@@ -76,9 +76,10 @@ class BeamModel:
     ) -> BeamModel:
         """The model of ``config`` under a run's switches.
 
-        ``weather`` false (``-SensorLidarNoWeather``, ``-SensorLidarIdeal``) or the sensor's
-        ``weather.enabled`` false gives clear air; the rain rate and the visibility are checked
-        either way.
+        ``weather`` false gives clear air (the run's rule: ``ScanOptions.weather_on``, which
+        holds ``-SensorLidarNoWeather``, ``-SensorLidarIdeal`` and the sensor's
+        ``weather.enabled``; ``weather.atmosphere`` gives clear air for a disabled block too);
+        the rain rate and the visibility are checked either way.
 
         Raises
         ------
@@ -86,7 +87,7 @@ class BeamModel:
             For a rain rate outside [0, 500] mm/h or a visibility below 10 m.
         """
         check_conditions(rain_mm_per_h, visibility_m)
-        if weather and config.weather.enabled:
+        if weather:
             atm = atmosphere(rain_mm_per_h, visibility_m, config.wavelength_nm, config.weather)
         else:
             atm = CLEAR_AIR

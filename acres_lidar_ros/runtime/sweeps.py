@@ -149,11 +149,6 @@ class SweepTracer:
             self.lock.release()
         return True
 
-    def replace_scanner(self, scanner: Scanner) -> None:
-        with self.lock:
-            self.scanner = scanner
-            self.forget_sweeps()
-
     def forget_sweeps(self) -> None:
         """Forget every sweep in work (the caller holds ``lock``): after the scanner's beam pattern
         is rebuilt their traced columns belong to the old pattern (seed 004 discards the partial

@@ -147,6 +147,8 @@ class ScanOptions:
             raise ConfigError(f"motion_distortion = {self.motion_distortion!r}: expected true, false or null")
 
     def weather_on(self, config: SensorConfig) -> bool:
+        """Whether a scan of ``config`` has rain and fog: the one rule (``weather`` on, not
+        ``ideal``, and the sensor's ``weather.enabled``)."""
         return self.weather and not self.ideal and config.weather.enabled
 
     def motion_on(self, config: SensorConfig) -> bool:

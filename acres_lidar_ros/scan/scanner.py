@@ -127,7 +127,7 @@ class Scanner:
             self._models[phase] = BeamModel.build(
                 self.config,
                 noise=options.noise,
-                weather=options.weather and not options.ideal,
+                weather=options.weather_on(self.config),
                 rain_mm_per_h=options.rain_mm_per_h,
                 visibility_m=options.visibility_m,
                 foliage_solid=not options.foliage,

@@ -43,7 +43,6 @@ YARD_POTHOLE_DEPTH_M = 0.08
 ROAD_X_M = -55.0  # north-south road centreline
 ROAD_HALF_WIDTH_M = 3.25
 SHOULDER_M = 1.0
-ROAD_BLEND_M = 10.0
 #: Road cross-section: distance from the centreline (m) -> height above the smoothed ground (m).
 ROAD_SECTION_D_M = np.array([0.0, 3.25, 4.25, 5.0, 6.5, 8.0, 10.0])
 ROAD_SECTION_Z_M = np.array([0.38, 0.30, 0.26, 0.0, -0.55, 0.0, 0.0])
@@ -200,7 +199,7 @@ def build_ground(rng: np.random.Generator) -> Ground:
     terrain = TerrainGrid(origin, TERRAIN_CELL_M, h)
 
     cover = _cover(d_track)
-    pond, wet = _water(rng, d_road, terrain, rim_z)
+    pond, wet = _water(rng, terrain, rim_z)
     return Ground(terrain, cover, _polygons(), pond, wet, d_track)
 
 
@@ -235,9 +234,7 @@ def _polygons() -> list[tuple[np.ndarray, str]]:
     ]
 
 
-def _water(
-    rng: np.random.Generator, d_road: np.ndarray, terrain: TerrainGrid, rim_z: float
-) -> tuple[CellGrid, CellGrid]:
+def _water(rng: np.random.Generator, terrain: TerrainGrid, rim_z: float) -> tuple[CellGrid, CellGrid]:
     """Pond depth (the pond and a few centimetres in the ditch bottoms) and soil wetness, 1 m cells."""
     n = int(round(2 * HALF_SIZE_M / WATER_CELL_M))
     centres = -HALF_SIZE_M + WATER_CELL_M * (np.arange(n) + 0.5)

@@ -29,7 +29,6 @@ from acres_lidar_ros.errors import SceneError
 if TYPE_CHECKING:
     from acres_lidar_ros.scene.scene_model import Scene
 
-INSTANCE_DTYPE = np.dtype(np.uint32)
 NO_INSTANCE = 0xFFFFFFFF
 """Instance of an empty slot (no hit, no return)."""
 BODY_INSTANCE = 0xFFFFFFFE

@@ -42,13 +42,6 @@ def mount_rotation(rpy_rad: np.ndarray) -> np.ndarray:
     return rz @ ry @ rx
 
 
-def ring_elevations_rad(rings: int, elevation_min_rad: float, elevation_max_rad: float) -> np.ndarray:
-    """Equal steps between the limits; one ring sits in the middle. (rings,) float64."""
-    if rings == 1:
-        return np.array([(elevation_min_rad + elevation_max_rad) / 2.0])
-    return elevation_min_rad + (elevation_max_rad - elevation_min_rad) * np.arange(rings) / (rings - 1)
-
-
 def beam_directions(elevation_rad: np.ndarray, azimuth_rad: np.ndarray) -> np.ndarray:
     """Unit beam directions ``d`` from broadcastable elevation and azimuth arrays: (..., 3)."""
     elevation_rad, azimuth_rad = np.broadcast_arrays(elevation_rad, azimuth_rad)

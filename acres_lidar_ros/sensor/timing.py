@@ -49,10 +49,8 @@ def column_time_offset(
     return phi_rad / (2.0 * np.pi) * period_s - period_s
 
 
-PHYSICS_STEP_S = 1.0 / 120.0
-"""The physics step that clocks the scans (spec "Scan Stamp")."""
-
 STEPS_PER_S = 120
+"""Physics steps per second, 1 / 120 s each, that clock the scans (spec "Scan Stamp")."""
 
 
 def scan_stamp_ns(k: int, hz: float, stepped: bool = True) -> int:
