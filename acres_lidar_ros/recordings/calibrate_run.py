@@ -27,7 +27,13 @@ from acres_lidar_ros.config.sensors import load_sensor_config, resolve_sensor
 from acres_lidar_ros.errors import RecordingError
 from acres_lidar_ros.outputs.files import atomic_write, make_directory
 from acres_lidar_ros.outputs.json_files import write_json
-from acres_lidar_ros.recordings.lidar_model import calibrate_beams, calibrated_overlay, fit_ground, ground_returns
+from acres_lidar_ros.recordings.lidar_model import (
+    body_margin,
+    calibrate_beams,
+    calibrated_overlay,
+    fit_ground,
+    ground_cells,
+)
 from acres_lidar_ros.recordings.lidar_stats import (
     BODY_RANGE_M,
     body_stats,
@@ -99,18 +105,14 @@ def calibrate(
     tracer = None
     ground = None
     if scene is not None:
-        from dataclasses import replace
-
         from acres_lidar_ros.tracing.trace import Tracer
 
         tracer = Tracer(scene)
-        fitted_table = replace(
-            table,
-            azimuth_order=beams.azimuth_order,
-            elevations_rad=np.deg2rad(beams.elevations_deg),
-            azimuth_offsets_rad=np.deg2rad(beams.azimuth_offsets_deg),
-        )
-        ground = fit_ground(ground_returns(scans, fitted_table, tracer, start))
+        geometry = calibrated_overlay("", beams, recording.T_base_sensor, None, None, start.columns)["lidar"]
+        measured = start.with_overrides(geometry)
+        skip = body_margin((body.p_self + body.p_block) > 0, start.columns, start.rings)
+        cells = ground_cells(scans, measured, tracer, skip_cells=skip)
+        ground = fit_ground(cells, measured)
     overlay = calibrated_overlay(
         os.path.relpath(start_path.resolve(), out.resolve()),
         beams,

@@ -2,25 +2,29 @@
 metrics (the spec's ``lidar_sim.py``; each metric is defined in docs/calibration.md, "Metrics").
 
 Scans of either kind are compared in the sensor's cells. The ground is found by tracing each beam
-of a run (its own beam table and mount, at the pose of its column) through the scene:
-``ground_cells`` gives each beam's ground range and material and whether the run has a return within
-``GROUND_MATCH_M`` of it.
+of a run (its own beam table and mount, at the pose of its column) through the scene
+(``lidar_model.ground_cells``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
-from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_NAMES
+from acres_lidar_ros.config.material_table import MATERIAL_NAMES
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.recordings.cloud_cells import CellCloud
-from acres_lidar_ros.recordings.lidar_model import GROUND_MATCH_M, MAD_TO_SIGMA, NOISE_RANGE_M, calibrate_beams
+from acres_lidar_ros.recordings.lidar_model import (
+    MAD_TO_SIGMA,
+    NOISE_RANGE_M,
+    GroundCells,
+    calibrate_beams,
+    ground_cells,
+)
 from acres_lidar_ros.recordings.lidar_stats import (
     BODY_RANGE_M,
     body_stats,
@@ -83,52 +87,6 @@ def render(
     return out
 
 
-@dataclass(frozen=True)
-class GroundCells:
-    """Every beam whose scene ray meets the ground, over the scans: its ground range and material,
-    and the run's return (NaN where none) and intensity there."""
-
-    ground_range_m: np.ndarray
-    material_id: np.ndarray
-    return_range_m: np.ndarray
-    intensity: np.ndarray
-
-    @property
-    def detected(self) -> np.ndarray:
-        return np.abs(self.return_range_m - self.ground_range_m) <= GROUND_MATCH_M
-
-
-def ground_cells(scans: Sequence[RecordedScan], config: SensorConfig, tracer: Tracer) -> GroundCells:
-    """Trace each beam of ``config`` (its directions and lens centres) from each scan's column poses."""
-    from acres_lidar_ros.sensor.pattern import BeamPattern
-
-    pattern = BeamPattern.from_config(config, sub_rays=1)
-    d = pattern.directions_sensor.reshape(-1, 3)
-    o = pattern.lens_origins_sensor.reshape(-1, 3)
-    table = beam_table(config)
-    column = np.repeat(np.arange(config.columns), config.rings)
-    parts = []
-    ground = CLASS_ID["ground"]
-    for scan in scans:
-        if scan.T_world_sensor is None:
-            continue
-        T = scan.T_world_sensor[column]
-        origin = np.einsum("nij,nj->ni", T[:, :3, :3], o) + T[:, :3, 3]
-        direction = np.einsum("nij,nj->ni", T[:, :3, :3], d)
-        hits = tracer.trace(origin, direction, config.range_m, 1, config.continue_step_m, config.pond_threshold_m)
-        on_ground = hits.valid[:, 0] & (hits.class_id[:, 0] == ground) & (hits.range_m[:, 0] >= BODY_RANGE_M)
-        ranges = stack_ranges([scan], table)[0]
-        parts.append(
-            (
-                hits.range_m[on_ground, 0],
-                hits.material_id[on_ground, 0].astype(np.int64),
-                ranges[on_ground],
-                scan.cells.intensity[on_ground].astype(np.float64),
-            )
-        )
-    return GroundCells(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
-
-
 def _detection_curve(g: GroundCells) -> np.ndarray:
     edges = np.arange(0.0, DETECTION_MAX_M + DETECTION_BIN_M, DETECTION_BIN_M)
     b = np.digitize(g.ground_range_m, edges) - 1
@@ -144,7 +102,7 @@ def _surfaces(g: GroundCells) -> dict[str, dict]:
     out = {}
     near = g.ground_range_m < NOISE_RANGE_M
     for m in np.unique(g.material_id):
-        sel = (g.material_id == m) & g.detected
+        sel = (g.material_id == m) & g.matched
         if sel.sum() < MIN_SURFACE_POINTS:
             continue
         noise = sel & near
