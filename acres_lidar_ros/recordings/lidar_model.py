@@ -180,7 +180,9 @@ class SignalModel:
         g = pulse_peak_factor(self.pulse_m, footprint_range_spread_m(range_m, cos_theta, self.divergence_v_rad))
         return signal_counts(rho, range_m, g, self.s10, r10_m, self.overlap_m)
 
-    def detection(self, rho, range_m, cos_theta, s_rho, r10_m: float) -> np.ndarray:
+    def detection(
+        self, rho: np.ndarray, range_m: np.ndarray, cos_theta: np.ndarray, s_rho: np.ndarray, r10_m: float
+    ) -> np.ndarray:
         """P(S' >= S_T), averaged over the albedo texture's lognormal factor (Gauss-Hermite, 9 nodes)."""
         x, w = np.polynomial.hermite_e.hermegauss(9)
         w = w / w.sum()
