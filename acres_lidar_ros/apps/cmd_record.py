@@ -382,7 +382,7 @@ def record_drive(
             )
         bag.flush()  # on the disk before the jsonl row says the scan is complete
         if packet_sink is not None:
-            summary.packets += packet_sink.write_scan(scan)
+            summary.packets += packet_sink.write_scan(scan, bag)
             summary.scans_without_packets = packet_sink.scans_before_zero
         row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage, shaped=shaped, labels=labels)
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])

@@ -16,6 +16,9 @@ from acres_lidar_ros.errors import ConfigError, OutputError
 if TYPE_CHECKING:
     from acres_lidar_ros.config.sensors import SensorConfig
     from acres_lidar_ros.packets.formats import PcapRecorder, UdpStreamer
+    from acres_lidar_ros.packets.packet_bag import PacketBagWriter
+
+    PacketSink = PcapRecorder | UdpStreamer | PacketBagWriter
 
 PCAP_NAME = "packets.pcap"
 
@@ -24,8 +27,9 @@ def add_packet_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("sensor packets (docs/packets.md)")
     group.add_argument(
         "--packets",
-        choices=("pcap", "udp"),
-        help="also write the sensor's own UDP packets: pcap (a packets.pcap file) or udp (sent live)",
+        choices=("pcap", "udp", "bag"),
+        help="also the sensor's own UDP packets: pcap (a packets.pcap file), udp (sent live) or bag (packet "
+        "messages in the run's bag)",
     )
     group.add_argument(
         "--pcap", type=Path, metavar="FILE", help=f"the pcap file (default <out>/{PCAP_NAME}); must not exist"
@@ -45,7 +49,7 @@ def add_packet_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--udp-broadcast", action="store_true", help="allow a broadcast --udp-host")
 
 
-def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Path], PcapRecorder | UdpStreamer] | None:
+def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Path], PacketSink] | None:
     """What ``record_drive`` opens in its run directory for ``--packets``, checked now; None without it."""
     if args.packets is None:
         given = [
@@ -54,7 +58,14 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
         if given:
             raise ConfigError(f"{', '.join(given)} without --packets pcap: nothing would use it")
         return None
-    from acres_lidar_ros.packets.formats import PcapRecorder, UdpStreamer, default_addresses, packet_encoder
+    from acres_lidar_ros.packets.formats import (
+        PcapRecorder,
+        UdpStreamer,
+        default_addresses,
+        packet_driver,
+        packet_encoder,
+    )
+    from acres_lidar_ros.packets.packet_bag import PacketBagWriter
     from acres_lidar_ros.packets.pcap_file import Addresses
     from acres_lidar_ros.packets.udp_stream import UdpSender
 
@@ -70,6 +81,8 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
                 raise OutputError(f"--pcap {pcap}: directory {pcap.parent} does not exist")
         return lambda out_dir: PcapRecorder(pcap if pcap is not None else out_dir / PCAP_NAME, encoder, addresses)
     if args.pcap is not None:
-        raise ConfigError(f"--pcap {args.pcap} with --packets udp: the packets are sent, not written")
+        raise ConfigError(f"--pcap {args.pcap} with --packets {args.packets}: only --packets pcap writes a pcap")
+    if args.packets == "bag":
+        return lambda out_dir: PacketBagWriter(encoder, packet_driver(args.sensor), config.frame_id)
     sender = UdpSender(args.udp_host, source_port=args.udp_source_port, broadcast=args.udp_broadcast)
     return lambda out_dir: UdpStreamer(encoder, sender)

@@ -203,6 +203,22 @@ class BagWriter:
             raise
         return self
 
+    def add_topic(self, topic: str, msgtype: str, qos: dict[str, Any]) -> None:
+        """Register one more topic of an open bag (``msgtype`` must be in the typestore; a topic of
+        the bag's own is refused)."""
+        if self._writer is None:
+            raise OutputError(f"bag {self.path} is not open")
+        if topic in self._connections:
+            raise OutputError(f"topic {topic} is in bag {self.path} already")
+        self._connections[topic] = self._writer.add_connection(
+            topic, msgtype, typestore=self.typestore, offered_qos_profiles=[rosbags_qos(qos)]
+        )
+        self.message_counts[topic] = 0
+
+    def write_message(self, topic: str, log_time_ns: int, message: Any) -> None:
+        """One message of a topic added with ``add_topic``, received at ``log_time_ns``."""
+        self._write(topic, log_time_ns, message)
+
     def flush(self) -> None:
         """End the MCAP chunk in work and push everything written so far to the disk (fsync).
 

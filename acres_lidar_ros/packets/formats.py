@@ -61,6 +61,11 @@ def packet_encoder(sensor: str | os.PathLike[str], config: SensorConfig) -> Pack
     return _VelodyneStream(VelodyneEncoder(VLP16 if name == "vlp16" else HDL32E, config))
 
 
+def packet_driver(sensor: str | os.PathLike[str]) -> str:
+    """The driver family of a sensor with a packet format: ``rslidar`` or ``velodyne``."""
+    return "rslidar" if sensor_name(sensor) in ("polaris", "helios5515") else "velodyne"
+
+
 def default_addresses(sensor: str | os.PathLike[str]) -> Addresses:
     return FORMATS[sensor_name(sensor)][1] if sensor_name(sensor) in FORMATS else Addresses("127.0.0.1", "127.0.0.1")
 
@@ -109,8 +114,9 @@ class PcapRecorder:
     def path(self) -> Path:
         return self.stream.path
 
-    def write_scan(self, scan: Scan) -> int:
-        """Append the scan's packets; returns their number (0 for a sweep before 0 s, counted)."""
+    def write_scan(self, scan: Scan, bag: object = None) -> int:
+        """Append the scan's packets; returns their number (0 for a sweep before 0 s, counted).
+        ``bag`` (the run's) is not used: the packets go to the file."""
         groups = self.encoder.encode(scan, first=self.first)
         if before_time_zero(groups):
             self.scans_before_zero += 1
@@ -141,7 +147,8 @@ class UdpStreamer:
     def path(self) -> str:
         return f"udp://{self.sender.host}"
 
-    def write_scan(self, scan: Scan) -> int:
+    def write_scan(self, scan: Scan, bag: object = None) -> int:
+        """Send the scan's packets at their times; returns their number (``bag`` is not used)."""
         groups = self.encoder.encode(scan, first=self.first)
         if before_time_zero(groups):
             self.scans_before_zero += 1

@@ -58,7 +58,14 @@ def _angles(table: np.ndarray) -> np.ndarray:
 
 
 def decode(path: Path, msop_port: int = 6699, difop_port: int = 7788) -> tuple[HeliosPoints, dict]:
-    times, ports, payloads = read_pcap(path)
+    """The points and the DIFOP's facts of a pcap file."""
+    _, ports, payloads = read_pcap(path)
+    return decode_packets(ports, payloads, msop_port, difop_port)
+
+
+def decode_packets(ports, payloads, msop_port: int = 6699, difop_port: int = 7788) -> tuple[HeliosPoints, dict]:
+    """The points of MSOP/DIFOP payloads (uint8 arrays) in arrival order, each with its UDP port."""
+    ports = np.asarray(ports)
     difops = [p for p, port in zip(payloads, ports) if port == difop_port]
     assert difops and ports[0] == difop_port  # a DIFOP comes before any MSOP
     difop = difops[0]

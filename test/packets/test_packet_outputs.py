@@ -70,10 +70,10 @@ def test_a_failed_run_leaves_no_pcap(tmp_path):
     encoder = packet_encoder("helios5515", config)
 
     class Failing(PcapRecorder):
-        def write_scan(self, scan):
+        def write_scan(self, scan, bag=None):
             if scan.index >= 2:
                 raise OutputError("the disk is full (simulated)")
-            return super().write_scan(scan)
+            return super().write_scan(scan, bag)
 
     def sink(out_dir):
         return Failing(out_dir / "packets.pcap", encoder, default_addresses("helios5515"))
