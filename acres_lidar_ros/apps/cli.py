@@ -18,10 +18,10 @@ from acres_lidar_ros.apps.cmd_bag_repair import add_bag_repair_parser, cmd_bag_r
 from acres_lidar_ros.apps.cmd_recordings import RECORDINGS_COMMANDS, add_recordings_parsers
 from acres_lidar_ros.apps.cmd_trajectory import (
     TRAJECTORY_NUMBER_OPTIONS,
-    add_trajectory_parser,
-    cmd_trajectory,
+    add_world_parsers,
     require_trajectory,
     warn_off_ground,
+    world_command,
 )
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
@@ -158,7 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{scan,record,trajectory,bench,self-table,bag-repair,materials,dataset}"
+        dest="command",
+        required=True,
+        metavar="{scan,record,trajectory,scene-preview,bench,self-table,bag-repair,materials,dataset}",
     )
 
     scan = sub.add_parser(
@@ -207,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_packet_flags(record)
     record.add_argument("--imu", nargs="?", const="default", metavar="FILE", help="an IMU in the bag: docs/imu.md")
 
-    add_trajectory_parser(sub)
+    add_world_parsers(sub)
     bench = sub.add_parser("bench", help="per-stage milliseconds against a bare Open3D cast")
     _add_common(bench)
     from acres_lidar_ros.apps.bench_args import add_bench_arguments
@@ -557,7 +559,7 @@ COMMANDS = {
     "bag-repair": cmd_bag_repair,
     "materials": cmd_materials,
     "dataset": cmd_dataset,
-    "trajectory": lambda args: cmd_trajectory(args, BUILT_IN_FARMS),
+    **dict.fromkeys(("trajectory", "scene-preview"), lambda args: world_command(args, BUILT_IN_FARMS)),
     **RECORDINGS_COMMANDS,
     "export": cmd_dataset,  # apps.cmd_dataset adds and runs export too
 }
