@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-NS_PER_S = 1_000_000_000
+from acres_lidar_ros.units import NS_PER_S
 
 Clock = Callable[[], int]
 

@@ -23,8 +23,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import ConfigError, PoseError
-from acres_lidar_ros.runtime.events import NS_PER_S
 from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, UNIT_QUATERNION_TOLERANCE, PoseHistory, sweep_coverage
+from acres_lidar_ros.units import NS_PER_S
 
 MAX_SPEED_MPS = 50.0
 """Default speed limit of the pose jump check (180 km/h: no farm vehicle, a teleport)."""

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.runtime.events import NS_PER_S, Clock, Event
+from acres_lidar_ros.runtime.events import Clock, Event
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
+from acres_lidar_ros.units import NS_PER_S
 
 Coverage = Callable[[int, bool], str]
 """(sweep_end_ns, need_end) -> one of ``sensor.poses.COVERAGE``."""

@@ -24,12 +24,12 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import AcresLidarError
-from acres_lidar_ros.runtime.events import NS_PER_S
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import freeze_startup_objects, gil_switch_interval
 from acres_lidar_ros.scan import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.units import NS_PER_S
 
 ON_TIME_TOLERANCE_MS = 1.0
 """A scan counts as "at stamp + delay" when published within this of it (issue 9's +- 1 ms)."""

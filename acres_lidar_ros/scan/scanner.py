@@ -47,6 +47,9 @@ class Scanner:
     tracer : a ``Tracer`` to reuse (e.g. shared by scanners of one scene)
     self_table : the sensor's self-return table, loaded by the caller (``body.self_returns.sensor_self_table``),
         or None for a sensor without one; applied while ``options.self_returns`` is on
+    cell_range_id : (columns * rings,) int64 or None
+        Each beam's range region, replacing its emitter's ``range_id``; None: the emitters' ids.
+        A rebuilt pattern (``set_runtime_config``) drops it.
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class Scanner:
         options: ScanOptions = ScanOptions(),
         tracer: Tracer | None = None,
         self_table: SelfReturnTable | None = None,
+        cell_range_id: np.ndarray | None = None,
     ) -> None:
         from acres_lidar_ros.tracing.trace import Tracer
 
@@ -68,6 +72,12 @@ class Scanner:
         self.config = config
         self.options = options
         self._set_pattern()
+        if cell_range_id is not None and np.shape(cell_range_id) != (config.columns * config.rings,):
+            raise ConfigError(
+                f"cell_range_id of shape {np.shape(cell_range_id)}: expected one range id per beam, "
+                f"({config.columns * config.rings},)"
+            )
+        self.cell_range_id = None if cell_range_id is None else np.asarray(cell_range_id, dtype=np.int64)
         self.tracer = tracer
         self.streams: NoiseStreams | None = self._new_streams()
         self._models: dict[int, BeamModel] = {}  # phase -> model, built on first use, again after a change
@@ -136,9 +146,6 @@ class Scanner:
                 windows=CellWindows.build(self.config, self.cell_firing_angle_rad(index), range_id),
             )
         return self._models[phase]
-
-    cell_range_id: np.ndarray | None = None
-    """Each beam's range region, replacing its emitter's ``range_id``; None: the emitters' ids."""
 
     def cell_firing_angle_rad(self, index: int = 0) -> np.ndarray:
         """Seed 004's firing angle of each beam of scan ``index`` (clockwise from the sweep's start,

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 LAYER_RANK = {
     "errors": 0,
     "cores": 0,
+    "units": 0,
     "config": 1,
     "sensor": 2,
     "scene": 2,

@@ -162,14 +162,16 @@ def test_each_emitter_takes_its_range_region_instead_of_the_band(plane_tracer, o
     # min_range_m 5 would drop the 3.8 m ring: the regions replace the band.
     config = two_ring_sensor(min_range_m=5.0, range_count=2, ranges_min_m=[1.0, 8.0], ranges_max_m=[5.0, 20.0])
     for ids, valid_rings in (((0, 1), [True, True]), ((1, 0), [False, False]), ((0, 0), [True, False])):
-        scanner = Scanner(config, tracer=plane_tracer, options=options)
-        scanner.cell_range_id = np.tile(np.asarray(ids, np.int64), 36)  # each ring's emitter range_id
+        cell_range_id = np.tile(np.asarray(ids, np.int64), 36)  # each ring's emitter range_id
+        scanner = Scanner(config, tracer=plane_tracer, options=options, cell_range_id=cell_range_id)
         scan = scanner.scan(AT_REST, 10**9)
         valid = scan.returns.valid.any(axis=1).reshape(36, 2)
         assert (valid == valid_rings).all(), ids
     ranges = scan.returns.range_m[:, 0].reshape(36, 2)
     np.testing.assert_allclose(ranges[:, 0], near_m, atol=0.05)
     assert far_m > 8.0
+    with pytest.raises(ConfigError, match=r"cell_range_id of shape \(3,\): expected one range id per beam, \(72,\)"):
+        Scanner(config, tracer=plane_tracer, options=options, cell_range_id=np.zeros(3, np.int64))
 
 
 def test_region_far_limits_stop_at_range_m_and_ids_are_checked(plane_tracer):
