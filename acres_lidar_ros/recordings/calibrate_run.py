@@ -130,12 +130,15 @@ def calibrate(
     write_json(out / "measures.json", measures, overwrite=True)
     summary: dict = {"out": str(out), "scans": len(scans), "recording": recording.summary(), "files": [SENSORS_NAME]}
     if tracer is not None and score:
+        from acres_lidar_ros.recordings.calibration_plots import write_plots
         from acres_lidar_ros.recordings.lidar_sim import score_configs, write_report
 
-        metrics = score_configs(recording, start, calibrated, tracer, render_scans, progress=step)
+        metrics, curves = score_configs(recording, start, calibrated, tracer, render_scans, progress=step)
         write_json(out / "metrics.json", {"metrics": metrics}, overwrite=True)
-        write_report(out, metrics, recording)
+        plots = write_plots(out, curves, start.columns, start.rings)
+        write_report(out, metrics, recording, plots)
         summary["metrics"] = metrics
+        summary["plots"] = plots
     return summary
 
 

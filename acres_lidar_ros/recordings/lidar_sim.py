@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.spatial.distance import jensenshannon
@@ -87,6 +88,17 @@ def render(
     return out
 
 
+class Score(NamedTuple):
+    """The metrics by name, and the curves the plots draw (real, sim) pairs."""
+
+    metrics: dict[str, float | None]
+    curves: dict[str, Any]
+
+
+def _subset(g: GroundCells, sel: np.ndarray) -> GroundCells:
+    return GroundCells(*(getattr(g, f)[sel] for f in GroundCells.__dataclass_fields__))
+
+
 def _detection_curve(g: GroundCells) -> np.ndarray:
     edges = np.arange(0.0, DETECTION_MAX_M + DETECTION_BIN_M, DETECTION_BIN_M)
     b = np.digitize(g.ground_range_m, edges) - 1
@@ -138,23 +150,39 @@ def score(
     sim: Sequence[RecordedScan],
     sim_config: SensorConfig,
     tracer: Tracer,
-) -> dict[str, float | None]:
-    """The 11 metrics of ``sim`` against ``real`` (docs/calibration.md, "Metrics")."""
+) -> Score:
+    """The 11 metrics of ``sim`` against ``real`` (docs/calibration.md, "Metrics") and the curves behind them."""
     table_real, table_sim = beam_table(real_config), beam_table(sim_config)
     fit_real = calibrate_beams(real, table_real).fit
     fit_sim = calibrate_beams(sim, table_sim).fit
     both = (fit_real.points >= 2) & (fit_sim.points >= 2)
     d_el = np.rad2deg(np.abs(fit_sim.elevation_rad - fit_real.elevation_rad))[both]
     d_az = np.rad2deg(np.abs(fit_sim.azimuth_offset_rad - fit_real.azimuth_offset_rad))[both]
-    iou = mask_iou(body_stats(real, table_real).mask, body_stats(sim, table_sim).mask)
-    rate = float(np.mean(np.abs(return_rate_per_ring(sim, table_sim) - return_rate_per_ring(real, table_real))))
+    mask_real, mask_sim = body_stats(real, table_real).mask, body_stats(sim, table_sim).mask
+    iou = mask_iou(mask_real, mask_sim)
+    rate_real, rate_sim = return_rate_per_ring(real, table_real), return_rate_per_ring(sim, table_sim)
+    rate = float(np.mean(np.abs(rate_sim - rate_real)))
     pts_real, pts_sim = points_per_scan(real).mean(), points_per_scan(sim).mean()
     g_real, g_sim = ground_cells(real, real_config, tracer), ground_cells(sim, sim_config, tracer)
     det = np.abs(_detection_curve(g_sim) - _detection_curve(g_real))
     s_real, s_sim = _surfaces(g_real), _surfaces(g_sim)
     common = sorted(set(s_real) & set(s_sim))
     noise = [abs(s_sim[m]["sigma"] - s_real[m]["sigma"]) / s_real[m]["sigma"] for m in common if s_real[m]["sigma"] > 0]
-    return {
+    hist_real, hist_sim = _range_histogram(real, real_config), _range_histogram(sim, sim_config)
+    curves = {
+        "return_rate_per_ring": (rate_real, rate_sim),
+        "body_mask": (mask_real, mask_sim),
+        "range_histogram": (hist_real, hist_sim),
+        "detection_by_surface": {
+            MATERIAL_NAMES[int(m)]: (
+                _detection_curve(_subset(g_real, g_real.material_id == m)),
+                _detection_curve(_subset(g_sim, g_sim.material_id == m)),
+            )
+            for m in np.unique(g_real.material_id)
+        },
+        "intensity_by_surface": {m: (s_real[m]["hist"], s_sim[m]["hist"]) for m in common},
+    }
+    metrics = {
         "beam_elevation_worst_ring_deg": float(d_el.max()) if d_el.size else None,
         "ring_azimuth_offset_worst_ring_deg": float(d_az.max()) if d_az.size else None,
         "body_mask_iou": iou,
@@ -162,7 +190,7 @@ def score(
         "points_per_scan_relative_error": float(abs(pts_sim - pts_real) / pts_real) if pts_real else None,
         "ground_detection_vs_range_mae": float(np.nanmean(det)) if np.isfinite(det).any() else None,
         "ground_detection_vs_range_worst_bin": float(np.nanmax(det)) if np.isfinite(det).any() else None,
-        "range_histogram_js_distance": _js(_range_histogram(sim, sim_config), _range_histogram(real, real_config)),
+        "range_histogram_js_distance": _js(hist_sim, hist_real),
         "ground_intensity_median_worst_surface": _worst(
             [abs(s_sim[m]["median"] - s_real[m]["median"]) for m in common]
         ),
@@ -171,6 +199,7 @@ def score(
         ),
         "range_noise_below_10m_worst_surface_relative": _worst(noise),
     }
+    return Score(metrics, curves)
 
 
 def within(value: float | None, limit: float, kind: str) -> bool:
@@ -186,18 +215,19 @@ def score_configs(
     tracer: Tracer,
     max_scans: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
-) -> list[dict]:
-    """Render with the start and the calibrated sensor and score both: ``metrics.json``'s list."""
+) -> tuple[list[dict], dict[str, Any]]:
+    """Render with the start and the calibrated sensor and score both: ``metrics.json``'s list, and
+    the curves of each (``{"before": ..., "after": ...}``)."""
     scans = recording.scans
     if max_scans is not None and len(scans) > max_scans:
         scans = [scans[i] for i in np.linspace(0, len(scans) - 1, max_scans).round().astype(int)]
-    results = {}
+    results, curves = {}, {}
     for k, (name, config) in enumerate((("before", before), ("after", after))):
         rendered = render(recording, config, tracer, scans)
         if progress is not None:
             progress("render", k + 1, 2)
-        results[name] = score(scans, after, rendered, config, tracer)
-    return [
+        results[name], curves[name] = score(scans, after, rendered, config, tracer)
+    metrics = [
         {
             "name": name,
             "limit": limit,
@@ -208,13 +238,14 @@ def score_configs(
         }
         for name, limit, kind in METRICS
     ]
+    return metrics, curves
 
 
 def _fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def write_report(out: Path, metrics: list[dict], recording: Recording) -> Path:
+def write_report(out: Path, metrics: list[dict], recording: Recording, plots: Sequence[str] = ()) -> Path:
     """``report.md``: the metrics as the spec prints its table."""
     inside = (sum(m["within_limit"] for m in metrics), len(metrics))
     lines = [
@@ -231,4 +262,6 @@ def write_report(out: Path, metrics: list[dict], recording: Recording) -> Path:
         after = _fmt(m["after"]) + ("" if m["within_limit"] else " (not in limit)")
         lines.append(f"| {m['name']} | {limit} | {_fmt(m['before'])} | {after} |")
     lines += ["", 'Each metric is defined in docs/calibration.md ("Metrics").', ""]
+    for name in plots:
+        lines += [f"![{name}]({name})" if name.endswith(".png") else name, ""]
     return atomic_write(out / "report.md", "\n".join(lines).encode("utf-8"), overwrite=True)

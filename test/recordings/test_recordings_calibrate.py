@@ -91,6 +91,20 @@ def test_metrics_before_and_after(calibrated):
     assert "| Metric (Worst Case) | Limit | Before | Calibrated |" in report
 
 
+def test_plots_are_pngs_the_report_shows(calibrated):
+    from PIL import Image
+
+    from acres_lidar_ros.recordings.calibration_plots import PLOTS
+
+    summary, out = calibrated
+    assert summary["plots"] == list(PLOTS)
+    report = (out / "report.md").read_text()
+    for name in PLOTS:
+        with Image.open(out / name) as image:  # a decoder the project did not write
+            assert image.format == "PNG" and image.size[0] >= 600
+        assert f"![{name}]({name})" in report
+
+
 def test_calibrate_refuses_a_bad_scan_count(tmp_path, capsys):
     assert (
         main(
