@@ -57,6 +57,11 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     assert sweeps._sweeps == {}
 
 
+WAIT_S = 120.0
+"""Bounds of the waits below: far beyond any stall of a loaded machine (each returns at once when
+all goes well); with 5 s the first pretrace could time out before ``block.set()`` and break the order."""
+
+
 class _FakeSweep:
     """Stands in for scan.Sweep: records the poses each pretrace saw."""
 
@@ -68,7 +73,7 @@ class _FakeSweep:
     def trace_covered(self, poses, min_columns=1):
         self.log.append((self.end_ns, poses))
         self.started.set()
-        self.block.wait(5.0)
+        self.block.wait(WAIT_S)
         return 7
 
     def finish(self, poses, extrapolate=False):
@@ -105,16 +110,16 @@ def test_a_waiting_finish_goes_before_the_next_requested_pretrace():
     drain = threading.Thread(target=tracer.drain_pretraces)
     _FakeSweep.started = threading.Event()
     drain.start()
-    assert _FakeSweep.started.wait(5.0)  # the first pretrace runs (and holds the lock) until block is set
+    assert _FakeSweep.started.wait(WAIT_S)  # the first pretrace runs (and holds the lock) until block is set
     job = ScanJob(index=1, sweep_end_ns=100, stamp_ns=100, release_ns=0, opened_ns=0)
     finisher = threading.Thread(target=tracer.finish, args=(job, "poses"))
     finisher.start()
-    deadline = time.monotonic() + 5.0  # a bounded wait for the finisher to queue up; no timing assert
+    deadline = time.monotonic() + WAIT_S  # a bounded wait for the finisher to queue up; no timing assert
     while tracer._finishing == 0 and time.monotonic() < deadline:
         time.sleep(0.001)
     assert tracer._finishing == 1
     block.set()
-    finisher.join(5.0)
-    drain.join(5.0)
+    finisher.join(WAIT_S)
+    drain.join(WAIT_S)
     assert not finisher.is_alive() and not drain.is_alive()
     assert [entry[1] for entry in log] == ["first", "finish", "second"]
