@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{scan,record,trajectory,scene-preview,bench,self-table,bag-repair,materials,dataset}",
+        metavar="{scan,record,trajectory,scene-preview,cloud-to-scene,bench,self-table,bag-repair,materials,dataset}",
     )
 
     scan = sub.add_parser(
@@ -559,7 +559,7 @@ COMMANDS = {
     "bag-repair": cmd_bag_repair,
     "materials": cmd_materials,
     "dataset": cmd_dataset,
-    **dict.fromkeys(("trajectory", "scene-preview"), lambda args: world_command(args, BUILT_IN_FARMS)),
+    **{c: lambda a: world_command(a, BUILT_IN_FARMS) for c in ("trajectory", "scene-preview", "cloud-to-scene")},
     **RECORDINGS_COMMANDS,
     "export": cmd_dataset,  # apps.cmd_dataset adds and runs export too
 }

@@ -20,21 +20,33 @@ if TYPE_CHECKING:
     from acres_lidar_ros.scene.scene_model import Scene
 
 #: Options of this command whose values are numbers (negative values are values, not options).
-TRAJECTORY_NUMBER_OPTIONS = {"--speed": 1, "--turn-radius": 1, "--centre": 2, "--half-width": 1}
+TRAJECTORY_NUMBER_OPTIONS = {
+    "--speed": 1,
+    "--turn-radius": 1,
+    "--centre": 2,
+    "--half-width": 1,
+    "--cell": 1,
+    "--min-height": 1,
+}
 
 
 def add_world_parsers(sub: argparse._SubParsersAction) -> None:
-    """The commands of a user's own world: ``trajectory`` and ``scene-preview``."""
+    """The commands of a user's own world: ``trajectory``, ``scene-preview``, ``cloud-to-scene``."""
+    from acres_lidar_ros.apps.cmd_cloud_to_scene import add_cloud_to_scene_parser
     from acres_lidar_ros.apps.cmd_scene_preview import add_scene_preview_parser
 
     add_trajectory_parser(sub)
     add_scene_preview_parser(sub)
+    add_cloud_to_scene_parser(sub)
 
 
 def world_command(args: argparse.Namespace, built_in_farms: dict[str, str]) -> int:
-    """Run ``trajectory`` or ``scene-preview``."""
+    """Run ``trajectory``, ``scene-preview`` or ``cloud-to-scene``."""
+    from acres_lidar_ros.apps.cmd_cloud_to_scene import cmd_cloud_to_scene
     from acres_lidar_ros.apps.cmd_scene_preview import cmd_scene_preview
 
+    if args.command == "cloud-to-scene":
+        return cmd_cloud_to_scene(args)
     if args.command == "scene-preview":
         return cmd_scene_preview(args, built_in_farms)
     return cmd_trajectory(args, built_in_farms)
