@@ -48,10 +48,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acres_lidar_ros.config.dataset_file import Dataset, ShardSpec, load_dataset
 from acres_lidar_ros.errors import ConfigError, OutputError
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.scene.scene_model import Scene
 
 RETRIES = 2  # Ray runs a failing shard at most 1 + RETRIES times
 SHARD_FILE = "shard.json"
@@ -64,21 +67,26 @@ ADDRESS_TIMEOUT_S = 3.0
 
 
 # --- one shard (runs in a Ray worker) --------------------------------------------------------
-@functools.lru_cache(maxsize=2)
-def _tracer(scene_source: str, farm_seed: int | None, world_json: str, threads: int):
-    """The scene (the built-in farm of ``farm_seed`` with the drawn crops and wetness of
-    ``world_json``, or a scene file) and its Embree structure, built once per worker and world."""
+def shard_scene(scene_source: str, farm_seed: int | None, world: dict) -> Scene:
+    """A shard's scene: the built-in farm of ``farm_seed`` with its drawn crops and wetness
+    (``world``: ``crop_growth``, ``harvested``, ``soil_wetness``), or a scene file."""
     from acres_lidar_ros.scene import build_default_farm, load_scene
     from acres_lidar_ros.scene.farm_variation import vary_farm
+
+    if scene_source != "default":
+        return load_scene(Path(scene_source))
+    scene = build_default_farm(seed=farm_seed or 0)
+    if world:
+        scene = vary_farm(scene, world.get("crop_growth"), world.get("harvested"), world.get("soil_wetness"))
+    return scene
+
+
+@functools.lru_cache(maxsize=2)
+def _tracer(scene_source: str, farm_seed: int | None, world_json: str, threads: int):
+    """The shard's scene (``shard_scene``) and its Embree structure, built once per worker and world."""
     from acres_lidar_ros.tracing.trace import Tracer
 
-    if scene_source == "default":
-        scene = build_default_farm(seed=farm_seed or 0)
-        world = json.loads(world_json)
-        if world:
-            scene = vary_farm(scene, world.get("crop_growth"), world.get("harvested"), world.get("soil_wetness"))
-    else:
-        scene = load_scene(Path(scene_source))
+    scene = shard_scene(scene_source, farm_seed, json.loads(world_json))
     return scene, Tracer(scene, nthreads=threads)
 
 

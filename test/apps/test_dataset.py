@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.apps import cli
-from acres_lidar_ros.apps.cmd_dataset import BOXES_FILE, SHARD_FILE, shard_checksum
+from acres_lidar_ros.apps.cmd_dataset import BOXES_FILE, SHARD_FILE, shard_checksum, shard_scene
 from acres_lidar_ros.config.dataset_file import load_dataset
 from acres_lidar_ros.errors import ConfigError
 
@@ -169,6 +169,18 @@ def test_each_farm_seed_is_its_own_world(finished):
         by_farm.setdefault(entry["config"]["farm_seed"], []).append(rows[0]["sensor_pose"]["position_m"][2])
     # The tour is draped on each farm's own terrain: the sensor's height differs between the farms.
     assert abs(by_farm[0][0] - by_farm[1][0]) > 1e-3
+
+
+def test_a_shards_drawn_world_is_its_scene():
+    world = {"crop_growth": {"corn_field": 0.2}, "harvested": {"potato_field": 1.0}, "soil_wetness": -1.0}
+    scene = shard_scene("default", 4, world)
+    names = np.asarray(scene.object_names, dtype=object)[scene.crops.instance]
+    height = scene.crops.cell_top_z_m - scene.crops.cell_base_z_m
+    corn = height[names == "corn_field"]
+    # The spec's h_max = h_crop (0.03 + 0.97 G): corn 2.6 m at G 0.2; potato 0.6 m at its own 0.25, all harvested (3 %).
+    assert np.isclose(corn, 2.6 * (0.03 + 0.97 * 0.2)).mean() > 0.9
+    np.testing.assert_allclose(height[names == "potato_field"], 0.03 * 0.6 * (0.03 + 0.97 * 0.25), rtol=1e-9)
+    assert scene.soil_wetness.values.max() == 0.0
 
 
 def _poses(rows) -> np.ndarray:
