@@ -372,7 +372,6 @@ def range_sigma_m(
     -------
     (...) float64, m.
     """
-
     return _scalar.range_sigma_ufunc(
         mean_signal_counts, ambient_counts, signal_at_10pct_counts, std_m, range_std_low_snr_m
     )
