@@ -50,20 +50,12 @@ def drive(loop, clock, samples):
             clock.now_ns = now_ms * MS
             out = loop.tick()
             events += out.events
-<<<<<<< HEAD
-            drive.published += [message[0] for job in out.publish for message in job.result]  # stamps
-=======
             drive.published += [stamp_of(job) for job in out.publish]
->>>>>>> 08b6caf (test_honest_logs: read a published scan's stamp from the list of slices the loop now publishes)
         now_ms = max(now_ms, arrival_ms)
         clock.now_ns = now_ms * MS
         out = loop.on_pose(stamp_ms * MS, (x_m, 0.0, 0.0), IDENTITY, "odom", "base_footprint")
         events += out.events
-<<<<<<< HEAD
-        drive.published += [message[0] for job in out.publish for message in job.result]  # stamps
-=======
         drive.published += [stamp_of(job) for job in out.publish]
->>>>>>> 08b6caf (test_honest_logs: read a published scan's stamp from the list of slices the loop now publishes)
     return events
 
 
@@ -138,11 +130,7 @@ def test_a_10_m_teleport_is_reported_counted_and_not_interpolated_across(plane_t
     assert jump.level == "warn" and "at 1.500 s is 10.000 m from the previous one 20.0 ms before" in jump.message
     assert "500.0 m/s > max_pose_speed_mps 50" in jump.message
     assert loop.tracker.counts["jump"] == 1
-<<<<<<< HEAD
-    published = drive.published + [m[0] for out in emitted for job in out.publish for m in job.result]
-=======
     published = drive.published + [stamp_of(job) for out in emitted for job in out.publish]
->>>>>>> 08b6caf (test_honest_logs: read a published scan's stamp from the list of slices the loop now publishes)
     # The history restarts at the jump's pose (1.5 s): the sweep 1.4 .. 1.5 s starts before it and is
     # skipped; the sweep 1.5 .. 1.6 s lies wholly after it. No scan is traced across the jump.
     assert 1_500 * MS not in published and {1_400 * MS, 1_600 * MS} <= set(published)
@@ -157,11 +145,7 @@ def test_with_the_speed_check_off_the_jump_is_kept_as_before(plane_tracer):
     samples = [(ms, ms + 1, 0.0 if ms < 1500 else 10.0) for ms in range(0, 2500, 20)]
     events = drive(loop, clock, samples)
     assert not [e for e in events if e.kind in ("jump", "acceleration")]
-<<<<<<< HEAD
-    published = drive.published + [m[0] for out in emitted for job in out.publish for m in job.result]
-=======
     published = drive.published + [stamp_of(job) for out in emitted for job in out.publish]
->>>>>>> 08b6caf (test_honest_logs: read a published scan's stamp from the list of slices the loop now publishes)
     assert 1_500 * MS in published  # interpolated across the jump: what the check is for
 
 
