@@ -59,6 +59,7 @@ from acres_lidar_ros.ros.params import (
 from acres_lidar_ros.runtime.events import Event
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.messages import ScanMessages, pack_scan
+from acres_lidar_ros.runtime.packet_feed import PacketFeed
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
@@ -131,6 +132,81 @@ def import_tf2_ros() -> Any | None:
     except ImportError:
         return None
     return tf2_ros
+
+
+def packet_feed(node: Node, mode: str, udp_host: str, sensors: str, config: SensorConfig) -> PacketFeed | None:
+    """The ``packets`` parameter's feed (docs/packets.md): live UDP, or the driver's packet messages
+    where their ROS 2 package is installed; None without it. Refusals come at start-up."""
+    if not mode:
+        return None
+    from acres_lidar_ros.packets.formats import UdpStreamer, packet_driver, packet_encoder
+
+    encoder = packet_encoder(sensors, config)
+    if mode == "udp":
+        from acres_lidar_ros.packets.udp_stream import UdpSender
+
+        return PacketFeed(UdpStreamer(encoder, UdpSender(udp_host)))
+    return PacketFeed(RosPacketSink(node, encoder, packet_driver(sensors), config.frame_id))
+
+
+class RosPacketSink:
+    """Publishes each scan's packets as the driver's messages: ``rslidar_msg/msg/RslidarPacket`` on
+    ``/rslidar_packets`` (one a packet, reliable, depth 100) or ``velodyne_msgs/msg/VelodyneScan`` on
+    ``/velodyne_packets`` (one a scan, depth 10), as ``packets.packet_bag`` writes them into a bag."""
+
+    def __init__(self, node: Node, encoder: Any, driver: str, frame_id: str) -> None:
+        import importlib
+
+        package = "rslidar_msg" if driver == "rslidar" else "velodyne_msgs"
+        try:
+            self.msg = importlib.import_module(f"{package}.msg")
+        except ImportError as error:
+            raise ConfigError(
+                f"packets = 'ros' needs the {package} ROS 2 message package, which is not installed here: build "
+                f"it in your workspace (docs/packets.md), or set packets to udp"
+            ) from error
+        self.encoder, self.driver, self.frame_id = encoder, driver, frame_id
+        self.first = True
+        if driver == "rslidar":
+            self.pub = node.create_publisher(self.msg.RslidarPacket, "/rslidar_packets", cloud_qos(100))
+        else:
+            self.pub = node.create_publisher(self.msg.VelodyneScan, "/velodyne_packets", cloud_qos(10))
+
+    def _header(self, ns: int) -> Header:
+        return Header(stamp=Time(nanoseconds=max(int(ns), 0)).to_msg(), frame_id=self.frame_id)
+
+    def write_scan(self, scan: Any, bag: Any = None) -> int:
+        from acres_lidar_ros.packets.formats import before_time_zero
+
+        groups = self.encoder.encode(scan, first=self.first)
+        if before_time_zero(groups):
+            return 0
+        self.first = False
+        if self.driver == "velodyne":
+            data = next(g for g in groups if g.kind == "data")
+            packets = []
+            for t, payload in zip(data.send_ns, data.payloads):
+                packets.append(self.msg.VelodynePacket(stamp=Time(nanoseconds=int(t)).to_msg(), data=payload.tolist()))
+            self.pub.publish(self.msg.VelodyneScan(header=self._header(int(data.send_ns[-1])), packets=packets))
+            return len(packets)
+        rows = sorted(
+            ((int(t), g.kind == "difop", g.payloads[i]) for g in groups for i, t in enumerate(g.send_ns)),
+            key=lambda row: row[0],
+        )
+        first_msop = True
+        for t, difop, payload in rows:
+            message = self.msg.RslidarPacket(
+                header=self._header(0 if difop else t),
+                is_difop=int(difop),
+                is_frame_begin=int(not difop and first_msop),
+                data=array.array("B", payload.tobytes()),
+            )
+            self.pub.publish(message)
+            first_msop = first_msop and difop
+        return len(rows)
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def trace_pool() -> Executor | None:
@@ -211,6 +287,7 @@ class LidarNode(Node):
                 f"{np.degrees(self.config.rpy_rad).round(3).tolist()}), and only vehicle markers in the "
                 f"{self.settings['odom_frame']!r} frame become boxes"
             )
+        self._packet_feed = packet_feed(self, s["packets"], s["packets_udp_host"], s["sensors"], config)
         self._cloud_pub = self.create_publisher(PointCloud2, s["topic"], cloud_qos(s["qos_depth"]))
         self._truth_pub = (
             self.create_publisher(PointCloud2, s["truth_topic"], cloud_qos(s["qos_depth"])) if s["truth"] else None
@@ -265,6 +342,8 @@ class LidarNode(Node):
 
     def close(self) -> None:
         self.loop.close()
+        if self._packet_feed is not None:
+            self._packet_feed.close()
         self._log([], final=True)  # the lines the throttle still holds back, with their counts
 
     # -- output -------------------------------------------------------------------------------
@@ -310,6 +389,8 @@ class LidarNode(Node):
         PointCloud2, in its output frame, stamped at the start or the end of what it covers, and
         with the truth on the scan's truth cloud beside its last slice (``runtime.messages``)."""
         s = self.settings
+        if self._packet_feed is not None and shaped.last_slice:
+            self._packet_feed.put(shaped.scan)  # its packets, in the feed's own thread
         stamp = shaped.header_stamp_ns(stamps_sweep_start(s["point_type"], s["ts_first_point"]))
         return pack_scan(shaped, s["point_type"], stamp, cloud_message)
 

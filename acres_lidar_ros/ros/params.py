@@ -287,6 +287,22 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         pattern="topic",
     ),
     NodeParam(
+        "packets",
+        "string",
+        "",
+        "The sensor's own packets as well (docs/packets.md): udp sends them live to packets_udp_host at the "
+        "packet rate; ros publishes the driver's packet messages (rslidar_msg, velodyne_msgs), where that "
+        "package is installed; empty: none.",
+        choices=("udp", "ros"),
+        empty_means="none",
+    ),
+    NodeParam(
+        "packets_udp_host",
+        "string",
+        "127.0.0.1",
+        "Where packets udp sends (an IPv4 address; a broadcast one is refused).",
+    ),
+    NodeParam(
         "vehicle_markers_topic",
         "string",
         "/vehicle_markers",

@@ -875,3 +875,22 @@ def test_the_labels_parameter_publishes_the_labelled_profile(lidar_node):
     assert lidar_node().settings["point_type"] == "XYZI"
     with pytest.raises(ConfigError, match="point_type 'ouster' with labels: .*allowed with labels: XYZI, XYZIRT"):
         lidar_node(labels=True, point_type="ouster")
+
+
+def test_the_packets_parameter_sends_udp_or_refuses_ros_without_its_package(lidar_node):
+    """packets: udp opens a live sender to packets_udp_host at start-up; ros needs the driver's
+    message package (not in the PyPI wheels) and says so; a broadcast host is refused."""
+    node = lidar_node(packets="udp")
+    assert node._packet_feed.sink.sender.host == "127.0.0.1"
+    assert node.descriptors["packets"].read_only
+    import importlib.util
+
+    if importlib.util.find_spec("rslidar_msg") is None:
+        with pytest.raises(ConfigError, match="packets = 'ros' needs the rslidar_msg ROS 2 message package"):
+            lidar_node(packets="ros")
+    else:  # a workspace with rslidar_msg built: the packets are published as rslidar_sdk reads them
+        assert "/rslidar_packets" in lidar_node(packets="ros").publishers
+    with pytest.raises(ConfigError, match="broadcast or multicast address"):
+        lidar_node(packets="udp", packets_udp_host="255.255.255.255")
+    with pytest.raises(ConfigError, match="packets = 'tcp': expected one of udp, ros"):
+        lidar_node(packets="tcp")
