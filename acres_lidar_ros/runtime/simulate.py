@@ -32,7 +32,7 @@ from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.units import NS_PER_S
 
 ON_TIME_TOLERANCE_MS = 1.0
-"""A scan counts as "at stamp + delay" when published within this of it (issue 9's +- 1 ms)."""
+"""A scan counts as "at stamp + delay" when published within this of it (the node's +- 1 ms release tolerance)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Command-line input (issue 11): negative pose values, the spec's -SensorLidar* options,
+"""Command-line input: negative pose values, the spec's -SensorLidar* options,
 lidar.enabled false, and output directories that cannot be made."""
 
 from __future__ import annotations

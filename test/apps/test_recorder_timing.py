@@ -1,4 +1,4 @@
-"""The recorder's due times and its honest pose coverage (spec "Scan Stamp", issue 11)."""
+"""The recorder's due times and its honest pose coverage (spec "Scan Stamp")."""
 
 from __future__ import annotations
 

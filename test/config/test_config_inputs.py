@@ -1,4 +1,4 @@
-"""Sensors files and self-return tables a fuzzer found wrong (issue 11): every one refused by name."""
+"""Sensors files and self-return tables a fuzzer found wrong: every one refused by name."""
 
 from __future__ import annotations
 
@@ -119,11 +119,11 @@ def test_documented_nulls_unset_the_base_files_tables(tmp_path):
     assert [p.name for p in LIDAR_PARAMS if p.nullable] == [
         "elevations_deg",
         "azimuth_offsets_deg",
-        "ranges_min_m",  # null: no range regions (issue 10)
+        "ranges_min_m",  # null: no range regions
         "ranges_max_m",
         "self_returns",
         "radiometry.ring_range_at_10pct_m",
-        "radiometry.max_range_m",  # null: unset, back to the spec's detection keys (issue 12)
+        "radiometry.max_range_m",  # null: unset, back to the spec's detection keys
         "radiometry.reflectance_at_max_range",
     ]
 

@@ -1,4 +1,4 @@
-"""Fuzzed inputs (issue 11): sensors files, scene files, box tracks, ROS parameters, CLI options.
+"""Fuzzed inputs: sensors files, scene files, box tracks, ROS parameters, CLI options.
 
 Each example starts from a valid input and mutates it: a value replaced, a key added or removed,
 a value nested deep, or bytes inserted into the file. The loader must either accept the input or

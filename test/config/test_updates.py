@@ -1,4 +1,4 @@
-"""Runtime updates (issue 10 part 6): live keys at the next scan, pattern keys rebuilt between
+"""Runtime updates: live keys at the next scan, pattern keys rebuilt between
 scans, fixed keys refused, and a refused update changes nothing; through ``config.updates``,
 ``Scanner.set_runtime_config`` and the ROS-free node loop."""
 

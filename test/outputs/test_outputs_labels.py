@@ -1,4 +1,4 @@
-"""The labelled outputs (issue 12, part 1): the XYZIRT_labels profile's dtype and fields, the PLY
+"""The labelled outputs: the XYZIRT_labels profile's dtype and fields, the PLY
 with instance labels, their round trips, the episode's instance table and ``labels``' choice of
 profile. The layout's field table is written by hand from docs/outputs.md."""
 

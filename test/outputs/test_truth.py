@@ -1,4 +1,4 @@
-"""Why a beam gave no return (issue 12 part 2): each drop reason on a constructed scene.
+"""Why a beam gave no return: each drop reason on a constructed scene.
 
 The scene is four walls around the spec's generic default sensor (180 x 8, no lens offset, no
 mount rotation, 1.9 m above the base) and no ground under it. Every expectation is computed here

@@ -1,4 +1,4 @@
-"""Mechanical noise (issue 10 part 4): each firing's azimuth, elevation and origin errors, their
+"""Mechanical noise: each firing's azimuth, elevation and origin errors, their
 statistics, their geometry, and that they leave the seed-000 noise stream alone."""
 
 import math

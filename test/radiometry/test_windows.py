@@ -1,4 +1,4 @@
-"""Windows and limits (issue 10 part 3): the valid azimuth window, range regions, the range
+"""Windows and limits: the valid azimuth window, range regions, the range
 offset and the separation near limit, against geometry worked out here."""
 
 import math

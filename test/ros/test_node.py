@@ -434,7 +434,7 @@ def test_node_declares_subscribes_and_publishes_where_documented(lidar_node):
     assert node.params["lidar.delay_s"] == 0.012 and node.params["topic"] == ""
     assert node.params["lidar.topic"] == "/lidar/points" and node.settings["point_type"] == "XYZI"
     assert node.descriptors["lidar.hz"].read_only and not node.descriptors["rain_mm_per_h"].read_only
-    assert not node.descriptors["lidar.columns"].read_only  # rebuilt between scans (issue 10)
+    assert not node.descriptors["lidar.columns"].read_only  # rebuilt between scans
     assert StandInScanner.instances[-1].warmed  # kernels compiled before the first due scan
     table = StandInScanner.instances[-1].self_table  # the node loads the sensor's table for it
     assert table.path == node.config.self_returns and (table.columns, table.rings) == (1800, 32)

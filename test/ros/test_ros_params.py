@@ -45,7 +45,7 @@ def test_every_schema_key_and_node_parameter_is_declared_once(polaris):
 
 
 def test_only_the_fixed_keys_are_read_only(decls):
-    # Issue 10 part 6: live keys and the keys whose beam pattern is rebuilt between scans are
+    # Live keys and the keys whose beam pattern is rebuilt between scans are
     # writable; these change the node's schedule, frames, files or publisher and need a restart.
     read_only = sorted(name for name, d in decls.items() if d.read_only and d.group != "node")
     assert read_only == sorted(

@@ -134,7 +134,7 @@ def test_parameters_are_set_and_refused_over_the_parameter_services(session):
     assert [v.double_value for v in values] == [2.0, visibility.double_value]  # the refused value is not set
     (described,) = _call(feed, client.describe_parameters(["lidar.hz"])).descriptors
     assert described.read_only and described.floating_point_range[0].to_value == 120.0
-    # Issue 10: a live window change is taken; a broken cross-key rule is refused with its reason
+    # A live window change is taken; a broken cross-key rule is refused with its reason
     # and the parameter keeps its value.
     window = Parameter("lidar.valid_end_azimuth_deg", Parameter.Type.DOUBLE, 180.0)
     (live,) = _call(feed, client.set_parameters([window])).results

@@ -118,7 +118,7 @@ def test_rebuild_keeps_the_scanner_for_runtime_keys_and_replaces_it_otherwise(pl
     first = loop.scanner
     loop.rebuild({"return_mode": "last"})
     assert loop.scanner is first and loop.config.return_mode == "last"
-    loop.rebuild({"position_flu_m": [2.0, 0.0, 2.0]})  # the mount: rebuilt on the same scanner (issue 10)
+    loop.rebuild({"position_flu_m": [2.0, 0.0, 2.0]})  # the mount: rebuilt on the same scanner
     assert loop.scanner is first and loop.scanner.tracer is first.tracer
     assert list(loop.config.position_flu_m) == [2.0, 0.0, 2.0]
     loop.set_options(rain_mm_per_h=4.0)

@@ -1,6 +1,6 @@
-"""The core against the golden scans of ``test/golden/`` (issue 9, part 2).
+"""The core against the golden scans of ``test/golden/``.
 
-The goldens were taken from commit d376a36, before the radiometry was rewritten; the command that
+The goldens were taken before the radiometry was rewritten (MANIFEST.json records the code they came from); the command that
 regenerates them is in ``scripts/make_goldens.py``, which also writes ``MANIFEST.json``: the sha256 of
 every file, compared here with the files (a golden changed without its manifest fails). The check,
 per case:

@@ -285,7 +285,7 @@ def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tr
 
 
 def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(polaris):
-    """Issue 5: with the body on, cells the table marks as always body carry only the body."""
+    """With the body on, cells the table marks as always body carry only the body."""
     from acres_lidar_ros.body.self_returns import load_self_table
     from acres_lidar_ros.scene import build_default_farm, default_tour
 

@@ -1,4 +1,4 @@
-"""The shipped sensors (issue 10 part 8): each one's emitter directions and firing times against
+"""The shipped sensors: each one's emitter directions and firing times against
 values worked out by hand from its source (docs/sensors.md names them), and its driver identity.
 
 The expectations are the vendors' own formulas, written here independently of the tables of

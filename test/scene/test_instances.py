@@ -1,4 +1,4 @@
-"""Instance labels (issue 12, part 1): every object type gets its id, the body and the clutter
+"""Instance labels: every object type gets its id, the body and the clutter
 theirs, and the ids of a scene file and seed never change."""
 
 from __future__ import annotations

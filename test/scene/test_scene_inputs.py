@@ -1,4 +1,4 @@
-"""Scene files, their .npy and mesh files, and box tracks a fuzzer found wrong (issue 11)."""
+"""Scene files, their .npy and mesh files, and box tracks a fuzzer found wrong."""
 
 from __future__ import annotations
 

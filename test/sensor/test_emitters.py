@@ -1,4 +1,4 @@
-"""The firing pattern (seed 004, parts 1 and 2 of issue 10): directions, origins and firing times
+"""The firing pattern (docs/sensors.md, "Firing pattern"): directions, origins and firing times
 of small rotary and solid-state patterns worked out by hand, fractional ticks, state cycling, and
 the rings x columns keys as one way of writing a pattern."""
 
