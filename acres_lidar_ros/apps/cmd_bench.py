@@ -155,7 +155,7 @@ def bench_scans(
         assert against is not None
         stamp_ns = int(round((against.trajectory.start_s + (k + 1) * period_s) * 1e9))
         scan = against.scanner.scan(against.trajectory, stamp_ns)
-        timings = dict(against.scanner.timings_ms, packing_ms=_packed_ms(scan, point_type))
+        timings = dict(scan.timings_ms, packing_ms=_packed_ms(scan, point_type))
         origins, directions = against.scanner.pattern.rays_world(scan.T_world_sensor)
         started = time.perf_counter()
         against.scanner.tracer.cast_bare(origins, directions)
@@ -174,7 +174,7 @@ def bench_scans(
         packing_ms = _packed_ms(scan, point_type)
         if variant is not None:
             variant_scan = variant.scan(trajectory, stamp_ns)
-            variant_timings = dict(variant.timings_ms, packing_ms=_packed_ms(variant_scan, variant_point_type))
+            variant_timings = dict(variant_scan.timings_ms, packing_ms=_packed_ms(variant_scan, variant_point_type))
             if k > 0:
                 for key in STAGES:
                     variant_stages[key].append(variant_timings[key])
@@ -187,7 +187,7 @@ def bench_scans(
             scan_against(k)
         if k == 0:
             continue
-        timings = dict(scanner.timings_ms, packing_ms=packing_ms)
+        timings = dict(scan.timings_ms, packing_ms=packing_ms)
         for key in stages:
             stages[key].append(timings[key])
         totals.append(sum(timings[key] for key in stages))

@@ -57,6 +57,10 @@ class Scan:
         regions ...); None for a scan built by hand.
     truth : CellTruth or None
         Why each beam gave a return or none (``radiometry.truth``), with ``ScanOptions.truth``.
+    timings_ms : dict
+        What tracing the scan took, ms: ``rays_ms``, ``trace_ms``, ``returns_ms`` (the
+        radiometry of the blocks while they were traced and of the finish, the self returns and
+        the truth), ``points_ms``; empty for a scan built by hand. Not compared.
     """
 
     index: int
@@ -74,6 +78,7 @@ class Scan:
     truth: CellTruth | None = None
     emitter_T_world_sensor: np.ndarray | None = None
     cells: FiringCells | None = field(default=None, repr=False)
+    timings_ms: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def stamp_s(self) -> float:

@@ -84,7 +84,6 @@ class Scanner:
         self._plans: dict[int, ScanPlan] = {}  # scan index -> plan, the recent ones; emptied by a change
         self._decisions: dict[tuple, SelfDecision] = {}  # (index, seed, noise, std_m) -> the body's part
         self._next_index = 0
-        self.timings_ms: dict[str, float] = {}
         self.last_echoes: ScanEchoes | None = None
 
     # -- configuration ---------------------------------------------------------------------
@@ -312,7 +311,7 @@ class Scanner:
         """
         sweep = self.start_sweep(stamp_ns, boxes, index)
         scan = sweep.finish(poses, extrapolate=extrapolate)
-        self.timings_ms, self.last_echoes = sweep.timings_ms, sweep.echoes
+        self.last_echoes = sweep.echoes
         return scan
 
 

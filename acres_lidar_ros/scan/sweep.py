@@ -73,9 +73,6 @@ class Sweep:
 
     Attributes
     ----------
-    timings_ms : dict
-        After ``finish``: ``rays_ms``, ``trace_ms``, ``returns_ms`` (the radiometry of the blocks
-        while they were traced, and of the finish, and the self returns), ``points_ms``.
     echoes : ScanEchoes or None
         After ``finish`` with radiometry: every echo of the scan after detection.
     plan : ScanPlan
@@ -132,7 +129,6 @@ class Sweep:
         self.trace_s = 0.0
         self.prepare_s = 0.0
         self.points_s = 0.0
-        self.timings_ms: dict[str, float] = {}
         self.echoes: ScanEchoes | None = None
 
     @property
@@ -225,10 +221,10 @@ class Sweep:
         return replace(truth, points_sensor=self.pattern.points_sensor(truth.range_m[:, None])[:, 0])
 
     def _scan(self, returns: Returns, points: np.ndarray, truth: CellTruth | None) -> Scan:
-        """The ``Scan`` of this sweep from its returns and points (``timings_ms`` set)."""
+        """The ``Scan`` of this sweep from its returns and points, with its ``timings_ms``."""
         config, options = self.plan.config, self.plan.options
         weather_on = options.weather_on(config)
-        self.timings_ms = {
+        timings_ms = {
             "rays_ms": self.rays_s * 1e3,
             "trace_ms": self.trace_s * 1e3,
             "returns_ms": self.prepare_s * 1e3,
@@ -253,6 +249,7 @@ class Sweep:
                 "visibility_m": options.visibility_m if weather_on else math.inf,
             },
             truth=truth,
+            timings_ms=timings_ms,
         )
 
     def scan_so_far(self) -> Scan:

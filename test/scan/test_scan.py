@@ -399,3 +399,19 @@ def test_a_self_table_of_another_sensor_size_is_refused(polaris, plane_tracer):
     with pytest.raises(ConfigError, match=r"self_table .* is for 4 columns x 2 rings; the sensor has 1800 x 32"):
         Scanner(polaris, tracer=plane_tracer, self_table=small)
     assert sensor_self_table(polaris.with_overrides({"self_returns": None})) is None
+
+
+def test_a_scan_carries_its_own_timings(polaris, plane_tracer):
+    """``Scanner.scan`` returns what each stage took on the scan itself, not on the scanner; the
+    timings are no part of the scan's value (not compared)."""
+    import dataclasses
+
+    from acres_lidar_ros.scan import Scan
+
+    at_rest = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
+    scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=1))
+    scan = scanner.scan(at_rest, 10**9)
+    assert set(scan.timings_ms) == {"rays_ms", "trace_ms", "returns_ms", "points_ms"}
+    assert all(value >= 0.0 for value in scan.timings_ms.values())
+    assert not hasattr(scanner, "timings_ms")
+    assert not next(f for f in dataclasses.fields(Scan) if f.name == "timings_ms").compare
