@@ -33,10 +33,13 @@ setup(
         "sdf": ["pycollada>=0.9"],
         # A mesh object's materials map: sub-meshes with their material names (scene/mesh_files.py; MIT)
         "meshes": ["trimesh>=4.0"],
+        # LAS/LAZ point-cloud maps of cloud-to-scene (scene/cloud_surface.py; BSD-2-Clause)
+        "clouds": ["laspy>=2.0"],
         "test": [
             "tifffile>=2023.1",
             "pycollada>=0.9",
             "trimesh>=4.0",
+            "laspy>=2.0",
             "pytest>=7",
             "hypothesis>=6",
             "mcap-ros2-support>=0.5",

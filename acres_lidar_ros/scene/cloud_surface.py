@@ -49,7 +49,7 @@ def read_cloud(path: str | os.PathLike[str]) -> np.ndarray:
             import laspy
         except ImportError as err:
             raise SceneError(
-                f"point cloud {file}: LAS/LAZ needs the optional laspy reader: pip install laspy (and lazrs for .laz)"
+                f"point cloud {file}: LAS/LAZ needs the optional laspy reader: pip install 'acres_lidar_ros[clouds]' (and lazrs for .laz)"
             ) from err
         try:
             las = laspy.read(str(file))

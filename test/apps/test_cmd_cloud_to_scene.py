@@ -78,3 +78,37 @@ def test_a_cloud_that_cannot_make_a_ground_is_refused_with_the_route(tmp_path):
         from acres_lidar_ros.scene.cloud_surface import read_cloud
 
         read_cloud(tmp_path / "empty.ply")
+
+
+def test_a_las_map_written_by_laspy_becomes_a_scene(tmp_path, capsys):
+    laspy = pytest.importorskip("laspy", reason="LAS/LAZ maps need the [clouds] extra (laspy)")
+    points = sloped_yard()
+    header = laspy.LasHeader(point_format=3, version="1.2")
+    header.offsets = [0.0, 0.0, 0.0]
+    header.scales = [1e-5, 1e-5, 1e-5]  # the yard's coordinates are whole multiples of 10 um
+    las = laspy.LasData(header)
+    las.x, las.y, las.z = points[:, 0], points[:, 1], points[:, 2]
+    las.write(str(tmp_path / "map.las"))
+    np.testing.assert_allclose(np.c_[laspy.read(str(tmp_path / "map.las")).xyz], points, atol=1e-9)
+    out = tmp_path / "scene"
+    code = cli.main(["cloud-to-scene", "--cloud", str(tmp_path / "map.las"), "--cell", "0.5", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads((out / "coverage.json").read_text())
+    assert report["cells"] == 40 * 40 and report["object_points"] == 400 and report["object_columns"] == 16
+    tracer = Tracer(load_scene(out / "scene.json"))
+    down = np.array([[0.0, 0.0, -1.0]])
+    # The same surfaces as from the PCD: ground 0.05 x of the cell's lowest point, the cube's top at 2.25 m.
+    assert float(tracer.cast_bare(np.array([[10.25, 3.25, 10.0]]), down)[0]) == pytest.approx(
+        10 - 0.05 * 10.125, abs=1e-4
+    )
+    assert float(tracer.cast_bare(np.array([[6.25, 6.25, 10.0]]), down)[0]) == pytest.approx(10 - 2.25, abs=1e-4)
+
+
+def test_a_file_that_is_not_las_is_refused_naming_it(tmp_path):
+    pytest.importorskip("laspy", reason="LAS/LAZ maps need the [clouds] extra (laspy)")
+    from acres_lidar_ros.scene.cloud_surface import read_cloud
+
+    (tmp_path / "map.las").write_bytes(b"not a LAS file at all" * 20)
+    with pytest.raises(SceneError, match=r"map\.las does not read as LAS"):
+        read_cloud(tmp_path / "map.las")
