@@ -23,7 +23,13 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import ConfigError, PoseError
-from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, UNIT_QUATERNION_TOLERANCE, PoseHistory, sweep_coverage
+from acres_lidar_ros.sensor.poses import (
+    MAX_POSE_GAP_S,
+    UNIT_QUATERNION_TOLERANCE,
+    Coverage,
+    PoseHistory,
+    sweep_coverage,
+)
 from acres_lidar_ros.units import NS_PER_S
 
 MAX_SPEED_MPS = 50.0
@@ -222,7 +228,9 @@ class PoseTracker:
             )
         return ""
 
-    def coverage(self, start_ns: int, end_ns: int, max_gap_s: float = MAX_POSE_GAP_S, need_end: bool = True) -> str:
+    def coverage(
+        self, start_ns: int, end_ns: int, max_gap_s: float = MAX_POSE_GAP_S, need_end: bool = True
+    ) -> Coverage:
         """How the samples held cover the sweep ``[start_ns, end_ns]`` (``sensor.poses.sweep_coverage``)."""
         with self._lock:
             times_s = self.history.times_s

@@ -18,12 +18,16 @@ import statistics
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.runtime.events import Clock, Event
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
 from acres_lidar_ros.units import NS_PER_S
+
+JobState = Literal["waiting_pose", "tracing", "ready", "published", "failed", "abandoned"]
+"""A scan job's state: waiting_pose -> tracing -> ready -> published, or failed or abandoned."""
+JOB_STATES: tuple[JobState, ...] = get_args(JobState)
 
 Coverage = Callable[[int, bool], str]
 """(sweep_end_ns, need_end) -> one of ``sensor.poses.COVERAGE``."""
@@ -54,7 +58,7 @@ class ScanJob:
     stamp_ns: int
     release_ns: int
     opened_ns: int
-    state: str = "waiting_pose"  # waiting_pose -> tracing -> ready -> published | failed | abandoned
+    state: JobState = "waiting_pose"  # waiting_pose -> tracing -> ready -> published | failed | abandoned
     started_ns: int | None = None
     finished_ns: int | None = None
     published_ns: int | None = None

@@ -7,6 +7,8 @@ holds the first pose. Quaternions are ``(x, y, z, w)`` as in ROS and TUM files.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numba
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -19,12 +21,14 @@ MAX_POSE_GAP_S = 0.25
 """Longest time between two successive pose samples that a sweep is interpolated across; a
 sweep with a longer gap (an odometry outage) is not covered (``sweep_coverage``)."""
 
-COVERAGE = ("covered", "before_first_pose", "after_last_pose", "gap")
+Coverage = Literal["covered", "before_first_pose", "after_last_pose", "gap"]
+"""How pose samples cover a sweep (``sweep_coverage``): a closed set."""
+COVERAGE: tuple[Coverage, ...] = get_args(Coverage)
 
 
 def sweep_coverage(
     times_s: np.ndarray, start_s: float, end_s: float, max_gap_s: float = MAX_POSE_GAP_S, need_end: bool = True
-) -> str:
+) -> Coverage:
     """How pose samples at ``times_s`` (increasing) cover the sweep ``[start_s, end_s]``.
 
     Returns one of ``COVERAGE``: ``covered``; ``before_first_pose`` (the sweep starts before the
