@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 # (numpy, the scene, numba) is imported after that, inside the commands.
 from acres_lidar_ros.apps.argv import mark_negative_numbers
 from acres_lidar_ros.apps.cmd_bag_repair import add_bag_repair_parser, cmd_bag_repair
+from acres_lidar_ros.apps.cmd_bench_run import run_bench
 from acres_lidar_ros.apps.cmd_recordings import RECORDINGS_COMMANDS, add_recordings_parsers
 from acres_lidar_ros.apps.cmd_trajectory import (
     TRAJECTORY_NUMBER_OPTIONS,
@@ -476,56 +477,6 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from acres_lidar_ros.apps.cmd_bench import (
-        against_setup,
-        bench_lines,
-        bench_scans,
-        peak_memory_mb,
-        plain_and_variant,
-    )
-    from acres_lidar_ros.outputs.json_files import json_text, jsonable
-    from acres_lidar_ros.runtime.startup import freeze_startup_objects
-
-    if args.scaling or args.deadline_ms is not None or args.plot is not None or args.packets:
-        from acres_lidar_ros.apps.scene_bench import run_scaling_bench
-
-        return run_scaling_bench(args)
-    if args.scans < 1:
-        raise ConfigError(f"--scans {args.scans}: expected an integer >= 1")
-    if not (math.isfinite(args.odom_hz) and 0.0 < args.odom_hz <= 1000.0):
-        raise ConfigError(f"--odom-hz {args.odom_hz}: expected a rate > 0 and <= 1000 Hz")
-    started = time.perf_counter()
-    config, scene, scanner = _load(args, need_lidar="bench")
-    build_s = time.perf_counter() - started
-    tour = _tour(scene, args)
-    freeze_startup_objects()  # as the node and record do
-    point_type = _point_type(argparse.Namespace(point_type=None), config)  # the sensor's driver layout
-    plain, variant = plain_and_variant(scanner, args.labels)
-    variant_point_type = run_point_type(point_type, args.labels, f"lidar.point_type of {config.source}")
-    against = None if args.against is None else against_setup(plain, args.against, BUILT_IN_FARMS.get(args.against))
-    result = bench_scans(plain, tour, args.scans, point_type, variant, variant_point_type, against)
-    result.update(
-        sensor=args.sensor,
-        point_type=point_type,
-        sub_rays=scanner.sub_rays,
-        scene_triangles=scene.triangle_count,
-        scene_build_s=build_s,
-        peak_memory_mb=peak_memory_mb(),
-    )
-    if args.schedule:
-        from acres_lidar_ros.runtime.simulate import run_schedule_benchmark
-
-        result["schedule"] = run_schedule_benchmark(n_scans=600, odom_hz=args.odom_hz)
-    if args.json:
-        print(json_text(jsonable(result), indent=None, sort_keys=True), end="")
-        return 0
-    print("\n".join(bench_lines(result, args.sensor, args.scans)))
-    if args.schedule:
-        print(f"  schedule   {json_text(jsonable(result['schedule']), indent=None)}", end="")
-    return 0
-
-
 def cmd_self_table(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.cmd_self_table import run_self_table
 
@@ -554,7 +505,7 @@ def cmd_materials(args: argparse.Namespace) -> int:
 COMMANDS = {
     "scan": cmd_scan,
     "record": cmd_record,
-    "bench": cmd_bench,
+    "bench": lambda a: run_bench(a, _load, _tour, _point_type, BUILT_IN_FARMS),
     "self-table": cmd_self_table,
     "bag-repair": cmd_bag_repair,
     "materials": cmd_materials,
