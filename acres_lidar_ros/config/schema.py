@@ -34,6 +34,9 @@ RETURNS_PER_BEAM: dict[str, int] = {
 
 RETURN_MODES: tuple[str, ...] = tuple(RETURNS_PER_BEAM)
 DETECTION_MODELS: tuple[str, ...] = ("spec", "reflectance_limit")
+POINT_TYPE_NAMES: tuple[str, ...] = ("XYZI", "XYZIRT", "XYZIRT_labels", "velodyne", "ouster", "nebula", "hesai")
+"""The point layouts by name (``outputs.point_types.PROFILES`` holds their dtypes, in this order):
+the config layer validates ``point_type`` against them."""
 MAX_RANGE_REGIONS = 64
 """Most range regions (``range_count``, ``ranges_min_m``, ``ranges_max_m``)."""
 
@@ -243,6 +246,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "point_type",
         "str",
         "XYZI",
+        choices=POINT_TYPE_NAMES,
         description="Point layout the sensor's driver publishes by default: a profile of outputs/point_types.py "
         "(the CLI's and the node's point type when they name none).",
     ),

@@ -41,7 +41,7 @@ from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.layouts import stamps_sweep_start
-from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype, point_profile
+from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.params import (
@@ -238,8 +238,7 @@ class LidarNode(Node):
         config = config.with_overrides(startup_overrides(values, config))
         # An empty topic or point type is the sensors file's: its driver's defaults.
         self.settings["topic"] = self.settings["topic"] or config.topic
-        if not self.settings["point_type"]:
-            point_profile(config.point_type, f"lidar.point_type of {config.source}")
+        if not self.settings["point_type"]:  # a profile: the config layer checked it at load
             self.settings["point_type"] = config.point_type
         # labels: the labelled profile is the published point type (ConfigError for ouster & co.)
         self.settings["point_type"] = labelled_point_type(self.settings["point_type"], self.settings["labels"])
