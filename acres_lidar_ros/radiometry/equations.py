@@ -7,8 +7,8 @@ mutates its inputs or draws random numbers. Degenerate inputs (``cos theta = 0``
 
 Angles are radians, ranges metres, signals counts, extinction coefficients 1/m.
 
-The hash functions and the generator live in ``noise`` and the column timing in ``timing``;
-they are re-exported here so the file list answers "where is each equation".
+The hash functions and the generator live in ``noise`` and the column timing in ``timing``:
+import them from there (one import path per name).
 """
 
 from __future__ import annotations
@@ -20,15 +20,8 @@ import numpy as np
 from acres_lidar_ros.config.schema import LIDAR_PARAM, MATERIAL_PARAM
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry import equation_kernels as _scalar
-from acres_lidar_ros.radiometry.equation_kernels import COS_FLOOR, MAX_TILT_RAD
-from acres_lidar_ros.radiometry.noise import Pcg32, mix64, place_normal, uniform_from_hash
-from acres_lidar_ros.sensor.timing import column_time_offset
 
 __all__ = [
-    "COS_FLOOR",
-    "MAX_TILT_RAD",
-    "Pcg32",
-    "column_time_offset",
     "detection_threshold",
     "fog_extinction",
     "fog_visibility_m",
@@ -37,9 +30,7 @@ __all__ = [
     "intensity_byte",
     "kim_q",
     "minnaert_backscatter",
-    "mix64",
     "normal_quantile",
-    "place_normal",
     "pulse_peak_factor",
     "rain_extinction",
     "rain_visibility_extinction",
@@ -49,7 +40,6 @@ __all__ = [
     "signal_counts",
     "tilted_cos",
     "tilted_incidence_rad",
-    "uniform_from_hash",
 ]
 
 HURST_EXPONENT = 0.5  # rough_range_sigma_m's exponent 1 + H is written as c sqrt(c)
