@@ -25,7 +25,7 @@ from acres_lidar_ros.apps.cmd_trajectory import (
     world_command,
 )
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
-from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags
+from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags, preview_range
 from acres_lidar_ros.apps.packet_flags import add_packet_flags, packet_sink
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.apps.truth_cli import add_truth_argument, truth_summary
@@ -394,6 +394,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         run=vars_for_json(args),
         point_type=point_type,
         labels=args.labels,
+        preview_range_m=preview_range(args, config),
     )
     print(f"{int(scan.returns.valid.sum())} points of {scan.columns * scan.rings} beams -> {out}")
     if scan.truth is not None:
@@ -462,6 +463,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             vehicle_object_ids=track_ids,
             packets=packet_sink(args, config),  # its refusals come before the run directory
             imu=args.imu,
+            preview_range_m=preview_range(args, config),
         )
     finally:
         if bar is not None:

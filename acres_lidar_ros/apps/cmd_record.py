@@ -25,6 +25,7 @@ from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
+from acres_lidar_ros.outputs.scan_files import PREVIEW_RANGE_M
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.scene.instances import InstanceTable, instance_table
 
@@ -76,13 +77,14 @@ def write_scan_outputs(
     pose_coverage: str = "covered",
     shaped: ShapedScan | None = None,
     labels: bool = False,
+    preview_range_m: float = PREVIEW_RANGE_M,
 ) -> dict:
     """The scan's point files (``pcd``, ``ply``, ``both``; ``none`` writes no point file and no
     preview), its truth file when it has its cell truth (``--truth``), and then its
     ``lidar.jsonl`` row, appended once the files exist. ``cloud`` is the PCD's cloud
     (``layouts.point_cloud``); default the spec's organised ``XYZI``; ``shaped`` the scan in its
     output frame for the PLY (``shaping.shape_scan``). With ``labels`` the PLY file
-    carries each point's instance label."""
+    carries each point's instance label; ``preview_range_m`` is the preview's range (m)."""
     from acres_lidar_ros.outputs.records import scan_row
     from acres_lidar_ros.outputs.scan_files import write_scan_files, write_truth_file
 
@@ -101,6 +103,7 @@ def write_scan_outputs(
         pose_coverage=pose_coverage,
         shaped=shaped,
         labels=labels,
+        preview_range_m=preview_range_m,
     )
 
 
@@ -176,6 +179,7 @@ def single_scan(
     run: dict | None = None,
     point_type: str = "XYZI",
     labels: bool = False,
+    preview_range_m: float = PREVIEW_RANGE_M,
 ) -> Scan:
     """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
     its PCD file in ``point_type``'s layout (``layouts.point_cloud``). With ``labels`` the PLY file
@@ -194,7 +198,9 @@ def single_scan(
     shaped = whole_output(scanner, scan, poses)
     header_ns = shaped.header_stamp_ns(stamps_sweep_start(point_type, False))
     cloud = point_cloud(shaped, point_type, header_ns)
-    write_scan_outputs(scan, out_dir, files, scanner.config, cloud, shaped=shaped, labels=labels)
+    write_scan_outputs(
+        scan, out_dir, files, scanner.config, cloud, shaped=shaped, labels=labels, preview_range_m=preview_range_m
+    )
     instances = run_instances(scanner) if labels else None
     episode = episode_dict(scans=1, lidar_busy=0, material_table=scanner.config.materials, instances=instances)
     write_json(out_dir / "episode.json", episode)
@@ -244,6 +250,7 @@ def record_drive(
     vehicle_object_ids: Sequence[int] = (),
     packets: Callable[[Path], Any] | None = None,
     imu: str | None = None,
+    preview_range_m: float = PREVIEW_RANGE_M,
 ) -> RecordSummary:
     """Drive ``trajectory`` and record every scan into a new run directory.
 
@@ -384,7 +391,17 @@ def record_drive(
         if packet_sink is not None:
             summary.packets += packet_sink.write_scan(scan, bag)
             summary.scans_without_packets = packet_sink.scans_before_zero
-        row = write_scan_outputs(scan, out_dir, files, config, cloud, pose_coverage, shaped=shaped, labels=labels)
+        row = write_scan_outputs(
+            scan,
+            out_dir,
+            files,
+            config,
+            cloud,
+            pose_coverage,
+            shaped=shaped,
+            labels=labels,
+            preview_range_m=preview_range_m,
+        )
         file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
         reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
         summary.held_first_pose += pose_coverage == "before_first_pose"

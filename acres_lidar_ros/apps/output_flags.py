@@ -8,6 +8,7 @@ handlers are installed.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING, Any
 
 from acres_lidar_ros.config.schema import LIDAR_PARAM
@@ -28,8 +29,10 @@ OUTPUT_FLAGS = {
     "--partial-slices": "partial_slices",
     "--instant": "instant",
 }
+#: The previews' range when ``--preview-range`` is not given, m (``outputs.scan_files.PREVIEW_RANGE_M``).
+PREVIEW_RANGE_M = 40.0
 #: Flags whose values are numbers, by count (``apps.argv.mark_negative_numbers``).
-OUTPUT_NUMBER_OPTIONS = {"--custom-frame": 6, "--partial-slices": 1}
+OUTPUT_NUMBER_OPTIONS = {"--custom-frame": 6, "--partial-slices": 1, "--preview-range": 1}
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +54,27 @@ def add_output_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, dest=dest, type=int, metavar="N", help=f"{help_} ({param.allowed()})")
         else:
             group.add_argument(flag, dest=dest, metavar="FRAME", help=help_)
+    parser.add_argument(
+        "--preview-range",
+        dest="preview_range_m",
+        type=float,
+        metavar="M",
+        help=f"range of the PNG previews, from the sensor to the edges (default {PREVIEW_RANGE_M:g} m, at most lidar.range_m)",
+    )
+
+
+def preview_range(args: argparse.Namespace, config: SensorConfig) -> float:
+    """``--preview-range`` (default ``PREVIEW_RANGE_M``, or ``lidar.range_m`` where that is shorter);
+    a range that is not > 0 and at most the sensor's ``lidar.range_m`` is refused."""
+    value = getattr(args, "preview_range_m", None)
+    if value is None:
+        return min(PREVIEW_RANGE_M, float(config.range_m))
+    if not (math.isfinite(value) and 0.0 < value <= config.range_m):
+        raise ConfigError(
+            f"--preview-range {value:g}: allowed a range > 0 and <= {config.range_m:g} m "
+            f"(lidar.range_m of {config.source})"
+        )
+    return float(value)
 
 
 def output_overrides(args: argparse.Namespace) -> dict[str, Any]:

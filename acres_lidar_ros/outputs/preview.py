@@ -2,7 +2,9 @@
 
 The view looks down the sensor's z axis: forward (+x) is up, left (+y) is left, the sensor is in
 the centre. Every return is drawn as one pixel coloured by its class or by its height; where
-several returns fall in one pixel the highest is shown. Grey circles mark the ranges.
+several returns fall in one pixel the highest is shown. Grey circles mark the ranges. On request a
+legend of the colours and a scale bar are drawn over it (``preview_overlay``); ``scan`` and ``record``
+draw both.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from acres_lidar_ros.config.material_table import CLASS_NAMES
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.files import atomic_write
+from acres_lidar_ros.outputs.preview_overlay import draw_legend, draw_scale_bar
 from acres_lidar_ros.scan import Scan
 
 BACKGROUND_RGB = np.array([16, 16, 20], np.uint8)
@@ -77,6 +81,8 @@ def render_top_view(
     ring_spacing_m: float = 10.0,
     z_min_m: float = -3.0,
     z_max_m: float = 3.0,
+    legend: bool = False,
+    scale_bar: bool = False,
 ) -> np.ndarray:
     """Render the scan's returns seen from above in the sensor frame.
 
@@ -91,6 +97,11 @@ def render_top_view(
         Class colours (``CLASS_RGB``) or a ramp of z from ``z_min_m`` (blue) to ``z_max_m`` (red).
     ring_spacing_m : float
         Spacing of the range circles, m (0: none).
+    legend : bool
+        Draw the legend: the classes of the scan's returns in class order, or five heights from
+        ``z_max_m`` down to ``z_min_m``.
+    scale_bar : bool
+        Draw the scale bar (``preview_overlay.scale_bar_length_m``).
 
     Returns
     -------
@@ -132,7 +143,22 @@ def render_top_view(
 
     centre = size_px // 2
     image[centre - 1 : centre + 1, centre - 1 : centre + 1] = SENSOR_RGB
+    if legend:
+        draw_legend(image, legend_entries(scan, colour_by, z_min_m, z_max_m))
+    if scale_bar:
+        draw_scale_bar(image, float(half_width_m))
     return image
+
+
+def legend_entries(scan: Scan, colour_by: str, z_min_m: float, z_max_m: float) -> list[tuple[str, np.ndarray]]:
+    """(name, rgb) of each legend line: the classes of the scan's returns in class order, or five
+    heights evenly from ``z_max_m`` down to ``z_min_m`` (``"+3.0 M"``)."""
+    if colour_by == "class":
+        present = np.unique(np.asarray(scan.returns.class_id)[np.asarray(scan.returns.valid, dtype=bool)])
+        last = len(CLASS_RGB) - 1
+        return [(CLASS_NAMES[c] if c <= last else "other", CLASS_RGB[min(int(c), last)]) for c in present]
+    heights_m = np.linspace(z_max_m, z_min_m, 5)
+    return [(f"{z:+.1f} M", rgb) for z, rgb in zip(heights_m, height_colours(heights_m, z_min_m, z_max_m), strict=True)]
 
 
 @functools.lru_cache(maxsize=4)

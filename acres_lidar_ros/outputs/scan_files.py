@@ -20,12 +20,15 @@ from acres_lidar_ros.outputs.json_files import append_jsonl
 from acres_lidar_ros.outputs.pcd import write_pcd
 from acres_lidar_ros.outputs.ply import write_ply
 from acres_lidar_ros.outputs.preview import render_top_view, write_png
+from acres_lidar_ros.outputs.preview_overlay import scale_bar_length_m
 from acres_lidar_ros.outputs.records import scan_row
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.outputs.truth_cloud import truth_file_name, write_truth_npz
 from acres_lidar_ros.scan import Scan
 
 OUTPUT_MODES = ("ply", "pcd", "both")
+#: The preview's range when none is given: from the sensor to the image's edges, m.
+PREVIEW_RANGE_M = 40.0
 SCAN_FOLDER = "lidar"
 JSONL_NAME = "lidar.jsonl"
 
@@ -43,6 +46,7 @@ def write_scan_files(
     pose_coverage: str = "covered",
     shaped: ShapedScan | None = None,
     labels: bool = False,
+    preview_range_m: float = PREVIEW_RANGE_M,
 ) -> dict[str, Any]:
     """Write a scan's point files and preview, then append its ``lidar.jsonl`` row.
 
@@ -58,7 +62,10 @@ def write_scan_files(
     T_world_sensor_stamp : (4, 4) float64, optional
         Sensor pose at the stamp for the row.
     preview : bool
-        Write the 384 x 384 px top view.
+        Write the 384 x 384 px top view, with its legend and scale bar.
+    preview_range_m : float
+        The preview's range, from the sensor to the image's edges, m (> 0); its range circles are
+        half a scale bar apart (10 m at the default 40 m).
     cloud : (height, width) structured array, optional
         The PCD's cloud (``layouts.point_cloud`` of the run's point type; default the spec's
         organised ``XYZI``), e.g. when the caller has made it already (a recording made it for
@@ -99,7 +106,16 @@ def write_scan_files(
     if output in ("pcd", "both"):
         files.append(write_pcd(scan_dir / f"{stem}.pcd", scan, cloud))
     if preview:
-        files.append(write_png(scan_dir / f"{stem}.png", render_top_view(scan)))
+        if not (np.isfinite(preview_range_m) and preview_range_m > 0):
+            raise ConfigError(f"preview_range_m {preview_range_m!r}: allowed a finite range > 0 m")
+        image = render_top_view(
+            scan,
+            half_width_m=preview_range_m,
+            ring_spacing_m=scale_bar_length_m(preview_range_m) / 2.0,
+            legend=True,
+            scale_bar=True,
+        )
+        files.append(write_png(scan_dir / f"{stem}.png", image))
     if scan.truth is not None:
         files.append(write_truth_npz(scan_dir / truth_file_name(stem), scan))
     row = scan_row(

@@ -440,3 +440,23 @@ def small_sensors_file(tmp_path, repo_root):
         )
     )
     return path
+
+
+def test_scan_preview_range_sets_the_scale_and_is_refused_beyond_the_sensor(tmp_path, capsys):
+    from PIL import Image
+
+    from acres_lidar_ros.config.sensors import load_sensor_config
+
+    range_m = load_sensor_config("polaris").range_m
+    code, _, err = run(capsys, "scan", "--out", str(tmp_path / "far"), "--preview-range", "500")
+    assert code == 2 and "--preview-range 500" in err and f"<= {range_m:g} m" in err and "lidar.range_m" in err
+    assert not (tmp_path / "far").exists()
+    out = tmp_path / "scan"
+    code, stdout, _ = run(capsys, "scan", "--out", str(out), "--preview-range", "100", "--format", "ply")
+    assert code == 0, stdout
+    (png,) = (out / "lidar").glob("scan_*.png")
+    with Image.open(png) as image:
+        pixels = np.asarray(image.convert("RGB"))
+    # 100 m to the edges of 384 px: a quarter of the 200 m width is 50 m, so the bar is 50 m = 96 px.
+    white = np.all(pixels[384 - 5] == 255, axis=1)
+    assert white[4 : 4 + 96].all() and not white[4 + 96 :].any()

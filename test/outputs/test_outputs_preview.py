@@ -111,3 +111,58 @@ def test_png_round_trip_and_no_overwrite(tmp_path):
         write_png(path, image)
     with pytest.raises(OutputError, match="uint8"):
         write_png(tmp_path / "float.png", image.astype(np.float32))
+
+
+def _png_pixels(tmp_path, image, name="annotated.png"):
+    """The image as a PNG reader (Pillow) reads it back from the file the preview writes."""
+    with Image.open(write_png(tmp_path / name, image)) as png:
+        return np.asarray(png.convert("RGB"))
+
+
+@pytest.mark.parametrize(
+    ("range_m", "bar_m"),
+    # A quarter of the view's width (2 range), rounded down to 1, 2 or 5 times a power of ten.
+    [(40.0, 20.0), (150.0, 50.0), (12.0, 5.0), (1.5, 0.5)],
+)
+def test_scale_bar_is_as_long_as_its_metres_at_the_image_scale(tmp_path, range_m, bar_m):
+    scan = _scan_with_points([(1e3, 0.0, 0.0)], ["other"])  # its one point is outside the view
+    pixels = _png_pixels(tmp_path, render_top_view(scan, SIZE_PX, range_m, ring_spacing_m=0, scale_bar=True))
+    bar_px = round(bar_m / (2 * range_m / SIZE_PX))
+    bar_row = SIZE_PX - 4 - 1  # the bar's lowest row, 4 px above the bottom edge, from the left margin (4 px)
+    white = np.all(pixels[bar_row] == 255, axis=1)
+    assert white[4 : 4 + bar_px].all() and not white[4 + bar_px :].any() and not white[:4].any()
+    # Its label stands above it: ink above the bar, within the bar's first columns.
+    above = pixels[bar_row - 3 - 12 : bar_row - 3, 4:40]
+    assert np.any(np.all(above == 235, axis=2))
+
+
+def test_class_legend_lists_the_scan_classes_in_class_order(tmp_path):
+    scan = _scan_with_points([(20.3, 0.1, 0.0), (0.1, 20.3, 0.0), (-15.2, -7.7, 0.0)], ["vehicle", "tree", "building"])
+    pixels = _png_pixels(tmp_path, render_top_view(scan, SIZE_PX, HALF_WIDTH_M, legend=True))
+    # Entry i's 8 px swatch starts 4 px from the top-left corner, 12 px below entry i - 1.
+    for i, name in enumerate(["building", "tree", "vehicle"]):
+        swatch = pixels[4 + 12 * i : 4 + 12 * i + 8, 4:12]
+        assert np.all(swatch == CLASS_RGB[CLASS_ID[name]]), name
+        label = pixels[4 + 12 * i - 1 : 4 + 12 * i + 9, 16:80]
+        assert np.any(np.all(label == 235, axis=2)), name  # its name is written beside it
+    fourth = pixels[4 + 36 : 4 + 36 + 8, 4:12].reshape(-1, 3)
+    assert not any(np.all(fourth == rgb, axis=1).any() for rgb in CLASS_RGB)
+    # The points themselves are still drawn where they are.
+    np.testing.assert_array_equal(pixels[_pixel(20.3, 0.1)], CLASS_RGB[CLASS_ID["vehicle"]])
+
+
+def test_height_legend_shows_five_heights_from_the_top_of_the_ramp(tmp_path):
+    scan = _scan_with_points([(10.0, 0.0, 1.0)], ["other"])
+    pixels = _png_pixels(tmp_path, render_top_view(scan, colour_by="height", z_min_m=-3.0, z_max_m=3.0, legend=True))
+    # The ramp's five anchors, blue at -3 m, cyan, green at 0 m, yellow, red at +3 m, are 1.5 m
+    # apart, so the legend's heights +3, +1.5, 0, -1.5 and -3 m show them exactly, top first.
+    red_to_blue = [[230, 50, 40], [240, 220, 50], [70, 200, 70], [40, 190, 200], [40, 60, 200]]
+    for i, rgb in enumerate(red_to_blue):
+        np.testing.assert_array_equal(pixels[4 + 12 * i + 4, 8], rgb)
+
+
+def test_the_preview_range_default_matches_the_cli_default():
+    from acres_lidar_ros.apps.output_flags import PREVIEW_RANGE_M as CLI_DEFAULT
+    from acres_lidar_ros.outputs.scan_files import PREVIEW_RANGE_M
+
+    assert CLI_DEFAULT == PREVIEW_RANGE_M == HALF_WIDTH_M
