@@ -25,6 +25,7 @@ from acres_lidar_ros.apps.cmd_trajectory import (
     world_command,
 )
 from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
+from acres_lidar_ros.apps.model_flags import add_model_arguments, make_scanner
 from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags, preview_range
 from acres_lidar_ros.apps.packet_flags import add_packet_flags, packet_sink
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
@@ -171,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(scan)
+    add_model_arguments(scan)
     add_output_flags(scan)
     scan.add_argument(
         "--pose",
@@ -194,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(record)
+    add_model_arguments(record)
     add_output_flags(record)
     record.add_argument(
         "--trajectory",
@@ -310,7 +313,6 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
     ``lidar.enabled: false`` is refused before the scene is built."""
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.scan import Scanner
     from acres_lidar_ros.scene import build_default_farm, load_scene
     from acres_lidar_ros.tracing.trace import Tracer
 
@@ -340,7 +342,7 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
         file=sys.stderr,
     )
     self_table = sensor_self_table(config) if options.self_returns else None
-    return config, scene, Scanner(config, options=options, tracer=tracer, self_table=self_table)
+    return config, scene, make_scanner(args, config, options, tracer, self_table)
 
 
 def _tour(scene, args: argparse.Namespace):

@@ -30,6 +30,7 @@ from acres_lidar_ros.config.material_table import CLASS_ID, IS_FOLIAGE_CLASS, MA
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.noise import mix64, uniform_from_hash
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.instances import NO_INSTANCE
 from acres_lidar_ros.scene.scene_model import Scene
 
 START_M = 0.005  # as the full model: the ray starts 0.5 cm from its origin
@@ -57,12 +58,17 @@ class CoreHits:
     code : (n,) uint8, the material code (``LIDAR_*`` or a scene material number)
     material : (n,) int16, the material the radiometry uses (the ground's by the scene's ground
         rules, ``vehicle`` for a box); -1 without a hit
+    class_id : (n,) uint8, the hit's class (``vehicle`` for a box; 0 without a hit)
+    instance : (n,) uint32, the hit's instance label (a box's ``VehicleBox.instance``;
+        ``NO_INSTANCE`` without a hit)
     """
 
     range_m: np.ndarray
     normal_world: np.ndarray
     code: np.ndarray
     material: np.ndarray
+    class_id: np.ndarray
+    instance: np.ndarray
 
     @property
     def hit(self) -> np.ndarray:
@@ -181,16 +187,20 @@ class CoreCaster:
             again = exiting | passed
             start[live[again]] = t_abs[again] + EXIT_STEP_M
             live = live[again]
-        box_range, box_normal = _box_hits(o, d, boxes)
+        box_range, box_normal, box_instance = _box_hits(o, d, boxes)
         by_box = (box_range < range_m) & (box_range <= far)
-        return self._labelled(o, d, range_m, normal, prim, by_box, box_range, box_normal)
+        return self._labelled(o, d, range_m, normal, prim, by_box, box_range, box_normal, box_instance)
 
-    def _labelled(self, o, d, range_m, normal, prim, by_box, box_range, box_normal) -> CoreHits:
+    def _labelled(self, o, d, range_m, normal, prim, by_box, box_range, box_normal, box_instance) -> CoreHits:
         n = len(o)
         code = np.full(n, LIDAR_NO_RETURN, np.uint8)
         material = np.full(n, -1, np.int16)
+        class_id = np.zeros(n, np.uint8)
+        instance = np.full(n, NO_INSTANCE, np.uint32)
         tri = np.flatnonzero(prim >= 0)
         material[tri] = self._material[prim[tri]]
+        class_id[tri] = self._class[prim[tri]]
+        instance[tri] = self._instance[prim[tri]].astype(np.uint32)
         code[tri] = self._material[prim[tri]].astype(np.uint8)
         ground = tri[self._class[prim[tri]] == _GROUND]
         if ground.size:
@@ -201,14 +211,18 @@ class CoreCaster:
         normal = np.where(by_box[:, None], box_normal, normal)
         code[by_box] = LIDAR_VEHICLE_BOX
         material[by_box] = MATERIAL_ID["vehicle"]
-        return CoreHits(range_m=range_m, normal_world=normal, code=code, material=material)
+        class_id[by_box] = CLASS_ID["vehicle"]
+        instance[by_box] = box_instance[by_box]
+        return CoreHits(range_m, normal, code, material, class_id, instance)
 
 
-def _box_hits(o: np.ndarray, d: np.ndarray, boxes: Sequence[VehicleBox]) -> tuple[np.ndarray, np.ndarray]:
-    """First crossing of each ray with a box at or beyond ``START_M``, and the face's outward normal."""
+def _box_hits(o: np.ndarray, d: np.ndarray, boxes: Sequence[VehicleBox]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First crossing of each ray with a box at or beyond ``START_M``, the face's outward normal
+    and the box's instance label."""
     n = len(o)
     best = np.full(n, np.inf)
     best_normal = np.zeros((n, 3))
+    best_instance = np.full(n, NO_INSTANCE, np.uint32)
     for b in boxes:
         r = np.asarray(b.rotation, dtype=np.float64)
         h = np.asarray(b.half_extents_m, dtype=np.float64)
@@ -230,4 +244,5 @@ def _box_hits(o: np.ndarray, d: np.ndarray, boxes: Sequence[VehicleBox]) -> tupl
         local[np.arange(local.shape[0]), axis] = np.sign(x[np.arange(local.shape[0]), axis])
         best[ok] = t[ok]
         best_normal[ok] = local @ r.T
-    return best, best_normal
+        best_instance[ok] = b.instance
+    return best, best_normal, best_instance

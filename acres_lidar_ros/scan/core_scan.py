@@ -23,7 +23,7 @@ x y z intensity per cell in the sensor frame, the material code per cell and the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,24 +60,6 @@ class CoreOptions:
 
 
 @dataclass(frozen=True)
-class CoreScanOut:
-    """One scan of ACRES Core's LiDAR, organised as the game's PCD (cell = column x rings + ring).
-
-    Attributes
-    ----------
-    range_m : (cells,) float32, range along the beam from the lens centre, m; NaN without a return
-    points : (cells, 4) float32, x y z (sensor frame, m; NaN without a return) and the intensity byte
-    material : (cells,) uint8, the material code (``core_cast``: a scene material or a ``LIDAR_*`` code)
-    returns : int, beams with a return
-    """
-
-    range_m: np.ndarray
-    points: np.ndarray
-    material: np.ndarray
-    returns: int
-
-
-@dataclass(frozen=True)
 class CoreBeams:
     """Every beam of one scan before the body is put in: its hit (``CoreHits``, world), the
     divergence in the plane of incidence ``beta_p`` (rad), the mean signal ``S`` and the measured
@@ -91,6 +73,28 @@ class CoreBeams:
     range_m: np.ndarray
     reflectance: np.ndarray
     detected: np.ndarray
+
+
+@dataclass(frozen=True)
+class CoreScanOut:
+    """One scan of ACRES Core's LiDAR, organised as the game's PCD (cell = column x rings + ring).
+
+    Attributes
+    ----------
+    range_m : (cells,) float32, range along the beam from the lens centre, m; NaN without a return
+    points : (cells, 4) float32, x y z (sensor frame, m; NaN without a return) and the intensity byte
+    material : (cells,) uint8, the material code (``core_cast``: a scene material or a ``LIDAR_*`` code)
+    returns : int, beams with a return
+    range_exact_m : (cells,) float64, ``range_m`` before its rounding to float32
+    beams : CoreBeams, each beam's hit and radiometry before the body was put in
+    """
+
+    range_m: np.ndarray
+    points: np.ndarray
+    material: np.ndarray
+    returns: int
+    range_exact_m: np.ndarray = field(repr=False)
+    beams: CoreBeams = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,8 @@ class CoreLidar:
             points=points,
             material=code,
             returns=int(np.isfinite(range_m).sum()),
+            range_exact_m=range_m,
+            beams=beams,
         )
 
     def trace_beams(

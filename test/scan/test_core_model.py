@@ -233,3 +233,30 @@ def test_the_body_replaces_cells_by_its_table_and_cast_ray_checks_its_input():
         lidar.cast_ray([0.0, 0.0, 2.0], [0.0, 0.0, 0.0], 10.0, 7)
     with pytest.raises(ConfigError, match="noise"):
         CoreOptions(noise=1)  # type: ignore[arg-type]
+
+
+def test_core_scanner_gives_the_core_scan_as_a_scan():
+    from acres_lidar_ros.config.material_table import CLASS_ID
+    from acres_lidar_ros.scan import ScanOptions
+    from acres_lidar_ros.scan.core_scanner import CoreScanner
+    from acres_lidar_ros.sensor.poses import PoseHistory
+
+    b = flat_builder()
+    b.add_tree([12.0, 3.0], 10.0)
+    scene = b.build()
+    cfg = level_config()
+    scanner = CoreScanner(cfg, scene, options=ScanOptions(seed=4))
+    poses = PoseHistory.from_arrays(np.array([0.0, 1.0]), np.zeros((2, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (2, 1)))
+    scan = scanner.scan(poses, 100_000_000)
+    direct = CoreLidar(cfg, scene).scan(np.eye(4), index=0, options=CoreOptions(seed=4))
+    assert scan.returns.range_m.shape == (cfg.columns * cfg.rings, 1)
+    np.testing.assert_array_equal(scan.returns.range_m[:, 0], direct.range_exact_m)
+    np.testing.assert_array_equal(scan.returns.valid[:, 0], np.isfinite(direct.range_m))
+    np.testing.assert_allclose(scan.points_sensor[:, 0, :], direct.points[:, :3], atol=1e-4)
+    ground = direct.material == LIDAR_TERRAIN
+    assert np.all(scan.returns.class_id[ground, 0] == CLASS_ID["ground"])
+    crown = direct.material == MATERIAL_ID["tree_foliage"]
+    assert crown.any() and np.all(scan.returns.class_id[crown, 0] == CLASS_ID["tree"])
+    np.testing.assert_array_equal(scan.returns.intensity[:, 0], direct.points[:, 3].astype(np.uint8))
+    assert not scan.time_offset_s.any()  # every beam from the stamp pose
+    assert scanner.scan(poses, 200_000_000).index == 1

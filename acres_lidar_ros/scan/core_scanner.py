@@ -1,0 +1,128 @@
+"""``model: core`` behind the ``Scanner`` interface: ACRES Core's LiDAR (``core_scan``) giving ``Scan``s,
+so ``acres-lidar scan`` and ``record`` write its scans with every output the full model has.
+
+A core scan has one slot per beam; every beam is cast from the sensor pose at the scan stamp (no
+motion distortion: ``time_offset_s`` is 0); clear air. The body's cells carry the body's class,
+material and instance as the full model's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from acres_lidar_ros.body.self_returns import SELF_CLASS_ID, SELF_MATERIAL_ID, SelfReturnTable
+from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
+from acres_lidar_ros.scan.core_cast import LIDAR_SELF
+from acres_lidar_ros.scan.core_scan import CoreLidar, CoreOptions
+from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
+from acres_lidar_ros.sensor.poses import PoseHistory
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.scene.scene_model import Scene
+    from acres_lidar_ros.tracing.trace import Tracer
+
+MODELS = ("full", "core")
+"""The LiDAR models a run can trace with: the spec's full model, or ACRES Core's (seed 001)."""
+
+
+class CoreScanner(Scanner):
+    """A ``Scanner`` whose scans are ACRES Core's (``CoreLidar``).
+
+    ``options`` give the seed, ``foliage`` and ``self_returns``; ``core_noise`` is ``bNoise``
+    (off by default, whatever ``options.noise`` says: the full model's noise is on by default,
+    ACRES Core's is not).
+    """
+
+    def __init__(
+        self,
+        config: SensorConfig,
+        scene: Scene | None = None,
+        options: ScanOptions = ScanOptions(),
+        tracer: Tracer | None = None,
+        self_table: SelfReturnTable | None = None,
+        core_noise: bool = False,
+    ) -> None:
+        super().__init__(config, scene, options, tracer, self_table)
+        self.core_noise = bool(core_noise)
+        self._core: CoreLidar | None = None
+
+    @property
+    def core(self) -> CoreLidar:
+        """The ACRES Core LiDAR of the current config (built on first use, again after a change)."""
+        if self._core is None or self._core.config is not self.config or self._core.self_table is not self.self_table:
+            self._core = CoreLidar(self.config, self.tracer.scene, self.self_table)
+        return self._core
+
+    @property
+    def core_options(self) -> CoreOptions:
+        o = self.options
+        return CoreOptions(noise=self.core_noise, foliage=o.foliage, self_returns=o.self_returns, seed=o.seed)
+
+    @property
+    def sub_rays(self) -> int:
+        return 1
+
+    def scan(
+        self,
+        poses: PoseHistory,
+        stamp_ns: int,
+        boxes: Sequence = (),
+        index: int | None = None,
+        extrapolate: bool = False,
+    ) -> Scan:
+        """One ACRES Core scan stamped ``stamp_ns``, every beam from the pose at the stamp."""
+        if index is None:
+            index = self._next_index
+        self._next_index = index + 1
+        T_world_base = poses.transforms(np.array([stamp_ns * 1e-9]), extrapolate=extrapolate)[0]
+        core = self.core
+        out = core.scan(T_world_base, index, tuple(boxes), self.core_options)
+        beams, hits = out.beams, out.beams.hits
+        n = core.cells
+        r = out.range_exact_m
+        valid = np.isfinite(r)
+        body = out.material == LIDAR_SELF
+        scene_return = valid & ~body
+        signal = np.where(
+            scene_return, np.clip(beams.measured_counts, 0.0, self.config.radiometry.saturation_counts), 0
+        )
+        returns = Returns(
+            range_m=r[:, None].copy(),
+            valid=valid[:, None],
+            reflectivity=np.where(scene_return, beams.reflectance, 0.0)[:, None],
+            signal=np.rint(signal).astype(np.uint16)[:, None],
+            intensity=out.points[:, 3].astype(np.uint8)[:, None],
+            class_id=np.where(body, SELF_CLASS_ID, np.where(scene_return, hits.class_id, 0)).astype(np.uint8)[:, None],
+            material_id=np.where(
+                body, SELF_MATERIAL_ID, np.where(scene_return, np.maximum(hits.material, 0), 0)
+            ).astype(np.uint8)[:, None],
+            instance=np.where(body, BODY_INSTANCE, np.where(scene_return, hits.instance, NO_INSTANCE)).astype(
+                np.uint32
+            )[:, None],
+            return_flags=np.where(valid, FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST, 0).astype(np.uint8)[:, None],
+        )
+        T_world_sensor = T_world_base @ self.pattern.T_base_sensor
+        scan = Scan(
+            index=index,
+            stamp_ns=int(stamp_ns),
+            columns=self.config.columns,
+            rings=self.config.rings,
+            returns=returns,
+            points_sensor=self.pattern.points_sensor(returns.range_m),
+            time_offset_s=np.zeros(self.config.columns),
+            ring_rank=self.pattern.ring_rank,
+            T_world_sensor=np.broadcast_to(T_world_sensor, (self.config.columns, 4, 4)).copy(),
+            frame_id=self.config.frame_id,
+            weather={"rain_mm_per_h": 0.0, "visibility_m": float("inf")},
+            cells=self.pattern.cells,
+        )
+        assert scan.returns.range_m.shape == (n, 1)
+        self.timings_ms = dict[str, float]()
+        self.last_echoes = None
+        return scan
