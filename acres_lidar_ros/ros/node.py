@@ -45,6 +45,7 @@ from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.params import (
+    PARAMETER_TYPE,
     ParamDecl,
     by_name,
     check_changes,
@@ -70,13 +71,6 @@ MOUNT_RETRY_POLLS = 50
 """Until the TF mount is found, the poll looks it up every this many polls (0.1 s)."""
 TF_POSE_PERIOD_S = 0.02
 DIAGNOSTICS_PERIOD_S = 1.0
-_PARAMETER_TYPE = {
-    "bool": Parameter.Type.BOOL,
-    "integer": Parameter.Type.INTEGER,
-    "double": Parameter.Type.DOUBLE,
-    "string": Parameter.Type.STRING,
-    "double_array": Parameter.Type.DOUBLE_ARRAY,
-}
 _DIAGNOSTIC_LEVEL = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
 
 
@@ -327,7 +321,8 @@ class LidarNode(Node):
 
     def _declare(self, decls) -> None:
         for d in decls:
-            value = _PARAMETER_TYPE[d.type] if d.default is None else d.default
+            # rcl_interfaces' type numbers (params.PARAMETER_TYPE, the one map) are Parameter.Type's
+            value = Parameter.Type(PARAMETER_TYPE[d.type]) if d.default is None else d.default
             self.declare_parameter(d.name, value, descriptor(d))
 
     def _load_scene(self, seed: int):

@@ -236,3 +236,19 @@ def test_node_parameters_refuse_huge_numbers_and_trailing_newlines():
         node_values({"topic": "/lidar/points\n"})
     with pytest.raises(ConfigError, match=r"lidar\.elevations_deg\[0\] = 'a'"):
         startup_overrides({"lidar.elevations_deg": ["a"] * 32}, load_sensor_config("polaris"))
+
+
+def test_the_one_type_map_is_rclpy_s_own_numbering():
+    """``params.PARAMETER_TYPE`` is the only map of the node's parameter types: its numbers are
+    rcl_interfaces' ParameterType, which rclpy's ``Parameter.Type`` carries by name."""
+    parameter = pytest.importorskip("rclpy.parameter", reason="needs rclpy").Parameter
+    from acres_lidar_ros.ros.params import PARAMETER_TYPE
+
+    names = {
+        "bool": "BOOL",
+        "integer": "INTEGER",
+        "double": "DOUBLE",
+        "string": "STRING",
+        "double_array": "DOUBLE_ARRAY",
+    }
+    assert {k: parameter.Type(v).name for k, v in PARAMETER_TYPE.items()} == names
