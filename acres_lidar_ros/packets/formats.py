@@ -14,8 +14,10 @@ from types import TracebackType
 from typing import Protocol
 
 from acres_lidar_ros.config.sensors import NAMED_SENSORS, SensorConfig
-from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.errors import ConfigError, OutputError
+from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.packets.helios import HeliosEncoder
+from acres_lidar_ros.packets.ouster import OusterEncoder
 from acres_lidar_ros.packets.packet_types import PacketGroup
 from acres_lidar_ros.packets.pcap_file import Addresses, PcapStream, merge_records, pcap_records, udp_frames
 from acres_lidar_ros.packets.udp_stream import UdpSender
@@ -38,6 +40,8 @@ FORMATS: dict[str, tuple[str, Addresses]] = {
     "helios5515": ("RoboSense RS-Helios MSOP/DIFOP", Addresses("192.168.1.200", "192.168.1.102")),
     "vlp16": ("Velodyne VLP-16 data/position", Addresses("192.168.1.201", "192.168.1.100")),
     "hdl32e": ("Velodyne HDL-32E data/position", Addresses("192.168.1.201", "192.168.1.100")),
+    # The OS1 takes its address by DHCP or link-local; these are link-local ones.
+    "os1_64": ("Ouster OS1-64 LEGACY lidar packets", Addresses("169.254.10.10", "169.254.10.1")),
 }
 
 
@@ -58,12 +62,21 @@ def packet_encoder(sensor: str | os.PathLike[str], config: SensorConfig) -> Pack
         raise ConfigError(f"--packets: sensor {sensor!s} has no packet format; the sensors with one are {have}")
     if name in ("polaris", "helios5515"):
         return HeliosEncoder(config)
+    if name == "os1_64":
+        return OusterEncoder(config)
     return _VelodyneStream(VelodyneEncoder(VLP16 if name == "vlp16" else HDL32E, config))
 
 
 def packet_driver(sensor: str | os.PathLike[str]) -> str:
-    """The driver family of a sensor with a packet format: ``rslidar`` or ``velodyne``."""
-    return "rslidar" if sensor_name(sensor) in ("polaris", "helios5515") else "velodyne"
+    """The driver family of a sensor with a packet format: ``rslidar``, ``velodyne`` or ``ouster``."""
+    name = sensor_name(sensor)
+    return "rslidar" if name in ("polaris", "helios5515") else "ouster" if name == "os1_64" else "velodyne"
+
+
+def metadata_path(pcap: Path) -> Path:
+    """Where the sensor metadata JSON of ``pcap`` goes (formats that need one): ``sensor_metadata.json``
+    beside a ``packets.pcap``, else the pcap's name with ``.json``."""
+    return pcap.with_name("sensor_metadata.json") if pcap.name == "packets.pcap" else pcap.with_suffix(".json")
 
 
 def default_addresses(sensor: str | os.PathLike[str]) -> Addresses:
@@ -106,6 +119,11 @@ class PcapRecorder:
 
     def __init__(self, path: str | os.PathLike[str], encoder: PacketEncoder, addresses: Addresses) -> None:
         self.encoder, self.addresses = encoder, addresses
+        metadata = getattr(encoder, "metadata_json", None)
+        self.metadata: bytes | None = metadata() if metadata is not None else None
+        self.metadata_path = metadata_path(Path(path))
+        if self.metadata is not None and (self.metadata_path.exists() or self.metadata_path.is_symlink()):
+            raise OutputError(f"{self.metadata_path} exists already; refusing to overwrite it")
         self.stream = PcapStream(path)
         self.first = True
         self.scans_before_zero = 0
@@ -132,7 +150,19 @@ class PcapRecorder:
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        self.stream.__exit__(kind, value, traceback)
+        if kind is not None or self.metadata is None:
+            self.stream.__exit__(kind, value, traceback)
+            return
+        try:  # the metadata first: a pcap is never left without it
+            atomic_write(self.metadata_path, self.metadata)
+        except BaseException:
+            self.stream.abort()
+            raise
+        try:
+            self.stream.close()
+        except BaseException:
+            self.metadata_path.unlink(missing_ok=True)
+            raise
 
 
 class UdpStreamer:

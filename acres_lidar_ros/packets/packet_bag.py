@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.packets.packet_types import PacketGroup
 
 MESSAGE_DEFINITIONS: dict[str, str] = {
@@ -73,6 +74,11 @@ class PacketBagWriter:
     """
 
     def __init__(self, encoder: Any, driver: str, frame_id: str) -> None:
+        if driver not in ("rslidar", "velodyne"):
+            raise ConfigError(
+                f"--packets bag: no packet messages for the {driver} packets yet (rslidar and velodyne have "
+                "them); use --packets pcap or udp"
+            )
         self.encoder, self.driver, self.frame_id = encoder, driver, frame_id
         self.first = True
         self.scans_before_zero = 0

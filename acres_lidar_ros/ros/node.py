@@ -140,6 +140,8 @@ def packet_feed(node: Node, mode: str, udp_host: str, sensors: str, config: Sens
         from acres_lidar_ros.packets.udp_stream import UdpSender
 
         return PacketFeed(UdpStreamer(encoder, UdpSender(udp_host)))
+    if packet_driver(sensors) == "ouster":
+        raise ConfigError("packets = 'ros': no Ouster packet messages yet (rslidar and velodyne have them); use 'udp'")
     return PacketFeed(RosPacketSink(node, encoder, packet_driver(sensors), config.frame_id))
 
 
