@@ -15,11 +15,13 @@ import numpy as np
 
 from acres_lidar_ros.body.self_returns import SELF_CLASS_ID, SELF_MATERIAL_ID, SelfReturnTable
 from acres_lidar_ros.config.sensors import SensorConfig
+from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_STRONGEST, Returns
 from acres_lidar_ros.scan.core_cast import LIDAR_SELF
 from acres_lidar_ros.scan.core_scan import CoreLidar, CoreOptions
 from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
 from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scan.sweep import Sweep
 from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 from acres_lidar_ros.sensor.poses import PoseHistory
 
@@ -67,6 +69,18 @@ class CoreScanner(Scanner):
     @property
     def sub_rays(self) -> int:
         return 1
+
+    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> Sweep:
+        """Refused: a core scan is traced whole from the stamp pose (``scan``); the block path of
+        the node's loop (``Sweep``) is the full model's, and would trace that model instead."""
+        raise ConfigError(
+            "model core: a scan is traced whole with Scanner.scan; the sweep traced in tick blocks "
+            "(the node's loop, warm_up) is the full model's only"
+        )
+
+    def warm_up(self) -> float:
+        """Nothing to compile: the core model's passes are numpy and Embree (0 s)."""
+        return 0.0
 
     def scan(
         self,

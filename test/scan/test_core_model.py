@@ -260,3 +260,5 @@ def test_core_scanner_gives_the_core_scan_as_a_scan():
     np.testing.assert_array_equal(scan.returns.intensity[:, 0], direct.points[:, 3].astype(np.uint8))
     assert not scan.time_offset_s.any()  # every beam from the stamp pose
     assert scanner.scan(poses, 200_000_000).index == 1
+    with pytest.raises(ConfigError, match="model core"):
+        scanner.start_sweep(300_000_000)  # the block path would trace the full model
