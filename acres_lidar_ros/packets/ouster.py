@@ -126,7 +126,8 @@ class OusterEncoder:
         valid = returns.valid[beams, slot]
         range_m = np.where(valid, returns.range_m[beams, slot] + self.beam_origin_m, np.nan)
         range_mm = quantise(range_m, RANGE_STEP_M, "Ouster range_m", limit=RANGE_LIMIT_STEPS)
-        column = np.zeros(self.columns, COLUMN)
+        packets = np.zeros(self.packets_per_scan, LIDAR_PACKET)
+        column = packets["columns"].reshape(self.columns)  # a view: the columns in send order
         pixels = column["pixels"]
         pixels["range_mm"] = range_mm.reshape(self.columns, PIXELS)
         pixels["reflectivity"] = np.where(valid, returns.intensity[beams, slot], 0).reshape(self.columns, PIXELS)
@@ -136,8 +137,6 @@ class OusterEncoder:
         column["frame_id"] = scan.index % 65536
         column["encoder_count"] = np.arange(self.columns) * (ENCODER_TICKS_PER_TURN // self.columns)
         column["status"] = STATUS_VALID
-        packets = np.zeros(self.packets_per_scan, LIDAR_PACKET)
-        packets["columns"] = column.reshape(self.packets_per_scan, COLUMNS_PER_PACKET)
         return packets
 
     def column_ns(self, scan: Scan) -> np.ndarray:
