@@ -62,6 +62,7 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
         PcapRecorder,
         UdpStreamer,
         default_addresses,
+        metadata_path,
         packet_driver,
         packet_encoder,
     )
@@ -79,6 +80,11 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
                 raise OutputError(f"--pcap {pcap} exists already; refusing to overwrite it")
             if not pcap.parent.is_dir():
                 raise OutputError(f"--pcap {pcap}: directory {pcap.parent} does not exist")
+            metadata = metadata_path(pcap)
+            if hasattr(encoder, "metadata_json") and (metadata.exists() or metadata.is_symlink()):
+                raise OutputError(
+                    f"--pcap {pcap}: its sensor metadata {metadata} exists already; refusing to overwrite it"
+                )
         return lambda out_dir: PcapRecorder(pcap if pcap is not None else out_dir / PCAP_NAME, encoder, addresses)
     if args.pcap is not None:
         raise ConfigError(f"--pcap {args.pcap} with --packets {args.packets}: only --packets pcap writes a pcap")

@@ -10,13 +10,16 @@ type                              topic                     one message per
                                                             ``msg_source: 2``), reliable, depth 100
 ``velodyne_msgs/msg/VelodyneScan`` ``/velodyne_packets``    scan: its data packets, stamped with
                                                             the last one's time (velodyne_driver)
+``ouster_sensor_msgs/msg/PacketMsg`` ``/ouster/lidar_packets`` lidar packet, at its send time
 ================================  ========================  ======================================
 
 Sources: RoboSense-LiDAR/rslidar_msg ``msg/RslidarPacket.msg`` (commit
 fe8a95cb242bd294cc3d5e3422f2093fb49a56ee); ros-drivers/velodyne branch ros2
 ``velodyne_msgs/msg/VelodyneScan.msg``, ``VelodynePacket.msg`` and
 ``velodyne_driver/src/driver/driver.cpp`` (topic ``velodyne_packets``, depth 10, frame
-``velodyne``, stamp of the last packet), commit 04a7ca722eaed13fe902366e0831717e91f9f77a.
+``velodyne``, stamp of the last packet), commit 04a7ca722eaed13fe902366e0831717e91f9f77a;
+ouster-lidar/ouster-ros branch jazzy-devel ``ouster-sensor-msgs/msg/PacketMsg.msg`` (``uint8[] buf``),
+``ouster-ros/src/os_pcap_node.cpp`` (topic ``lidar_packets``), commit eaaf35d194627a1ddc34f9e7b3f572dfd17d5313.
 """
 
 from __future__ import annotations
@@ -32,10 +35,14 @@ MESSAGE_DEFINITIONS: dict[str, str] = {
     "rslidar_msg/msg/RslidarPacket": "std_msgs/Header header\nuint8 is_difop\nuint8 is_frame_begin\nuint8[] data\n",
     "velodyne_msgs/msg/VelodynePacket": "builtin_interfaces/Time stamp\nuint8[1206] data\n",
     "velodyne_msgs/msg/VelodyneScan": "std_msgs/Header header\nvelodyne_msgs/VelodynePacket[] packets\n",
+    "ouster_sensor_msgs/msg/PacketMsg": "uint8[] buf\n",
 }
 RSLIDAR_TOPIC = "/rslidar_packets"
 VELODYNE_TOPIC = "/velodyne_packets"
 RSLIDAR_QOS = {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 100}
+OUSTER_TOPIC = "/ouster/lidar_packets"
+#: ouster-ros's replay and record launches publish with the system default QoS (reliable, depth 10)
+OUSTER_QOS = {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 10}
 VELODYNE_QOS = {"reliability": "reliable", "durability": "volatile", "history": "keep_last", "depth": 10}
 
 
@@ -69,16 +76,13 @@ class PacketBagWriter:
     Parameters
     ----------
     encoder : the sensor's packet encoder (``formats.packet_encoder``)
-    driver : ``"rslidar"`` or ``"velodyne"``: the message family
+    driver : ``"rslidar"``, ``"velodyne"`` or ``"ouster"``: the message family
     frame_id : the packets' frame (the driver's: ``rslidar``, ``velodyne``)
     """
 
     def __init__(self, encoder: Any, driver: str, frame_id: str) -> None:
-        if driver not in ("rslidar", "velodyne"):
-            raise ConfigError(
-                f"--packets bag: no packet messages for the {driver} packets yet (rslidar and velodyne have "
-                "them); use --packets pcap or udp"
-            )
+        if driver not in ("rslidar", "velodyne", "ouster"):
+            raise ConfigError(f"--packets bag: driver {driver!r}; the message families are rslidar, velodyne, ouster")
         self.encoder, self.driver, self.frame_id = encoder, driver, frame_id
         self.first = True
         self.scans_before_zero = 0
@@ -88,6 +92,8 @@ class PacketBagWriter:
         register_packet_types(bag.typestore)
         if self.driver == "rslidar":
             bag.add_topic(RSLIDAR_TOPIC, "rslidar_msg/msg/RslidarPacket", RSLIDAR_QOS)
+        elif self.driver == "ouster":
+            bag.add_topic(OUSTER_TOPIC, "ouster_sensor_msgs/msg/PacketMsg", OUSTER_QOS)
         else:
             bag.add_topic(VELODYNE_TOPIC, "velodyne_msgs/msg/VelodyneScan", VELODYNE_QOS)
         self._bag = bag
@@ -107,6 +113,8 @@ class PacketBagWriter:
         self.first = False
         if self.driver == "rslidar":
             return self._rslidar(bag, groups)
+        if self.driver == "ouster":
+            return self._ouster(bag, next(g for g in groups if g.kind == "lidar"))
         return self._velodyne(bag, next(g for g in groups if g.kind == "data"))
 
     def _rslidar(self, bag: Any, groups: list[PacketGroup]) -> int:
@@ -149,3 +157,11 @@ class PacketBagWriter:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+    def _ouster(self, bag: Any, lidar: PacketGroup) -> int:
+        """One ``PacketMsg`` per lidar packet at its send time (the message has no header: ouster-ros
+        takes the times from the packets' columns)."""
+        message = bag.typestore.types["ouster_sensor_msgs/msg/PacketMsg"]
+        for send_ns, payload in zip(lidar.send_ns, lidar.payloads):
+            bag.write_message(OUSTER_TOPIC, int(send_ns), message(buf=np.ascontiguousarray(payload)))
+        return len(lidar.payloads)

@@ -1,5 +1,5 @@
 """Ouster OS1-64 packets read back by ouster-sdk (PyPI), a decoder this project did not write:
-every decoded pixel is our primary return within the format's 1 mm range step, none is missing
+every decoded pixel is our primary return (from the pcap, and from the bag's packet messages) within the format's 1 mm range step, none is missing
 or added, and each column's time is its firing time.
 
 ouster-sdk pins rosbags==0.9.23, which conflicts with ours, so it lives in a venv of its own
@@ -19,8 +19,11 @@ import pytest
 from packet_scans import scans_of
 
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.packets.formats import PcapRecorder, default_addresses, packet_encoder
+from acres_lidar_ros.outputs.bag import BagWriter
+from acres_lidar_ros.packets.formats import PcapRecorder, default_addresses, packet_driver, packet_encoder
 from acres_lidar_ros.packets.ouster import LIDAR_PACKET, LIDAR_PORT
+from acres_lidar_ros.packets.packet_bag import OUSTER_TOPIC, PacketBagWriter, register_packet_types
+from acres_lidar_ros.packets.pcap_file import PcapStream, merge_records, pcap_records, udp_frames
 
 HERE = Path(__file__).resolve().parent
 OUSTER_PYTHON = Path(os.environ.get("ACRES_OUSTER_PYTHON", HERE.parents[1] / ".venv-ouster" / "bin" / "python"))
@@ -58,22 +61,25 @@ def test_existing_metadata_is_refused(tmp_path):
     assert not (tmp_path / "packets.pcap").exists()
 
 
-@pytest.mark.skipif(
+needs_ouster_sdk = pytest.mark.skipif(
     not OUSTER_PYTHON.exists(),
     reason=f"no ouster-sdk python at {OUSTER_PYTHON} (.ci/run makes .venv-ouster; or set ACRES_OUSTER_PYTHON)",
 )
-def test_ouster_sdk_gives_our_points(tmp_path):
-    config, scans, _ = _record(tmp_path)
-    out = tmp_path / "decoded.npz"
+
+
+def _decode(pcap: Path, metadata: Path, out: Path):
+    """ouster-sdk's decoding of ``pcap`` with ``metadata`` (``ouster_decode.py`` in its own venv)."""
     done = subprocess.run(
-        [str(OUSTER_PYTHON), str(HERE / "ouster_decode.py"), str(tmp_path / "packets.pcap")]
-        + [str(tmp_path / "sensor_metadata.json"), str(out)],
+        [str(OUSTER_PYTHON), str(HERE / "ouster_decode.py"), str(pcap), str(metadata), str(out)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    decoded = np.load(out)
+    return np.load(out)
+
+
+def _assert_our_points(decoded, scans) -> None:
     assert decoded["range_mm"].shape == (len(scans), 64, 1024)
     assert list(decoded["frame_id"]) == [scan.index for scan in scans]
     total = 0
@@ -100,3 +106,68 @@ def test_ouster_sdk_gives_our_points(tmp_path):
         assert np.array_equal(decoded["signal"][k][has], grid(returns.signal[beams, slot])[has])
     primary = [s.returns.valid[np.arange(s.returns.valid.shape[0]), s.returns.primary_index()] for s in scans]
     assert total == sum(int(v.sum()) for v in primary) > 10_000
+
+
+@needs_ouster_sdk
+def test_ouster_sdk_gives_our_points(tmp_path):
+    _, scans, _ = _record(tmp_path)
+    decoded = _decode(tmp_path / "packets.pcap", tmp_path / "sensor_metadata.json", tmp_path / "decoded.npz")
+    _assert_our_points(decoded, scans)
+
+
+@needs_ouster_sdk
+def test_packet_messages_in_the_bag_are_the_packets_ouster_sdk_reads(tmp_path):
+    """``ouster_sensor_msgs/msg/PacketMsg`` on ``/ouster/lidar_packets``, read back with rosbags; their
+    bytes framed into a pcap and decoded by ouster-sdk give our points."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    config, scans = scans_of("os1_64")
+    encoder = packet_encoder("os1_64", config)
+    writer = PacketBagWriter(encoder, packet_driver("os1_64"), config.frame_id)
+    with BagWriter(tmp_path / "bag") as bag:
+        counts = [writer.write_scan(scan, bag) for scan in scans]
+    store = register_packet_types(get_typestore(Stores.ROS2_JAZZY))
+    with AnyReader([tmp_path / "bag"], default_typestore=store) as reader:
+        connections = [c for c in reader.connections if c.topic == OUSTER_TOPIC]
+        assert [c.msgtype for c in connections] == ["ouster_sensor_msgs/msg/PacketMsg"]
+        rows = [(stamp, reader.deserialize(raw, c.msgtype).buf) for c, stamp, raw in reader.messages(connections)]
+    assert len(rows) == sum(counts) == 3 * 64
+    payloads = np.stack([np.asarray(buf, np.uint8) for _, buf in rows])
+    send_ns = np.array([stamp for stamp, _ in rows], np.int64)
+    frames = udp_frames(payloads, default_addresses("os1_64"), LIDAR_PORT, LIDAR_PORT, 0)
+    with PcapStream(tmp_path / "from_bag.pcap") as pcap:
+        pcap.write(merge_records([(pcap_records(frames, send_ns), send_ns)]), len(frames))
+    (tmp_path / "from_bag.json").write_bytes(encoder.metadata_json())
+    decoded = _decode(tmp_path / "from_bag.pcap", tmp_path / "from_bag.json", tmp_path / "decoded.npz")
+    _assert_our_points(decoded, scans)
+
+
+def test_record_writes_the_pcap_and_its_metadata(tmp_path):
+    import argparse
+
+    from acres_lidar_ros.apps.cmd_record import record_drive
+    from acres_lidar_ros.apps.packet_flags import packet_sink
+    from acres_lidar_ros.config.sensors import load_sensor_config
+    from acres_lidar_ros.scan import Scanner, ScanOptions
+    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.sensor.poses import PoseHistory
+    from acres_lidar_ros.tracing.trace import Tracer
+
+    config = load_sensor_config("os1_64").with_overrides({"position_flu_m": [0.0, 0.0, 1.9], "sub_rays": 1})
+    tracer = Tracer(SceneBuilder(TerrainGrid(np.array([-300.0, -300.0]), 600.0, np.zeros((2, 2)))).build())
+    scanner = Scanner(config, tracer=tracer, options=ScanOptions(self_returns=False, seed=1))
+    t = np.arange(0.0, 0.2001, 0.02)
+    drive = PoseHistory.from_arrays(t, np.column_stack([2.0 * t, 0 * t, 0 * t]), np.tile([0, 0, 0, 1.0], (t.size, 1)))
+    given = dict(packets="pcap", pcap=None, sensor_ip=None, host_ip=None, udp_host="127.0.0.1")
+    args = argparse.Namespace(**given, udp_source_port=0, udp_broadcast=False, sensor="os1_64")
+    summary = record_drive(scanner, drive, tmp_path / "run", files="none", packets=packet_sink(args, config))
+    # Scans at 0, 0.1, 0.2 s; the one at 0 s swept the period before 0 s: no UNIX time, no packets.
+    assert (summary.scans, summary.scans_without_packets, summary.packets) == (3, 1, 2 * 64)
+    run = tmp_path / "run"
+    assert (run / "packets.pcap").stat().st_size == 24 + 2 * 64 * (16 + 14 + 20 + 8 + LIDAR_PACKET.itemsize)
+    assert json.loads((run / "sensor_metadata.json").read_text())["config_params"]["lidar_mode"] == "1024x10"
+    # --pcap FILE: its metadata is FILE.json, refused before anything is written where it exists.
+    (tmp_path / "mine.json").write_text("{}")
+    with pytest.raises(OutputError, match="mine.json exists already"):
+        packet_sink(argparse.Namespace(**{**vars(args), "pcap": tmp_path / "mine.pcap"}), config)
