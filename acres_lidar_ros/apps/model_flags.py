@@ -14,8 +14,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         choices=("full", "core"),
-        default="full",
-        help="full: the spec's LiDAR model (default); core: ACRES Core's simplified one (one sub-ray and one "
+        default=None,
+        help="replaces lidar.model of the sensors file (default full). full: the spec's LiDAR model; core: ACRES Core's simplified one (one sub-ray and one "
         "return per beam, crowns passed by a hash, no crops, ground cover, weather or motion distortion)",
     )
     parser.add_argument(
@@ -26,11 +26,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_scanner(args: argparse.Namespace, config: Any, options: Any, tracer: Any, self_table: Any) -> Scanner:
-    """The run's ``Scanner``: the full model's, or ACRES Core's with ``--model core``."""
+    """The run's ``Scanner``: the full model's, or ACRES Core's with ``--model core`` or the sensors
+    file's ``lidar.model: core`` (the flag wins)."""
     from acres_lidar_ros.errors import ConfigError
     from acres_lidar_ros.scan import Scanner
 
-    model = getattr(args, "model", "full")
+    model = getattr(args, "model", None) or config.model
+    if model != config.model:
+        config = config.with_overrides({"model": model})
     if getattr(args, "core_noise", False) and model != "core":
         raise ConfigError("--core-noise needs --model core (the full model's noise is on unless --no-noise)")
     if model == "core":

@@ -252,6 +252,14 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     ),
     P("self_returns", "path", None, nullable=True, description="File of the self-return table."),
     P(
+        "model",
+        "str",
+        "full",
+        choices=("full", "core"),
+        description="LiDAR model: full (the spec's), or core (ACRES Core's simplified one, seed 001; "
+        "acres-lidar scan and record trace it, the node refuses it).",
+    ),
+    P(
         "radiometry.range_at_10pct_m",
         "float",
         60.0,

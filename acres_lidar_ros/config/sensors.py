@@ -173,6 +173,7 @@ class SensorConfig:
     weather: WeatherConfig
     materials: MaterialTable
     scan_type: str = "rotary"
+    model: str = "full"  # "full" or "core" (ACRES Core's LiDAR: scan.core_scanner)
     peak_power_w: float = 10.0
     emitters: EmittersConfig | None = field(default=None, repr=False)  # None: the rings x columns keys
     effective: dict = field(repr=False, compare=False, default_factory=dict)
@@ -465,6 +466,7 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         topic=v["topic"],
         point_type=v["point_type"],
         self_returns=self_returns,
+        model=v["model"],
         radiometry=RadiometryConfig(
             range_at_10pct_m=v["radiometry.range_at_10pct_m"],
             ring_range_at_10pct_m=ring_r10,

@@ -41,6 +41,8 @@ class CoreScanner(Scanner):
     ACRES Core's is not).
     """
 
+    model_name = "core"
+
     def __init__(
         self,
         config: SensorConfig,

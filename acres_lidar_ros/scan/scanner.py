@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 class Scanner:
     """Traces scans of one sensor over one scene.
 
+    It traces the full model (``lidar.model`` full); a sensor whose ``model`` is ``core`` is refused
+    here, so no caller traces the full model in its place (``core_scanner.CoreScanner`` traces it).
+
     The scene's acceleration structure is built once; each ``scan`` builds the rays of every
     column (tick) from the sensor pose at that column's firing time, or of every cell from the
     pose at its own firing time where a tick's emitters fire at different times (the sensor's
@@ -52,6 +55,9 @@ class Scanner:
         A rebuilt pattern (``set_runtime_config``) drops it.
     """
 
+    model_name = "full"
+    """The ``lidar.model`` this class traces."""
+
     def __init__(
         self,
         config: SensorConfig,
@@ -63,6 +69,12 @@ class Scanner:
     ) -> None:
         from acres_lidar_ros.tracing.trace import Tracer
 
+        if config.model != self.model_name:
+            raise ConfigError(
+                f"lidar.model = {config.model!r} ({config.source or 'the sensors file'}): this {type(self).__name__} "
+                f"traces the {self.model_name} model; ACRES Core's is traced by acres-lidar scan and record "
+                "(scan.core_scanner.CoreScanner), not by the node, the dataset or the benchmarks"
+            )
         if tracer is None:
             if scene is None:
                 raise ConfigError("Scanner needs a scene or a tracer")

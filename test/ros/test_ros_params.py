@@ -59,6 +59,7 @@ def test_only_the_fixed_keys_are_read_only(decls):
             "lidar.topic",
             "lidar.point_type",
             "lidar.self_returns",
+            "lidar.model",
             "seed",
         ]
     )

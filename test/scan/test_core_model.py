@@ -244,7 +244,7 @@ def test_core_scanner_gives_the_core_scan_as_a_scan():
     b = flat_builder()
     b.add_tree([12.0, 3.0], 10.0)
     scene = b.build()
-    cfg = level_config()
+    cfg = level_config(model="core")
     scanner = CoreScanner(cfg, scene, options=ScanOptions(seed=4))
     poses = PoseHistory.from_arrays(np.array([0.0, 1.0]), np.zeros((2, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (2, 1)))
     scan = scanner.scan(poses, 100_000_000)
