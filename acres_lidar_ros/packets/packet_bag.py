@@ -10,8 +10,10 @@ type                              topic                     one message per
                                                             ``msg_source: 2``), reliable, depth 100
 ``velodyne_msgs/msg/VelodyneScan`` ``/velodyne_packets``    scan: its data packets, stamped with
                                                             the last one's time (velodyne_driver)
-``ouster_sensor_msgs/msg/PacketMsg`` ``/ouster/lidar_packets`` lidar packet, at its send time
 ================================  ========================  ======================================
+
+``ouster_sensor_msgs/msg/PacketMsg`` on ``/ouster/lidar_packets``: one per lidar packet, at its send
+time (reliable, depth 10).
 
 Sources: RoboSense-LiDAR/rslidar_msg ``msg/RslidarPacket.msg`` (commit
 fe8a95cb242bd294cc3d5e3422f2093fb49a56ee); ros-drivers/velodyne branch ros2
