@@ -47,7 +47,8 @@ def test_a_point_type_that_is_no_profile_is_refused_naming_the_key(tmp_path, cap
     sensors = _sensors(tmp_path, point_type="PCL")
     code, err = _scan(capsys, sensors, tmp_path / "o")
     assert code == 2
-    assert f"lidar.point_type of {sensors} 'PCL' is not a point type; allowed: XYZI, XYZIRT" in err
+    allowed = "XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula, hesai"
+    assert f"sensors file '{sensors}': lidar.point_type = 'PCL': expected one of {allowed}" in err
     assert "Traceback" not in err and not (tmp_path / "o").exists()
 
 
