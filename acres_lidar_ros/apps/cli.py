@@ -28,6 +28,12 @@ from acres_lidar_ros.apps.labels_cli import add_labels_argument, run_point_type
 from acres_lidar_ros.apps.model_flags import add_model_arguments, make_scanner
 from acres_lidar_ros.apps.output_flags import OUTPUT_NUMBER_OPTIONS, add_output_flags, apply_output_flags, preview_range
 from acres_lidar_ros.apps.packet_flags import add_packet_flags, packet_sink
+from acres_lidar_ros.apps.scene_frame_cli import (
+    add_scene_frame_argument,
+    positions_in_scene,
+    scene_frame,
+    tour_in_odom,
+)
 from acres_lidar_ros.apps.signals import StopSignals, exit_code
 from acres_lidar_ros.apps.truth_cli import add_truth_argument, truth_summary
 from acres_lidar_ros.config.schema import LIDAR_PARAM
@@ -53,6 +59,7 @@ SENSOR_OPTIONS = {
 #: (``-1e6``) are values, not options (argparse alone reads ``-1e6`` as an option).
 NUMBER_OPTIONS = {
     "--pose": 6,
+    "--odom-in-scene": 6,
     "--rain": 1,
     "--visibility": 1,
     "--seed": 1,
@@ -114,6 +121,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--solid-foliage", action="store_true", help="foliage stops beams instead of passing them")
     parser.add_argument("--no-self-returns", action="store_true", help="leave the vehicle's body out of its scans")
+    add_scene_frame_argument(parser)
     add_truth_argument(parser)
     add_labels_argument(parser)
     for option, key in SENSOR_OPTIONS.items():
@@ -334,7 +342,7 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
     layout = BUILT_IN_FARMS.get(args.scene)
     scene = build_default_farm(seed=0, layout=layout) if layout else load_scene(Path(args.scene))
     built = time.perf_counter()
-    tracer = Tracer(scene)
+    tracer = Tracer(scene, T_scene_odom=scene_frame(args))
     traced = time.perf_counter()
     print(
         f"scene: {f'built-in farm {layout}' if layout else args.scene}, {scene.triangle_count} triangles, "
@@ -350,6 +358,7 @@ def _tour(scene, args: argparse.Namespace):
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     times, positions, quaternions = default_tour(scene, layout=BUILT_IN_FARMS.get(args.scene, "v2"))
+    positions, quaternions = tour_in_odom(args, positions, quaternions)
     return PoseHistory.from_arrays(times, positions, quaternions, where="built-in tour")
 
 
@@ -383,7 +392,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if not np.isfinite(values).all():
             raise ConfigError(f"--pose {args.pose}: expected six finite numbers X Y Z (m) ROLL PITCH YAW (deg)")
         T_world_base = pose_matrix(values[:3], np.deg2rad(values[3:]))
-        warn_off_ground(scene, values[None, :3], "--pose")
+        warn_off_ground(scene, positions_in_scene(args, values[None, :3]), "--pose")
     else:
         tour = _tour(scene, args)
         T_world_base = tour.transforms([tour.start_s])[0]
@@ -430,7 +439,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     else:
         times, positions, quaternions = read_tum(Path(args.trajectory))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
-        warn_off_ground(scene, positions, f"--trajectory {args.trajectory}", times)
+        warn_off_ground(scene, positions_in_scene(args, positions), f"--trajectory {args.trajectory}", times)
     boxes_at, track_ids = None, []
     if args.boxes is not None:
         from acres_lidar_ros.scene.box_tracks import load_box_tracks

@@ -65,6 +65,8 @@ from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
 from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
+from acres_lidar_ros.tracing.trace import Tracer
 
 POLL_PERIOD_S = 0.002
 MOUNT_RETRY_POLLS = 50
@@ -239,10 +241,13 @@ class LidarNode(Node):
         # labels: the labelled profile is the published point type (ConfigError for ouster & co.)
         self.settings["point_type"] = labelled_point_type(self.settings["point_type"], self.settings["labels"])
         point_dtype(self.settings["point_type"], config.outputs.coordinates)  # spherical: a layout that has it
+        T_scene_odom = odom_in_scene_transform(self.settings["odom_in_scene"], "odom_in_scene")  # before the scene
+        scene = self._load_scene(option_values(values).get("seed", 0))
         scanner = Scanner(
             config,
-            self._load_scene(option_values(values).get("seed", 0)),
+            scene,
             ScanOptions(**option_values(values), truth=self.settings["truth"]),
+            tracer=None if T_scene_odom is None else Tracer(scene, T_scene_odom=T_scene_odom),
             self_table=sensor_self_table(config),
         )
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")

@@ -181,6 +181,14 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
     NodeParam("sensors", "string", "polaris", "Sensors file: polaris, default, or a path to a JSON file."),
     NodeParam("scene", "string", "", "Scene file; empty (or default): the built-in farm."),
     NodeParam(
+        "odom_in_scene",
+        "string",
+        "",
+        "The odom frame's pose in the scene, 'X Y Z ROLL PITCH YAW' in m and deg (e.g. the robot's spawn pose in a "
+        "Gazebo world), so a scene need not sit at the odom origin; empty: the scene at the odom origin.",
+        empty_means="the scene at the odom origin",
+    ),
+    NodeParam(
         "topic",
         "string",
         "",

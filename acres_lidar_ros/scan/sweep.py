@@ -412,10 +412,11 @@ class Sweep:
     def _prepare(self, block: _Block) -> None:
         plan = self.plan
         block.model = plan.model
+        # The radiometry's place hashes (the ground's micro-slope and albedo cells) are the scene's:
+        # its rays in the scene's frame (``Tracer.to_scene``; the same arrays without an offset).
         block.beams = prepare_block(
             block.hits,
-            block.origins,
-            block.directions,
+            *plan.tracer.to_scene(block.origins, block.directions),
             self.pattern.sub_ray_weights,
             plan.model,
             plan.options.seed,

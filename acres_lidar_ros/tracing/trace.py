@@ -80,11 +80,21 @@ class Tracer:
     scene : Scene
     nthreads : int
         Threads of ``cast_rays``; 0 uses all cores.
+    T_scene_odom : (4, 4) float64, optional
+        The odometry (world) frame's pose in the scene's frame (``tracing.scene_frame``): rays
+        given in the world are traced at ``T_scene_odom`` applied to them, vehicle boxes stay in
+        the world. None: the scene sits at the world's origin.
     """
 
-    def __init__(self, scene: Scene, nthreads: int = 0) -> None:
+    def __init__(self, scene: Scene, nthreads: int = 0, T_scene_odom: np.ndarray | None = None) -> None:
         self.scene = scene
         self._nthreads = int(nthreads)
+        if T_scene_odom is not None:
+            T_scene_odom = np.asarray(T_scene_odom, np.float64)
+            R = T_scene_odom[:3, :3] if T_scene_odom.shape == (4, 4) else np.zeros((3, 3))
+            if not (np.isfinite(T_scene_odom).all() and np.allclose(R @ R.T, np.eye(3), atol=1e-9)):
+                raise ConfigError(f"T_scene_odom {T_scene_odom.tolist()}: expected a rigid (4, 4) transform")
+        self.T_scene_odom = T_scene_odom
         lo, hi = scene.vertices_m.min(axis=0), scene.vertices_m.max(axis=0)
         self.local_origin_m = np.round((lo + hi) / 2.0)  # (3,) float64, world
         tri_v = (scene.vertices_m - self.local_origin_m).astype(np.float32)
@@ -253,8 +263,16 @@ class Tracer:
         (n,) float32: Embree's distance from the origin to the first triangle or crop box, inf
         where none.
         """
-        result = self._cast(self._rc, np.asarray(origins_world) - self.local_origin_m, directions_world)
+        origins, directions = self.to_scene(np.asarray(origins_world), np.asarray(directions_world))
+        result = self._cast(self._rc, origins - self.local_origin_m, directions)
         return result["t_hit"].numpy()
+
+    def to_scene(self, origins_world: np.ndarray, directions_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rays in the scene's frame (``T_scene_odom``); unchanged without one."""
+        if self.T_scene_odom is None:
+            return origins_world, directions_world
+        R, t = self.T_scene_odom[:3, :3], self.T_scene_odom[:3, 3]
+        return origins_world @ R.T + t, directions_world @ R.T
 
     @staticmethod
     def _finish(done, nd, ol, d, state, tables, params, out, next_rows) -> int:
@@ -334,13 +352,15 @@ class Tracer:
         if n == 0:
             return hits
         d = np.ascontiguousarray(d)
-        ol = o - self.local_origin_m
+        o_scene, d_scene = self.to_scene(o, d)
+        ol = o_scene - self.local_origin_m
         if boxes:
             box_t, box_cos, box_instance = trace_boxes(o, d, boxes, start_m)
             box_t[box_t > max_range_m] = np.inf
             limit = np.minimum(max_range_m, box_t)
         else:
             limit = np.array([float(max_range_m)])
+        d = np.ascontiguousarray(d_scene)  # the boxes are in the world, the scene's casts in its own frame
         tables = self._tables._replace(limit=limit, limit_next=np.nextafter(limit, np.inf))
         params = self._params._replace(
             k=k,

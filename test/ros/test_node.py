@@ -895,3 +895,23 @@ def test_the_packets_parameter_sends_udp_or_refuses_ros_without_its_package(lida
         lidar_node(packets="udp", packets_udp_host="255.255.255.255")
     with pytest.raises(ConfigError, match="packets = 'tcp': expected one of udp, ros"):
         lidar_node(packets="tcp")
+
+
+def test_the_odom_in_scene_parameter_places_the_scene_in_odom(lidar_node, node_module, monkeypatch):
+    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+
+    def yard(self, seed):  # flat ground at 1.5 m and a 2 x 2 x 4 m building centred at scene (30, 10)
+        builder = SceneBuilder(TerrainGrid([-60.0, -60.0], 4.0, np.full((31, 31), 1.5)))
+        builder.add_box([30.0, 10.0], [2.0, 2.0, 4.0], "building")
+        return builder.build()
+
+    monkeypatch.setattr(node_module.LidarNode, "_load_scene", yard)
+    lidar_node(odom_in_scene="25 10 0.5 0 0 90")
+    tracer = StandInScanner.instances[-1].tracer
+    # Along odom -y from odom (0, 0, 2): the scene from (25, 10, 2.5) along +x, the building's face at x = 29.
+    ranges = tracer.cast_bare(np.array([[0.0, 0.0, 2.0], [0.0, 0.0, 3.5]]), np.array([[0.0, -1, 0], [0, 0, -1.0]]))
+    np.testing.assert_allclose(ranges, [4.0, 2.5], atol=1e-5)
+    lidar_node()  # no offset: the scanner makes its own tracer of the scene at the odom origin
+    assert StandInScanner.instances[-1].tracer == "tracer"
+    with pytest.raises(ConfigError, match=r"odom_in_scene = '25 10': expected six finite numbers"):
+        lidar_node(odom_in_scene="25 10")
