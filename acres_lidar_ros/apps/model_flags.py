@@ -1,5 +1,5 @@
 """``--model full|core`` and ``--core-noise`` of ``acres-lidar scan`` and ``record``: which LiDAR model
-traces the run (``scan.core_scanner``; ACRES Core's is seed 001's, docs/calibration.md)."""
+traces the run (``scan.core_scanner``; ACRES Core's LiDAR: docs/calibration.md)."""
 
 from __future__ import annotations
 

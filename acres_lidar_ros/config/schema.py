@@ -256,7 +256,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "str",
         "full",
         choices=("full", "core"),
-        description="LiDAR model: full (the spec's), or core (ACRES Core's simplified one, seed 001; "
+        description="LiDAR model: full (the spec's), or core (ACRES Core's simplified one, docs/calibration.md, ACRES Core's LiDAR; "
         "acres-lidar scan and record trace it, the node refuses it).",
     ),
     P(

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from acres_lidar_ros.tracing.trace import Tracer
 
 MODELS = ("full", "core")
-"""The LiDAR models a run can trace with: the spec's full model, or ACRES Core's (seed 001)."""
+"""The LiDAR models a run can trace with: the spec's full model, or ACRES Core's (docs/calibration.md, ACRES Core's LiDAR)."""
 
 
 class CoreScanner(Scanner):
