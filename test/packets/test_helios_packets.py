@@ -112,19 +112,35 @@ def test_rs_driver_pcdsaver_gives_our_points(tmp_path, sensor, return_mode):
         tool_process.wait(timeout=10)
     for k, pcd in enumerate(wanted):
         assert pcd.exists(), f"rs_driver_pcdsaver wrote no {pcd.name}"
-        cloud = np.loadtxt(pcd, skiprows=11, ndmin=2)  # ASCII x y z intensity
+        fields = _pcd_fields(pcd)
+        cloud = np.loadtxt(pcd, skiprows=11, ndmin=2)  # ASCII x y z intensity [ring timestamp]
         scan = scans[k]
         valid = scan.returns.valid
+        cells = np.nonzero(valid)[0]
         ours = scan.points_sensor[valid]
         range_m = scan.returns.range_m[valid]
         intensity = scan.returns.intensity[valid]
         if return_mode is not None:  # rs_driver emits both blocks of a pair: a single return twice
-            ours, range_m, intensity = _as_pairs(scan)
+            cells, ours, range_m, intensity = _as_pairs(scan)
         assert cloud.shape[0] == ours.shape[0]
         error_m = np.linalg.norm(cloud[:, :3] - ours, axis=1)
         print_step = 1e-5 * np.abs(ours).max(axis=1)  # six significant digits in the file
         assert np.all(error_m <= RANGE_STEP_M / 2 + LENS_TOLERANCE_M + range_m * ANGLE_TOLERANCE_RAD + 2 * print_step)
         assert np.array_equal(cloud[:, 3].astype(int), intensity)
+        if "timestamp" in fields:  # a build of the tool with PointXYZIRT and use_lidar_clock (docs/packets.md)
+            firing_s = scan.stamp_ns * 1e-9 + scan.cell_time_offset_s[cells]
+            if sensor == "polaris":  # decoded at the Helios's channel times (see the test above)
+                firing_s = firing_s + 1.73e-6 * (cells % scan.rings)
+            assert np.abs(cloud[:, fields.index("timestamp")] - firing_s).max() < 1e-6
+
+
+def _pcd_fields(path) -> list[str]:
+    """The names on an ASCII PCD's FIELDS line."""
+    with open(path) as stream:
+        for line in stream:
+            if line.startswith("FIELDS"):
+                return line.split()[1:]
+    return []
 
 
 def _whole_pcd(path) -> bool:
@@ -133,12 +149,14 @@ def _whole_pcd(path) -> bool:
         return False
     lines = path.read_text().splitlines()
     points = [int(line.split()[1]) for line in lines[:11] if line.startswith("POINTS")]
-    return bool(points) and len(lines) == 11 + points[0] and lines[-1].count(" ") == 3
+    fields = [line.split()[1:] for line in lines[:11] if line.startswith("FIELDS")]
+    return bool(points and fields) and len(lines) == 11 + points[0] and len(lines[-1].split()) == len(fields[0])
 
 
 def _as_pairs(scan):
     """Our dual returns as the packet's block pairs give them to rs_driver: per column, the
-    channels' first returns, then their last (the first again where a beam has one)."""
+    channels' first returns, then their last (the first again where a beam has one): cells, points,
+    ranges, intensities."""
     returns = scan.returns
     n = scan.columns * scan.rings
     last = np.maximum(returns.num_returns.astype(np.int64) - 1, 0)
@@ -149,4 +167,4 @@ def _as_pairs(scan):
     )
     keep = returns.valid[cells, slots]
     cells, slots = cells[keep], slots[keep]
-    return scan.points_sensor[cells, slots], returns.range_m[cells, slots], returns.intensity[cells, slots]
+    return cells, scan.points_sensor[cells, slots], returns.range_m[cells, slots], returns.intensity[cells, slots]
