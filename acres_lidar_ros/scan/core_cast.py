@@ -13,6 +13,10 @@ Rules of a ray (seed 000 "The LiDAR of ACRES Core", seed 001 ``CastRay``):
   ``U(mix64(BeamKey ^ mix64(instance))) < tau`` of its material (``materials.transmission``), and
   then goes on behind it; leaving a closed proxy is not a hit. With ``foliage`` off a crown is solid.
 * Every other triangle ends the ray; so does a vehicle box (``boxes.VehicleBox``).
+* With ``T_scene_odom`` (the odom frame's pose in the scene, ``tracing.scene_frame``) the rays,
+  given in odom, meet the scene's triangles at ``T_scene_odom`` applied to them, and the ground's
+  material is looked up in the scene; vehicle boxes and the normals returned stay in odom, as the
+  full model's ``Tracer`` does it.
 * Material codes (``FAcresLidarScanOut::Material``): a scene material number (0 ..), or one of
   ``LIDAR_NO_RETURN``, ``LIDAR_TERRAIN``, ``LIDAR_VEHICLE_BOX``, ``LIDAR_SELF``. Seed 001 names
   the codes without their values; these are the top four byte values, above every material number.
@@ -91,9 +95,19 @@ class CoreCaster:
         ``tau`` of each material (``SensorConfig.materials.transmission``).
     pond_threshold_m : float
         ``lidar.pond_threshold_m`` of the ground rules (the ground material under a hit).
+    T_scene_odom : (4, 4) float64, optional
+        The odom frame's pose in the scene's frame (module docstring); None: the scene at the odom origin.
     """
 
-    def __init__(self, scene: Scene, transmission: np.ndarray, pond_threshold_m: float) -> None:
+    def __init__(
+        self, scene: Scene, transmission: np.ndarray, pond_threshold_m: float, T_scene_odom: np.ndarray | None = None
+    ) -> None:
+        if T_scene_odom is not None:
+            T_scene_odom = np.asarray(T_scene_odom, np.float64)
+            R = T_scene_odom[:3, :3] if T_scene_odom.shape == (4, 4) else np.zeros((3, 3))
+            if not (np.isfinite(T_scene_odom).all() and np.allclose(R @ R.T, np.eye(3), atol=1e-9)):
+                raise ConfigError(f"T_scene_odom {T_scene_odom.tolist()}: expected a rigid (4, 4) transform")
+        self.T_scene_odom = T_scene_odom
         self.scene = scene
         self.transmission = np.asarray(transmission, dtype=np.float64)
         self.pond_threshold_m = float(pond_threshold_m)
@@ -146,7 +160,7 @@ class CoreCaster:
 
         Parameters
         ----------
-        origins_m, directions : (n, 3) float64, world; directions unit
+        origins_m, directions : (n, 3) float64, odom (the scene's frame without ``T_scene_odom``); directions unit
         max_range_m : float or (n,) float64, farthest range, m
         keys : (n,) uint64, each ray's ``BeamKey`` (the crown decisions)
         boxes : other vehicles
@@ -161,6 +175,10 @@ class CoreCaster:
                 f"CoreCaster.cast: {n} origins, {len(d)} directions and {keys.size} keys: expected as many"
             )
         far = np.broadcast_to(np.asarray(max_range_m, dtype=np.float64), (n,))
+        o_scene, d_scene = o, d
+        if self.T_scene_odom is not None:
+            R, t = self.T_scene_odom[:3, :3], self.T_scene_odom[:3, 3]
+            o_scene, d_scene = o @ R.T + t, d @ R.T
         range_m = np.full(n, np.inf)
         normal = np.zeros((n, 3))
         prim = np.full(n, -1, np.int64)
@@ -170,10 +188,10 @@ class CoreCaster:
             if live.size == 0:
                 break
             s = start[live]
-            t, nrm, p = self._cast_triangles(o[live] + s[:, None] * d[live], d[live], far[live] - s)
+            t, nrm, p = self._cast_triangles(o_scene[live] + s[:, None] * d_scene[live], d_scene[live], far[live] - s)
             hit = p >= 0
             t_abs = t + s
-            exiting = hit & self._closed[np.maximum(p, 0)] & (np.einsum("ij,ij->i", nrm, d[live]) > 0.0)
+            exiting = hit & self._closed[np.maximum(p, 0)] & (np.einsum("ij,ij->i", nrm, d_scene[live]) > 0.0)
             crown = hit & ~exiting & self._crown[np.maximum(p, 0)]
             passed = np.zeros(live.size, bool)
             if foliage and crown.any():
@@ -187,11 +205,15 @@ class CoreCaster:
             again = exiting | passed
             start[live[again]] = t_abs[again] + EXIT_STEP_M
             live = live[again]
+        if self.T_scene_odom is not None:
+            normal = normal @ self.T_scene_odom[:3, :3]  # the scene's normals in odom: R^T n
         box_range, box_normal, box_instance = _box_hits(o, d, boxes)
         by_box = (box_range < range_m) & (box_range <= far)
-        return self._labelled(o, d, range_m, normal, prim, by_box, box_range, box_normal, box_instance)
+        return self._labelled(o_scene, d_scene, range_m, normal, prim, by_box, box_range, box_normal, box_instance)
 
     def _labelled(self, o, d, range_m, normal, prim, by_box, box_range, box_normal, box_instance) -> CoreHits:
+        """Codes, materials, classes and instances of the hits; ``o`` and ``d`` in the scene's frame
+        (the ground's material there), ``normal`` and the box hits in odom."""
         n = len(o)
         code = np.full(n, LIDAR_NO_RETURN, np.uint8)
         material = np.full(n, -1, np.int16)

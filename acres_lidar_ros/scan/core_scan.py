@@ -117,9 +117,18 @@ class CoreLidar:
     config : SensorConfig, the ``lidar`` block (pattern, mount, radiometry, materials)
     scene : Scene
     self_table : the sensor's self-return table, or None for a sensor without one
+    T_scene_odom : (4, 4), optional
+        The odom frame's pose in the scene (``tracing.scene_frame``): poses are in odom, the scene
+        is met at ``T_scene_odom`` applied to them (``core_cast.CoreCaster``).
     """
 
-    def __init__(self, config: SensorConfig, scene: Scene, self_table: SelfReturnTable | None = None) -> None:
+    def __init__(
+        self,
+        config: SensorConfig,
+        scene: Scene,
+        self_table: SelfReturnTable | None = None,
+        T_scene_odom: np.ndarray | None = None,
+    ) -> None:
         if self_table is not None and (self_table.columns, self_table.rings) != (config.columns, config.rings):
             raise ConfigError(
                 f"self_table {str(self_table.path or '')!r} is for {self_table.columns} x {self_table.rings}; "
@@ -128,7 +137,7 @@ class CoreLidar:
         self.config = config
         self.self_table = self_table
         self.pattern = BeamPattern.from_config(config, sub_rays=1)
-        self.caster = CoreCaster(scene, config.materials.transmission, config.pond_threshold_m)
+        self.caster = CoreCaster(scene, config.materials.transmission, config.pond_threshold_m, T_scene_odom)
         rad = config.radiometry
         self.threshold_counts = eq.detection_threshold(
             rad.signal_at_10pct_counts, rad.ambient_counts, rad.detection_probability_at_spec

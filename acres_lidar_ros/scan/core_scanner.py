@@ -58,10 +58,18 @@ class CoreScanner(Scanner):
 
     @property
     def core(self) -> CoreLidar:
-        """The ACRES Core LiDAR of the current config (built on first use, again after a change)."""
-        if self._core is None or self._core.config is not self.config or self._core.self_table is not self.self_table:
-            self._core = CoreLidar(self.config, self.tracer.scene, self.self_table)
-        return self._core
+        """The ACRES Core LiDAR of the current config (built on first use, again after a change), in
+        the tracer's scene frame (``Tracer.T_scene_odom``: ``--odom-in-scene``)."""
+        core = self._core
+        if (
+            core is None
+            or core.config is not self.config
+            or core.self_table is not self.self_table
+            or core.caster.scene is not self.tracer.scene
+            or core.caster.T_scene_odom is not self.tracer.T_scene_odom
+        ):
+            core = self._core = CoreLidar(self.config, self.tracer.scene, self.self_table, self.tracer.T_scene_odom)
+        return core
 
     @property
     def core_options(self) -> CoreOptions:

@@ -262,3 +262,44 @@ def test_core_scanner_gives_the_core_scan_as_a_scan():
     assert scanner.scan(poses, 200_000_000).index == 1
     with pytest.raises(ConfigError, match="model core"):
         scanner.start_sweep(300_000_000)  # the block path would trace the full model
+
+
+def test_the_core_model_meets_the_scene_at_the_odom_in_scene_offset():
+    """``--odom-in-scene`` with ``--model core``: a ray in odom meets the scene where the odom
+    frame's pose in the scene puts it; vehicle boxes stay in odom; a scan at the odom origin is the
+    scan without the offset at the offset's pose."""
+    from acres_lidar_ros.config.material_table import CLASS_ID
+    from acres_lidar_ros.scan import ScanOptions
+    from acres_lidar_ros.scan.core_scanner import CoreScanner
+    from acres_lidar_ros.sensor.poses import PoseHistory
+    from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
+    from acres_lidar_ros.tracing.trace import Tracer
+
+    b = flat_builder()
+    b.add_box([30.0, 10.0], [2.0, 2.0, 4.0], "building")  # its west face at scene x = 29
+    scene = b.build()
+    # The odom origin at scene (25, 10, 0.5), its x axis along the scene's +y (yaw 90 deg).
+    T_scene_odom = odom_in_scene_transform([25.0, 10.0, 0.5, 0.0, 0.0, 90.0], "odom_in_scene")
+    cfg = level_config(model="core")
+    lidar = CoreLidar(cfg, scene, T_scene_odom=T_scene_odom)
+    # Along odom -y from odom (0, 0, 1.5): in the scene from (25, 10, 2) along +x: the face 4 m away.
+    west = lidar.cast_ray(np.array([0.0, 0.0, 1.5]), np.array([0.0, -1.0, 0.0]), 100.0, 1)
+    assert west.hit and west.range_m == pytest.approx(4.0, abs=1e-6)
+    np.testing.assert_allclose(west.normal_world, [0.0, 1.0, 0.0], atol=1e-6)  # the face's -x normal, in odom
+    down = lidar.cast_ray(np.array([0.0, 0.0, 3.0]), np.array([0.0, 0.0, -1.0]), 100.0, 1)
+    assert down.range_m == pytest.approx(3.5, abs=1e-6) and down.material == LIDAR_TERRAIN  # scene z 3.5 over z 0
+    plain = CoreLidar(cfg, scene).cast_ray(np.array([0.0, 0.0, 1.5]), np.array([0.0, -1.0, 0.0]), 100.0, 1)
+    assert not plain.hit  # no building along odom -y without the offset
+    box = VehicleBox(np.array([0.0, -2.0, 1.5]), np.array([0.0, 0.0, 0.0, 1.0]), np.array([2.0, 1.0, 1.0]), 3)
+    boxed = lidar.cast_ray(np.array([0.0, 0.0, 1.5]), np.array([0.0, -1.0, 0.0]), 100.0, 1, boxes=[box])
+    assert boxed.material == LIDAR_VEHICLE_BOX and boxed.range_m == pytest.approx(1.0, abs=1e-9)
+    # The CLI's path: the CoreScanner takes the tracer's offset.
+    scanner = CoreScanner(cfg, options=ScanOptions(seed=2), tracer=Tracer(scene, T_scene_odom=T_scene_odom))
+    poses = PoseHistory.from_arrays(np.array([0.0, 1.0]), np.zeros((2, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (2, 1)))
+    moved = scanner.scan(poses, 0).returns
+    there = CoreLidar(cfg, scene).scan(T_scene_odom, index=0, options=CoreOptions(seed=2))
+    np.testing.assert_array_equal(moved.valid[:, 0], np.isfinite(there.range_m))
+    np.testing.assert_allclose(moved.range_m[:, 0], there.range_exact_m, atol=1e-6, equal_nan=True)
+    building = np.isfinite(there.range_m) & (there.material == MATERIAL_ID["building"])
+    assert building.sum() > 100
+    assert np.all(moved.class_id[building, 0] == CLASS_ID["building"])
