@@ -6,6 +6,7 @@ URDF ``rpy`` is roll, pitch, yaw about fixed axes, the sensors file's convention
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -100,3 +101,18 @@ def test_lidar_joint_chain_equals_the_sensors_file_mount(robot):
     # And the spec's numbers directly: (2.5, 0, 2.039) m, roll -1.518 deg, pitch 5.317 deg.
     assert T[:3, 3] == pytest.approx([2.5, 0.0, 2.039], abs=1e-4)
     assert np.degrees(Rotation.from_matrix(T[:3, :3]).as_euler("xyz")) == pytest.approx([-1.518, 5.317, 0.0], abs=1e-3)
+
+
+def test_imu_link_is_the_shipped_imu_files_mount(robot):
+    """TF has the frame of /imu/data: the URDF's imu_link is config/imu.json's mount (docs/imu.md,
+    "The IMU file"), read here from the JSON itself, and carries no geometry (the self-return
+    table is made from the collision geometry, so it does not change)."""
+    shipped = json.loads((ROOT / "config" / "imu.json").read_text())
+    assert shipped["frame_id"] == "imu_link"
+    T, joints = chain(robot, "base_footprint", "imu_link")
+    assert [j.get("type") for j in joints] == ["fixed"]
+    assert T[:3, 3] == pytest.approx(shipped["position_flu_m"], abs=1e-9)
+    expected = Rotation.from_euler("xyz", np.radians(shipped["rpy_deg"]))
+    assert (Rotation.from_matrix(T[:3, :3]) * expected.inv()).magnitude() < 1e-9
+    link = next(link for link in robot.findall("link") if link.get("name") == "imu_link")
+    assert link.find("visual") is None and link.find("collision") is None
