@@ -140,10 +140,11 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     import numpy as np
 
     from acres_lidar_ros.apps.cmd_export import export_run
-    from acres_lidar_ros.apps.cmd_record import record_drive, write_json
+    from acres_lidar_ros.apps.cmd_record import record_drive
     from acres_lidar_ros.apps.labels_cli import run_point_type
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
+    from acres_lidar_ros.outputs.json_files import write_json
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
     from acres_lidar_ros.scan import Scanner, ScanOptions

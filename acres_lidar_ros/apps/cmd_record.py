@@ -184,7 +184,8 @@ def single_scan(
     """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
     its PCD file in ``point_type``'s layout (``layouts.point_cloud``). With ``labels`` the PLY file
     has each point's instance label and ``episode.json`` the instance table (``run_instances``)."""
-    from acres_lidar_ros.outputs.layouts import point_cloud, point_dtype, stamps_sweep_start
+    from acres_lidar_ros.outputs.layouts import point_cloud
+    from acres_lidar_ros.outputs.point_types import point_dtype, stamps_sweep_start
     from acres_lidar_ros.outputs.records import episode_dict
 
     point_dtype(point_type, scanner.config.outputs.coordinates)  # fails before the run dir exists
@@ -262,7 +263,7 @@ def record_drive(
     (``sweep.pose_coverage: before_first_pose``) and counted in ``episode.json``
     (``scans_held_first_pose``), as is a scan interpolated across a trajectory gap longer than
     ``sensor.poses.MAX_POSE_GAP_S`` (``gap``, ``scans_across_pose_gap``). The bag gets
-    ``/lidar/points`` (``point_type``'s layout, stamped as ``layouts.header_stamp_ns``: the end of
+    ``/lidar/points`` (``point_type``'s layout, stamped as ``point_types.header_stamp_ns``: the end of
     the sweep, or its start for the profiles with relative point times), ``/tf``, ``/tf_static``,
     ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
     ground-truth base_footprint poses. The bag is closed, readable, on any error or Ctrl-C.
@@ -294,7 +295,8 @@ def record_drive(
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import header_stamp_ns, point_cloud, point_dtype, stamps_sweep_start
+    from acres_lidar_ros.outputs.layouts import point_cloud
+    from acres_lidar_ros.outputs.point_types import header_stamp_ns, point_dtype, stamps_sweep_start
     from acres_lidar_ros.outputs.shaping import slice_scan
 
     config = scanner.config

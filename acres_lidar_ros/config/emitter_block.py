@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from acres_lidar_ros.config.schema import Param, short_repr
+from acres_lidar_ros.config.param import Param, short_repr
 from acres_lidar_ros.errors import ConfigError
 
 ROTARY, SOLID_STATE = "rotary", "solid_state"

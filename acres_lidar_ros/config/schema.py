@@ -13,13 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from acres_lidar_ros.config.output_options import output_params
-
-# Param and its helpers live in config.param; imported here under their own names for the modules that
-# take them from the schema.
-from acres_lidar_ros.config.param import FLOAT32_MAX as FLOAT32_MAX
-from acres_lidar_ros.config.param import TOPIC_NAME as TOPIC_NAME
-from acres_lidar_ros.config.param import Param as Param
-from acres_lidar_ros.config.param import short_repr as short_repr
+from acres_lidar_ros.config.param import Param
 from acres_lidar_ros.config.spectral_library import LIBRARY_SAMPLES
 
 RETURNS_PER_BEAM: dict[str, int] = {

@@ -39,8 +39,8 @@ import numpy as np
 
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import refuse_existing
-from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud, point_profile
-from acres_lidar_ros.outputs.point_types import SPHERICAL_POINT_TYPES
+from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud
+from acres_lidar_ros.outputs.point_types import SPHERICAL_POINT_TYPES, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message, qos_profile_dict, time_message
 from acres_lidar_ros.scan import Scan
 
@@ -113,7 +113,7 @@ class BagWriter:
     path : str or PathLike
         Bag directory to create; must not exist.
     point_type : str
-        Layout of the clouds, a key of ``outputs.layouts.PROFILES``.
+        Layout of the clouds, a key of ``outputs.point_types.PROFILES``.
     odom_frame, base_frame, lidar_frame : str
         Frame names: the odometry frame, the vehicle's base_footprint, the LiDAR (cloud) frame.
     cloud_topic : str
@@ -431,7 +431,7 @@ class BagWriter:
         Parameters
         ----------
         stamp_ns : int
-            Header stamp, ns (``layouts.header_stamp_ns``).
+            Header stamp, ns (``point_types.header_stamp_ns``).
         cloud : (height, width) structured array of the writer's point type
             ``layouts.point_cloud(scan, point_type, stamp_ns)``.
         log_time_ns : int, optional

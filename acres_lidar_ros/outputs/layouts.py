@@ -17,24 +17,15 @@ import numpy as np
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
     CARTESIAN_FIELDS,
-    HESAI,
     NEBULA,
     OUSTER,
     PLY_POINT,
     PLY_POINT_LABELS,
-    POINT_TYPES,
-    PROFILES,
     SPHERICAL_FIELDS,
-    VELODYNE,
-    XYZI,
-    XYZIRT,
     XYZIRT_LABELS,
-    PointProfile,
-    header_stamp_ns,
     point_dtype,
     point_profile,
     spherical_dtype,
-    stamps_sweep_start,
 )
 from acres_lidar_ros.outputs.shaping import ShapedScan, as_shaped, spherical
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
@@ -42,26 +33,10 @@ from acres_lidar_ros.scan import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [
-    "HESAI",
-    "NEBULA",
-    "OUSTER",
-    "PLY_POINT",
-    "PLY_POINT_LABELS",
-    "POINT_TYPES",
-    "PROFILES",
-    "VELODYNE",
-    "XYZI",
-    "XYZIRT",
-    "XYZIRT_LABELS",
-    "PointProfile",
     "all_returns",
     "default_stamp_ns",
-    "header_stamp_ns",
     "organised_cloud",
     "point_cloud",
-    "point_dtype",
-    "point_profile",
-    "stamps_sweep_start",
 ]
 
 # nebula's ReturnType (nebula_common.hpp) of a point from its return_flags byte, by priority:

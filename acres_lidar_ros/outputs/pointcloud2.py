@@ -104,7 +104,7 @@ def default_typestore() -> Any:
 def cloud_is_dense(cloud: np.ndarray) -> bool:
     """PointCloud2's ``is_dense``: no point of the cloud has a NaN x, y or z.
 
-    A dense layout (``layouts.PROFILES[...].grid == "dense"``) drops the beams without a
+    A dense layout (``point_types.PROFILES[...].grid == "dense"``) drops the beams without a
     return, so it is always dense; an organised one keeps them as NaN cells and is not, unless
     every beam returned (ouster_ros sets the flag the same way).
     """

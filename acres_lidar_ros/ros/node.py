@@ -40,8 +40,7 @@ from visualization_msgs.msg import MarkerArray
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
-from acres_lidar_ros.outputs.layouts import stamps_sweep_start
-from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype
+from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype, stamps_sweep_start
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.params import (

@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, TOPIC_NAME, Param, check_option, short_repr
+from acres_lidar_ros.config.param import TOPIC_NAME, Param, short_repr
+from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.config.updates import plan_update
 from acres_lidar_ros.errors import ConfigError

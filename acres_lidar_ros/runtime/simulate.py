@@ -268,7 +268,8 @@ def run_schedule_benchmark(
     """
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.outputs.layouts import point_cloud, stamps_sweep_start
+    from acres_lidar_ros.outputs.layouts import point_cloud
+    from acres_lidar_ros.outputs.point_types import stamps_sweep_start
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan import ScanOptions
     from acres_lidar_ros.scene import build_default_farm, default_tour

@@ -18,7 +18,8 @@ from rosbags.highlevel import AnyReader
 import acres_lidar_ros
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.config.schema import LIDAR_PARAM
-from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.pcd import read_pcd
 

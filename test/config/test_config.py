@@ -8,7 +8,8 @@ import pytest
 
 from acres_lidar_ros.config.material_table import MATERIAL_NAMES
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, MATERIAL_PARAMS, check_option, markdown_table
-from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.errors import ConfigError
 
 

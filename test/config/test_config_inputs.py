@@ -12,7 +12,8 @@ import pytest
 from acres_lidar_ros.body.self_returns import expected_size_bytes, load_self_table
 from acres_lidar_ros.config.input_files import MAX_JSON_DEPTH
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, MATERIAL_PARAMS
-from acres_lidar_ros.config.sensors import MAX_EXTENDS_DEPTH, config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import MAX_EXTENDS_DEPTH, load_sensor_config
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.errors import ConfigError
 
 

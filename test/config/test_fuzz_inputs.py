@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.config.input_files import MAX_JSON_DEPTH
 from acres_lidar_ros.config.schema import LIDAR_PARAM
-from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.errors import AcresLidarError
 from acres_lidar_ros.ros.params import (
     NODE_PARAM,

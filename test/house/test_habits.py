@@ -4,7 +4,9 @@ ruff (lint and format) and mypy run in ``.ci/run``; mypy checks the hints it is 
 not ask for them, so this test reads every function of the package from the source (AST) and
 fails on a public one (its name and its class's name without a leading underscore, or
 ``__init__`` and the protocol methods callers use) with an unannotated parameter or no return
-annotation.
+annotation. It also reads every ``from acres_lidar_ros.x.y import name`` of the package and the tests
+and fails where ``name`` is one that module only imports: each name has one import path, the module
+that defines it (a package's ``__init__`` may gather names; a module does not pass them on).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "acres_lidar_ros"
+TESTS = Path(__file__).resolve().parents[1]
 PUBLIC_DUNDERS = {"__init__", "__call__", "__enter__", "__exit__", "__getitem__", "__len__", "__iter__"}
 
 
@@ -76,3 +79,53 @@ def test_public_functions_have_type_hints():
 )
 def test_the_rule_itself_tells_hinted_from_unhinted(source, expected):
     assert unannotated(source) == expected
+
+
+def imported_only(module_source: str) -> set[str]:
+    """The names a module's top level imports and does not define again."""
+    tree = ast.parse(module_source)
+    imported: set[str] = set()
+    defined: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return imported - defined
+
+
+def passed_on_imports(source: str, where: str, module_names: dict[str, set[str]]) -> list[str]:
+    """``where:line module.name`` of each import of a name that ``module`` only imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module in module_names:
+            found += [
+                f"{where}:{node.lineno} {node.module}.{a.name}"
+                for a in node.names
+                if a.name in module_names[node.module]
+            ]
+    return found
+
+
+def test_each_name_is_imported_from_the_module_that_defines_it():
+    modules = {
+        ".".join(path.relative_to(ROOT.parent).with_suffix("").parts): imported_only(path.read_text(encoding="utf-8"))
+        for path in ROOT.rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    found = []
+    for path in sorted([*ROOT.rglob("*.py"), *TESTS.rglob("*.py")]):
+        found += passed_on_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT.parent)), modules)
+    assert found == [], "names imported from a module that only imports them:\n" + "\n".join(found)
+
+
+def test_the_import_rule_tells_a_passed_on_name_from_a_defined_one():
+    module = (
+        "from numpy import pi\nfrom math import tau as tau\nfrom os import sep\nsep = '/'\ndef f() -> None:\n    pass\n"
+    )
+    assert imported_only(module) == {"pi", "tau"}
+    user = "from pkg.m import f, sep\nfrom pkg.m import pi\nfrom other import pi\n"
+    assert passed_on_imports(user, "u.py", {"pkg.m": imported_only(module)}) == ["u.py:2 pkg.m.pi"]

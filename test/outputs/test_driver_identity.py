@@ -9,7 +9,8 @@ import json
 import pytest
 
 from acres_lidar_ros.apps import cli
-from acres_lidar_ros.config.sensors import config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import load_sensor_config
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs.pcd import read_pcd
 from acres_lidar_ros.outputs.point_types import XYZI, XYZIRT

@@ -11,7 +11,7 @@ import pytest
 from test_outputs_synthetic import STAMP_NS, make_scan
 
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.outputs import layouts
+from acres_lidar_ros.outputs import layouts, point_types
 from acres_lidar_ros.radiometry.returns import FLAG_STRONGEST
 
 PLY_SPEC = [  # spec "Point File": name, numpy type, bytes
@@ -26,20 +26,20 @@ def _offsets(dtype):
 
 
 def test_xyzi_is_rslidar_point_xyzi():
-    assert layouts.XYZI.itemsize == 16
-    assert _offsets(layouts.XYZI) == {"x": 0, "y": 4, "z": 8, "intensity": 12}
-    assert all(layouts.XYZI[n] == np.dtype("<f4") for n in layouts.XYZI.names)
+    assert point_types.XYZI.itemsize == 16
+    assert _offsets(point_types.XYZI) == {"x": 0, "y": 4, "z": 8, "intensity": 12}
+    assert all(point_types.XYZI[n] == np.dtype("<f4") for n in point_types.XYZI.names)
 
 
 def test_xyzirt_is_rslidar_point_xyzirt():
-    assert layouts.XYZIRT.itemsize == 26
-    assert _offsets(layouts.XYZIRT) == {"x": 0, "y": 4, "z": 8, "intensity": 12, "ring": 16, "timestamp": 18}
-    assert layouts.XYZIRT["ring"] == np.dtype("<u2")
-    assert layouts.XYZIRT["timestamp"] == np.dtype("<f8")
+    assert point_types.XYZIRT.itemsize == 26
+    assert _offsets(point_types.XYZIRT) == {"x": 0, "y": 4, "z": 8, "intensity": 12, "ring": 16, "timestamp": 18}
+    assert point_types.XYZIRT["ring"] == np.dtype("<u2")
+    assert point_types.XYZIRT["timestamp"] == np.dtype("<f8")
 
 
 def test_ply_point_follows_the_spec_table():
-    dtype = layouts.PLY_POINT
+    dtype = point_types.PLY_POINT
     assert dtype.itemsize == 31
     assert [(n, dtype[n].newbyteorder("<")) for n in dtype.names] == [(n, np.dtype("<" + t)) for n, t in PLY_SPEC]
     expected_offsets = np.cumsum([0] + [np.dtype(t).itemsize for _, t in PLY_SPEC])[:-1]
@@ -60,7 +60,7 @@ def test_organised_cloud_cells(point_type):
     scan = make_scan(seed=1)
     cloud = layouts.organised_cloud(scan, point_type)
     assert cloud.shape == (scan.columns, scan.rings)
-    assert cloud.dtype == layouts.POINT_TYPES[point_type]
+    assert cloud.dtype == point_types.POINT_TYPES[point_type]
     flags, valid = scan.returns.return_flags, scan.returns.valid
     for c in range(scan.columns):
         for r in range(scan.rings):
@@ -124,7 +124,7 @@ def test_all_returns_lists_every_return_in_beam_then_range_order():
                  k + 1, len(slots), rv.return_flags[beam, s], scan.time_offset_s[c])
             )  # fmt: skip
     expected = np.array(expected, dtype=np.float64)
-    assert points.dtype == layouts.PLY_POINT
+    assert points.dtype == point_types.PLY_POINT
     assert len(points) == int(rv.valid.sum()) == len(expected)
     got = np.stack([points[name].astype(np.float64) for name in points.dtype.names], axis=1)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
@@ -134,7 +134,7 @@ def test_all_returns_lists_every_return_in_beam_then_range_order():
 def test_layouts_do_not_mutate_the_scan():
     scan = make_scan(seed=5)
     before = scan.points_sensor.copy(), scan.returns.return_flags.copy()
-    for point_type in layouts.PROFILES:
+    for point_type in point_types.PROFILES:
         layouts.point_cloud(scan, point_type)
     layouts.all_returns(scan)
     np.testing.assert_array_equal(scan.points_sensor, before[0])

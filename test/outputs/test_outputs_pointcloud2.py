@@ -10,7 +10,7 @@ from rosbags.typesys import Stores, get_typestore
 from test_outputs_synthetic import STAMP_NS, make_scan
 
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.outputs import layouts
+from acres_lidar_ros.outputs import layouts, point_types
 from acres_lidar_ros.outputs.pointcloud2 import (
     decode_pointcloud2,
     point_fields,
@@ -22,8 +22,8 @@ TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
 
 
 def test_point_fields_of_xyzi_and_xyzirt_match_rslidar_sdk():
-    assert point_fields(layouts.XYZI) == [("x", 0, 7, 1), ("y", 4, 7, 1), ("z", 8, 7, 1), ("intensity", 12, 7, 1)]
-    assert point_fields(layouts.XYZIRT)[4:] == [("ring", 16, 4, 1), ("timestamp", 18, 8, 1)]
+    assert point_fields(point_types.XYZI) == [("x", 0, 7, 1), ("y", 4, 7, 1), ("z", 8, 7, 1), ("intensity", 12, 7, 1)]
+    assert point_fields(point_types.XYZIRT)[4:] == [("ring", 16, 4, 1), ("timestamp", 18, 8, 1)]
 
 
 def test_point_fields_covers_every_code_and_sub_arrays():
@@ -63,7 +63,7 @@ def test_message_is_organised_columns_by_rings(point_type):
     np.testing.assert_equal(np.float32(x), np.float32(expected))
 
 
-@pytest.mark.parametrize("point_type", sorted(layouts.POINT_TYPES))
+@pytest.mark.parametrize("point_type", sorted(point_types.POINT_TYPES))
 def test_round_trip_through_cdr(point_type):
     cloud = layouts.point_cloud(make_scan(seed=7), point_type)
     msg = pointcloud2_message(cloud, "lidar", STAMP_NS, TYPESTORE)
@@ -105,7 +105,7 @@ def test_stamp_outside_builtin_time_is_refused():
 
 def test_cloud_must_be_organised():
     with pytest.raises(OutputError, match="columns, rings"):
-        pointcloud2_message(np.zeros(5, layouts.XYZI), "lidar", 0, TYPESTORE)
+        pointcloud2_message(np.zeros(5, point_types.XYZI), "lidar", 0, TYPESTORE)
 
 
 def test_qos_profile_is_rslidar_sdks():

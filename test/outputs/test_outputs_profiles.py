@@ -20,7 +20,7 @@ from rosbags.highlevel import AnyReader
 from test_outputs_synthetic import PERIOD_S, STAMP_NS, make_scan
 
 from acres_lidar_ros.errors import ConfigError, OutputError
-from acres_lidar_ros.outputs import layouts
+from acres_lidar_ros.outputs import layouts, point_types
 from acres_lidar_ros.outputs.bag import BagWriter
 from acres_lidar_ros.outputs.pcd import encode_pcd
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, default_typestore, pointcloud2_message
@@ -339,9 +339,9 @@ def test_velodyne_times_may_be_negative_from_a_later_stamp():
      ("ouster", False, True), ("nebula", True, True), ("hesai", False, True)],
 )  # fmt: skip
 def test_header_stamp_convention(point_type, ts_first_point, sweep_start):
-    assert layouts.stamps_sweep_start(point_type, ts_first_point) is sweep_start
+    assert point_types.stamps_sweep_start(point_type, ts_first_point) is sweep_start
     expected = STAMP_NS - 100_000_000 if sweep_start else STAMP_NS
-    assert layouts.header_stamp_ns(point_type, STAMP_NS, 0.1, ts_first_point) == expected
+    assert point_types.header_stamp_ns(point_type, STAMP_NS, 0.1, ts_first_point) == expected
 
 
 @pytest.mark.parametrize("point_type", ["velodyne", "ouster", "nebula", "hesai"])
@@ -369,4 +369,4 @@ def test_pcd_of_each_profile_names_its_fields(point_type):
 @pytest.mark.parametrize("bad", ["XYZRGB", "Velodyne", "", None, 3])
 def test_unknown_point_type_lists_the_profiles(bad):
     with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula, hesai$"):
-        layouts.point_profile(bad)
+        point_types.point_profile(bad)

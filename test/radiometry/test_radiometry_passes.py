@@ -258,7 +258,7 @@ def test_bad_model_keys_are_refused_by_the_schema_with_key_value_and_range(chang
     ],
 )
 def test_bad_materials_are_refused_with_the_key(tmp_path, material, key, value, message):
-    from acres_lidar_ros.config.sensors import config_dir
+    from acres_lidar_ros.config.share_paths import config_dir
 
     path = tmp_path / "sensors.json"
     path.write_text(

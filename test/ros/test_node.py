@@ -24,9 +24,9 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.config.sensors import config_dir
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.errors import ConfigError, PoseError
-from acres_lidar_ros.outputs.layouts import XYZI, XYZIRT
+from acres_lidar_ros.outputs.point_types import XYZI, XYZIRT
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.radiometry.returns import empty_returns
 from acres_lidar_ros.ros.demo_drive import TourDrive

@@ -34,7 +34,7 @@ from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from ros_sim_feed import NS, START_NS, SimFeed, process_output, set_stamp, stamp_ns  # noqa: E402
 
 from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
-from acres_lidar_ros.outputs.layouts import XYZI  # noqa: E402
+from acres_lidar_ros.outputs.point_types import XYZI  # noqa: E402
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields  # noqa: E402
 
 CLOUDS = 40

@@ -42,7 +42,7 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
 from acres_lidar_ros.outputs.bag import METADATA_VERSION  # noqa: E402
-from acres_lidar_ros.outputs.layouts import XYZI  # noqa: E402
+from acres_lidar_ros.outputs.point_types import XYZI  # noqa: E402
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields  # noqa: E402
 
 CLOUDS = 20

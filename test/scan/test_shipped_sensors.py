@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from acres_lidar_ros.config.sensors import NAMED_SENSORS, config_dir, load_sensor_config
+from acres_lidar_ros.config.sensors import NAMED_SENSORS, load_sensor_config
+from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.outputs.point_types import PROFILES
 from acres_lidar_ros.sensor.emitters import FiringPattern
 
