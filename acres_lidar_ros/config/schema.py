@@ -251,7 +251,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "full",
         choices=("full", "core"),
         description="LiDAR model: full (the spec's), or core (ACRES Core's simplified one, docs/calibration.md, ACRES Core's LiDAR; "
-        "acres-lidar scan and record trace it, the node refuses it).",
+        "acres-lidar scan and record trace it, and the node from its start).",
     ),
     P(
         "radiometry.range_at_10pct_m",

@@ -38,7 +38,7 @@ FIXED_REASONS: dict[str, str] = {
     "topic": "the node's cloud publisher is created at start",
     "point_type": "the node's cloud layout is chosen at start",
     "self_returns": "the self-return table is loaded at start",
-    "model": "the node traces the full model only; acres-lidar scan and record trace ACRES Core's",
+    "model": "the node builds the scanner of one model (full or ACRES Core's) at start",
     "scan_type": "the model is built for one scanning principle (seed 004: recreate the sensor)",
     "emitters": "the emitters block sets the cells of a scan, their tick and channel identity (seed 004: "
     "recreate the sensor)",

@@ -64,6 +64,7 @@ from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
 from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.core_scanner import CoreScanner
 from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
 from acres_lidar_ros.tracing.trace import Tracer
 
@@ -242,7 +243,8 @@ class LidarNode(Node):
         point_dtype(self.settings["point_type"], config.outputs.coordinates)  # spherical: a layout that has it
         T_scene_odom = odom_in_scene_transform(self.settings["odom_in_scene"], "odom_in_scene")  # before the scene
         scene = self._load_scene(option_values(values).get("seed", 0))
-        scanner = Scanner(
+        # lidar.model: the full model, or ACRES Core's (its noise, bNoise, off as in ACRES Core)
+        scanner = (CoreScanner if config.model == "core" else Scanner)(
             config,
             scene,
             ScanOptions(**option_values(values), truth=self.settings["truth"]),

@@ -297,7 +297,7 @@ class NodeLoop:
     def _coverage(self, sweep_end_ns: int, need_end: bool) -> str:
         """How the poses cover a sweep about to start: from its first column (one period before
         the stamp; the stamp alone without motion distortion) to its end."""
-        sweep_ns = self.scheduler.period_ns if self.scanner.options.motion_on(self.config) else 0
+        sweep_ns = self.scheduler.period_ns if self.scanner.motion_on else 0
         return self.tracker.coverage(sweep_end_ns - sweep_ns, sweep_end_ns, self.max_pose_gap_s, need_end)
 
     def next_wakeup_ns(self) -> int | None:
@@ -465,7 +465,7 @@ class NodeLoop:
         sweep_end_ns, index = upcoming
         if any(job.state in ("waiting_pose", "tracing") for job in self.scheduler.jobs()):
             return 0  # an earlier scan has yet to draw
-        sweep_ns = self.scheduler.period_ns if self.scanner.options.motion_on(self.config) else 0
+        sweep_ns = self.scheduler.period_ns if self.scanner.motion_on else 0
         start_ns = sweep_end_ns - sweep_ns
         if newest_ns <= start_ns or self.tracker.coverage(start_ns, newest_ns, self.max_pose_gap_s, True) != "covered":
             return 0

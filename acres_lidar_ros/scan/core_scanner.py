@@ -9,7 +9,8 @@ material and instance as the full model's do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +34,28 @@ MODELS = ("full", "core")
 """The LiDAR models a run can trace with: the spec's full model, or ACRES Core's (docs/calibration.md, ACRES Core's LiDAR)."""
 
 
+def core_refusals(options: ScanOptions) -> list[str]:
+    """The options set in ``options`` that ACRES Core's LiDAR has not: cell truth, the radiometry
+    off, rain and fog (by their option names: the node's parameters)."""
+    return [
+        name
+        for name, on in (
+            ("truth", options.truth),
+            ("radiometry", not options.radiometry),
+            ("rain_mm_per_h", options.rain_mm_per_h > 0),
+            ("visibility_m", options.visibility_m != float("inf")),
+        )
+        if on
+    ]
+
+
+def core_refusal_message(refused: Sequence[str]) -> str:
+    return (
+        f"model core with {', '.join(refused)} set: ACRES Core's LiDAR has no cell truth, always its radiometry "
+        "and no rain or fog (truth false, radiometry true, rain_mm_per_h 0, visibility_m inf), or use model full"
+    )
+
+
 class CoreScanner(Scanner):
     """A ``Scanner`` whose scans are ACRES Core's (``CoreLidar``).
 
@@ -52,6 +75,9 @@ class CoreScanner(Scanner):
         self_table: SelfReturnTable | None = None,
         core_noise: bool = False,
     ) -> None:
+        refused = core_refusals(options)
+        if refused:
+            raise ConfigError(core_refusal_message(refused))
         super().__init__(config, scene, options, tracer, self_table)
         self.core_noise = bool(core_noise)
         self._core: CoreLidar | None = None
@@ -80,13 +106,23 @@ class CoreScanner(Scanner):
     def sub_rays(self) -> int:
         return 1
 
-    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> Sweep:
-        """Refused: a core scan is traced whole from the stamp pose (``scan``); the block path of
-        the node's loop (``Sweep``) is the full model's, and would trace that model instead."""
-        raise ConfigError(
-            "model core: a scan is traced whole with Scanner.scan; the sweep traced in tick blocks "
-            "(the node's loop, warm_up) is the full model's only"
-        )
+    def start_sweep(self, stamp_ns: int, boxes: Sequence = (), index: int | None = None) -> CoreSweep:
+        """The sweep ending at ``stamp_ns`` as the node's loop traces it: a core scan has no columns
+        to trace ahead (every beam is cast from the pose at the stamp), so the whole scan is traced
+        by its ``finish`` (``CoreSweep``)."""
+        return CoreSweep(self, int(stamp_ns), tuple(boxes), self._next_index if index is None else int(index))
+
+    @property
+    def motion_on(self) -> bool:
+        """False: a core scan casts every beam from the pose at its stamp (no motion distortion)."""
+        return False
+
+    def set_options(self, **changes: Any) -> None:
+        """``Scanner.set_options``, refusing what ACRES Core's LiDAR does not have (``core_refusals``)."""
+        refused = core_refusals(replace(self.options, **changes))
+        if refused:
+            raise ConfigError(core_refusal_message(refused))
+        super().set_options(**changes)
 
     def warm_up(self) -> float:
         """Nothing to compile: the core model's passes are numpy and Embree (0 s)."""
@@ -149,4 +185,63 @@ class CoreScanner(Scanner):
         assert scan.returns.range_m.shape == (n, 1)
         self.timings_ms = dict[str, float]()
         self.last_echoes = None
+        return scan
+
+
+def model_scanner(
+    config: SensorConfig,
+    scene: Scene | None = None,
+    options: ScanOptions = ScanOptions(),
+    tracer: Tracer | None = None,
+    self_table: SelfReturnTable | None = None,
+    core_noise: bool = False,
+) -> Scanner:
+    """The scanner of ``config``'s ``lidar.model``: ``CoreScanner`` for ``core`` (``core_noise`` its
+    ``bNoise``), the full model's ``Scanner`` otherwise."""
+    if config.model == "core":
+        return CoreScanner(config, scene, options, tracer, self_table, core_noise=core_noise)
+    if core_noise:
+        raise ConfigError("core noise needs lidar.model core (the full model's noise is the noise option)")
+    return Scanner(config, scene, options, tracer, self_table)
+
+
+class CoreSweep(Sweep):
+    """A core scan as the node's loop traces a sweep (``runtime.sweeps.SweepTracer``): nothing is
+    traced ahead of the stamp (``trace_covered`` traces no column: every beam is cast from the pose
+    at the stamp), and ``finish`` traces the whole scan (``CoreScanner.scan``). One slice: partial
+    output is the full model's (its columns are traced as their firing time comes). Nothing of the
+    full model's sweep (its plan, blocks, noise draws) is built: ``Sweep.__init__`` is not called, and
+    its block path (``trace_columns``, ``scan_so_far``) is refused."""
+
+    def __init__(self, scanner: CoreScanner, stamp_ns: int, boxes: tuple, index: int) -> None:
+        self.partial = False
+        self.slice_count = 1
+        self.scanner = scanner
+        self.stamp_ns = stamp_ns
+        self.boxes = boxes
+        self.index = index
+        self.traced = np.zeros(scanner.config.columns, bool)
+        self.slices = [(0, np.arange(scanner.config.columns))]
+
+    @property
+    def done(self) -> bool:
+        return bool(self.traced.all())
+
+    def trace_covered(self, poses: PoseHistory, min_columns: int = 1) -> int:
+        """No column is traced ahead: the scan needs the pose at its stamp only. Returns 0."""
+        return 0
+
+    def ready_slices(self) -> list[tuple[int, np.ndarray]]:
+        return []
+
+    def trace_columns(self, poses: PoseHistory, columns: np.ndarray, extrapolate: bool = False) -> None:
+        raise ConfigError("model core: a scan has no columns traced ahead; its finish casts every beam")
+
+    def scan_so_far(self) -> Scan:
+        raise ConfigError("model core: a scan is one slice, out at its finish")
+
+    def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
+        """The whole core scan of this sweep, from the pose at its stamp."""
+        scan = self.scanner.scan(poses, self.stamp_ns, self.boxes, index=self.index, extrapolate=extrapolate)
+        self.traced[:] = True
         return scan

@@ -73,7 +73,7 @@ class Scanner:
             raise ConfigError(
                 f"lidar.model = {config.model!r} ({config.source or 'the sensors file'}): this {type(self).__name__} "
                 f"traces the {self.model_name} model; ACRES Core's is traced by acres-lidar scan and record "
-                "(scan.core_scanner.CoreScanner), not by the node, the dataset or the benchmarks"
+                "(scan.core_scanner.CoreScanner) in acres-lidar scan, record and the node, not in the dataset or the benchmarks"
             )
         if tracer is None:
             if scene is None:
@@ -228,6 +228,12 @@ class Scanner:
         return len(self.pattern.sub_ray_weights)
 
     @property
+    def motion_on(self) -> bool:
+        """Whether each column is traced from the pose at its own firing time (``ScanOptions.motion_on``):
+        the loop then needs the poses of the whole sweep, else the pose at the stamp only."""
+        return self.options.motion_on(self.config)
+
+    @property
     def ray_count(self) -> int:
         return self.config.columns * self.config.rings * self.sub_rays
 
@@ -237,7 +243,7 @@ class Scanner:
         """``dt_c`` of each column (tick) of scan ``index``: (N_c,) float64, zeros without motion
         distortion. Where the emitters of each tick share one fire time it is included (their
         common firing time); otherwise the tick's start (``fire_times_s`` gives the delays)."""
-        if not self.options.motion_on(self.config):
+        if not self.motion_on:
             return np.zeros(self.config.columns)
         dt = self.firing.tick_time_offset_s
         if self.firing.shared_fire_times:
@@ -248,7 +254,7 @@ class Scanner:
     def fire_times_s(self, index: int = 0) -> np.ndarray | None:
         """Each cell's delay after its tick's ``time_offsets_s``: (N_c N_r,) float64, or None
         where every emitter of a tick fires at one time (or without motion distortion)."""
-        if self.firing.shared_fire_times or not self.options.motion_on(self.config):
+        if self.firing.shared_fire_times or not self.motion_on:
             return None
         return self.pattern_for(index).cells.fire_time_s.reshape(-1)
 

@@ -326,6 +326,10 @@ class StandInScanner:
         self.calls, self.option_changes, self.pretraced = [], [], []
         StandInScanner.instances.append(self)
 
+    @property
+    def motion_on(self):
+        return self.options.motion_on(self.config)
+
     def scan(self, poses, stamp_ns, boxes=(), index=None):
         """A scan without returns (the node's ``point_cloud`` is replaced by a small cloud)."""
         self.calls.append((poses.end_s, stamp_ns, index))
@@ -915,3 +919,24 @@ def test_the_odom_in_scene_parameter_places_the_scene_in_odom(lidar_node, node_m
     assert StandInScanner.instances[-1].tracer == "tracer"
     with pytest.raises(ConfigError, match=r"odom_in_scene = '25 10': expected six finite numbers"):
         lidar_node(odom_in_scene="25 10")
+
+
+def test_the_lidar_model_parameter_core_traces_acres_cores_lidar_from_the_stamp_pose(
+    lidar_node, node_module, monkeypatch
+):
+    from loop_support import flat_plane_tracer
+
+    from acres_lidar_ros.scan.core_scanner import CoreScanner
+
+    monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: flat_plane_tracer().scene)
+    node = lidar_node(**{"lidar.model": "core"})
+    assert type(node.scanner) is CoreScanner and StandInScanner.instances == []  # not the full model's
+    on_odom = node.subscriptions["/odom"][1]
+    node.clock.ns = 1_000 * MS
+    on_odom(odometry(1_000 * MS, 0.0))  # the pose at the stamp alone covers a core scan
+    _poll(node)
+    node.clock.ns = 1_012 * MS
+    _poll(node)
+    assert len(node.publishers["/lidar/points"].messages) == 1 and node.loop.scheduler.counts["published"] == 1
+    with pytest.raises(ConfigError, match="model core with truth"):
+        lidar_node(**{"lidar.model": "core", "truth": True})

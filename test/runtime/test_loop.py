@@ -192,3 +192,27 @@ def test_a_sweep_across_an_odometry_gap_is_skipped_and_counted_then_scans_resume
     values = dict(loop.diagnostics()[2])
     assert values["scans_skipped_pose_gap"] == "1" and values["scans_skipped_pose_start"] == "1"
     assert loop.diagnostics()[0] == "OK"  # nothing new since the previous report
+
+
+def test_model_core_through_the_loop_needs_the_stamp_pose_only_and_publishes_core_scans(plane_tracer):
+    from acres_lidar_ros.scan.core_scanner import CoreScanner, model_scanner
+    from acres_lidar_ros.sensor.poses import PoseHistory
+
+    config = load_sensor_config("polaris").with_overrides({"model": "core", "columns": 360})
+    options = ScanOptions(self_returns=False, seed=3)
+    scanner = model_scanner(config, options=options, tracer=plane_tracer)
+    assert isinstance(scanner, CoreScanner)
+    clock = ManualClock(890 * MS)
+    emitted: list[LoopOutput] = []
+    loop = NodeLoop(scanner, clock, lambda scan, job: scan, emitted.append, executor=InlineExecutor())
+    loop.tick()
+    feed(loop, clock, [900])  # the pose at scan 0's stamp: enough for a core scan (no motion distortion)
+    clock.now_ns = 912 * MS
+    (scan,) = published(emitted, loop.tick())
+    assert scan.index == 0 and scan.stamp_ns == 900 * MS and loop.scheduler.counts["skipped_pose_start"] == 0
+    at_rest = PoseHistory.from_arrays(np.array([0.9]), np.zeros((1, 3)), np.array([IDENTITY]))
+    direct = CoreScanner(config, options=options, tracer=plane_tracer).scan(at_rest, 900 * MS, index=0)
+    np.testing.assert_array_equal(scan.returns.range_m, direct.returns.range_m)
+    assert scan.returns.valid.sum() > 360 * 16  # the plane below the mount is in view
+    with pytest.raises(ConfigError, match="rain_mm_per_h"):
+        loop.set_options(rain_mm_per_h=4.0)  # ACRES Core's LiDAR has no rain

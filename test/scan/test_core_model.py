@@ -260,8 +260,18 @@ def test_core_scanner_gives_the_core_scan_as_a_scan():
     np.testing.assert_array_equal(scan.returns.intensity[:, 0], direct.points[:, 3].astype(np.uint8))
     assert not scan.time_offset_s.any()  # every beam from the stamp pose
     assert scanner.scan(poses, 200_000_000).index == 1
-    with pytest.raises(ConfigError, match="model core"):
-        scanner.start_sweep(300_000_000)  # the block path would trace the full model
+    # The node's loop traces a sweep: nothing ahead of the stamp, the whole core scan at its finish.
+    sweep = scanner.start_sweep(300_000_000, index=5)
+    assert sweep.trace_covered(poses) == 0 and not sweep.partial and sweep.ready_slices() == []
+    finished = sweep.finish(poses)
+    again = CoreScanner(cfg, scene, options=ScanOptions(seed=4)).scan(poses, 300_000_000, index=5)
+    assert finished.index == 5 and sweep.done
+    np.testing.assert_array_equal(finished.returns.range_m, again.returns.range_m)
+    assert not scanner.motion_on  # the loop needs the pose at the stamp only
+    with pytest.raises(ConfigError, match="rain_mm_per_h"):
+        scanner.set_options(rain_mm_per_h=2.0)
+    with pytest.raises(ConfigError, match="truth"):
+        CoreScanner(cfg, scene, options=ScanOptions(truth=True))
 
 
 def test_the_core_model_meets_the_scene_at_the_odom_in_scene_offset():
