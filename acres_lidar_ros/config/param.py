@@ -5,11 +5,18 @@ declare theirs with it too.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
+
+import numpy as np
 
 from acres_lidar_ros.errors import ConfigError
+
+Block = TypeVar("Block")
 
 _FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
 #: A ROS topic name (used with fullmatch): optional leading /, tokens of letters, digits and _.
@@ -132,6 +139,44 @@ class Param:
         if too_low or too_high or (self.int_values and value not in self.int_values):
             raise ConfigError(f"{where} = {short_repr(value)} is out of range: expected {self.allowed()}")
         return int(value) if integer else float(value)
+
+
+def typed_block(cls: type[Block], values: Mapping[str, object], prefix: str = "", **derived: object) -> Block:
+    """A block of the sensors file as its frozen dataclass ``cls``, each field from the key of its name.
+
+    ``values`` are the schema-checked values by dotted key. A field ``name`` takes
+    ``values[prefix + name]``; a field ``x_rad`` takes the key ``x_deg`` in radians, or ``x_mrad``
+    times 1e-3; a list becomes a float64 array. ``derived`` gives the fields that are no key of their
+    own (resolved from several keys) and wins over a key of the same name. A field with neither is a
+    ``TypeError``: the dataclass and the schema disagree, which every load of a sensors file shows.
+    """
+    kwargs: dict[str, object] = {}
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = field.name
+        if name in derived:
+            kwargs[name] = derived[name]
+        elif prefix + name in values:
+            kwargs[name] = _as_field(values[prefix + name])
+        elif name.endswith("_rad") and prefix + name[:-4] + "_deg" in values:
+            value = values[prefix + name[:-4] + "_deg"]
+            kwargs[name] = (
+                np.deg2rad(np.asarray(value, dtype=np.float64))
+                if isinstance(value, list)
+                else math.radians(_number(value))
+            )
+        elif name.endswith("_rad") and prefix + name[:-4] + "_mrad" in values:
+            kwargs[name] = _number(values[prefix + name[:-4] + "_mrad"]) * 1e-3
+        else:
+            raise TypeError(f"{cls.__name__}.{name}: no key {prefix + name} in the schema and no derived value")
+    return cls(**kwargs)
+
+
+def _as_field(value: object) -> object:
+    return np.asarray(value, dtype=np.float64) if isinstance(value, list) else value
+
+
+def _number(value: object) -> float:
+    return cast(float, value)  # the schema checked it
 
 
 def _fmt(x: float) -> str:

@@ -18,7 +18,6 @@ material leaves out, a material takes the spec's table (``schema.MATERIAL_DEFAUL
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from acres_lidar_ros.config.emitter_block import (
 from acres_lidar_ros.config.input_files import MAX_SENSORS_FILE_BYTES, load_json_file
 from acres_lidar_ros.config.material_table import MATERIAL_NAMES
 from acres_lidar_ros.config.output_options import OutputConfig
+from acres_lidar_ros.config.param import typed_block
 from acres_lidar_ros.config.schema import (
     LIDAR_PARAM,
     LIDAR_PARAMS,
@@ -134,6 +134,9 @@ class WeatherConfig:
 class SensorConfig:
     """The validated lidar block, in SI units and radians.
 
+    Each field is the schema key of its name (``x_rad`` the key ``x_deg`` or ``x_mrad``), filled by
+    ``config.param.typed_block``; so are ``RadiometryConfig``'s (``radiometry.*``) and
+    ``WeatherConfig``'s (``weather.*``). ``_build`` gives only the fields resolved from several keys.
     ``effective`` is the merged JSON (defaults filled in) that a run writes beside its results.
     """
 
@@ -216,6 +219,11 @@ class SensorConfig:
             for parent in parents:
                 node = node.setdefault(parent, {})
             node[leaf] = value
+        if self.emitters is not None and "emitters" in merged["lidar"]:
+            # The block's ticks and emitters stand in the effective columns and rings, where they may
+            # be outside those keys' ranges (ft120: 1 tick of 19200 emitters): the block gives them again.
+            merged["lidar"].pop("columns", None)
+            merged["lidar"].pop("rings", None)
         return _build(merged, self.source, base_dir=None)
 
 
@@ -370,8 +378,8 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
     hz = flat.get("hz")
     if isinstance(hz, (int, float)) and not isinstance(hz, bool) and 0 < hz < MIN_SCAN_RATE_HZ:
         raise ConfigError(
-            f"lidar.hz = {hz!r} is below the minimum scan rate of {MIN_SCAN_RATE_HZ} Hz (seed 004: a scan's fire "
-            f"times must fit in 2**31 ns): expected {LIDAR_PARAM['hz'].allowed()}"
+            f"lidar.hz = {hz!r} is below the minimum scan rate of {MIN_SCAN_RATE_HZ} Hz (docs/sensors.md: a scan's "
+            f"fire times must fit in 2**31 ns): expected {LIDAR_PARAM['hz'].allowed()}"
         )
     v: dict[str, Any] = {}
     for param in LIDAR_PARAMS:
@@ -381,10 +389,46 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
             v[param.name] = copy.deepcopy(param.default)
 
     emitters = emitters_of_lidar(flat.get("emitters"), v)
+    if emitters is not None:
+        v["columns"] = emitters.ticks
+    rings, elevations_deg, offsets_deg = _ring_angles_deg(v, emitters)
+    _check_joint_keys(v)
+    ring_r10 = (
+        np.full(rings, v["radiometry.range_at_10pct_m"])
+        if v["radiometry.ring_range_at_10pct_m"] is None
+        else np.asarray(v["radiometry.ring_range_at_10pct_m"], dtype=np.float64)
+    )
+    materials, material_rows = _materials(flat.get("materials", {}), v["wavelength_nm"])
+    effective = {"lidar": _effective(v, material_rows, rings)}
+    if emitters is not None:
+        effective["lidar"]["emitters"] = effective_block(flat["emitters"])
+    beta = v["beam_divergence_mrad"] * 1e-3
+    return typed_block(
+        SensorConfig,
+        v,
+        rings=rings,
+        elevations_rad=np.deg2rad(elevations_deg),
+        azimuth_offsets_rad=np.deg2rad(offsets_deg),
+        beam_divergence_v_rad=v["beam_divergence_v_mrad"] * 1e-3 or beta,
+        self_returns=Path(v["self_returns"]) if v["self_returns"] else None,
+        radiometry=typed_block(RadiometryConfig, v, "radiometry.", ring_range_at_10pct_m=ring_r10),
+        weather=typed_block(WeatherConfig, v, "weather."),
+        materials=materials,
+        emitters=emitters,
+        effective=effective,
+        source=source,
+        outputs=OutputConfig.from_values(v),
+        windows=window_config(v),
+        mechanical_noise=mechanical_noise_config(v),
+    )
+
+
+def _ring_angles_deg(v: dict[str, Any], emitters: EmittersConfig | None) -> tuple[int, np.ndarray, np.ndarray]:
+    """The rings, each ring's elevation and azimuth offset (deg): from the emitters block, the
+    ``elevations_deg`` table or ``rings`` spread evenly from ``elevation_min_deg`` to ``elevation_max_deg``."""
     elevations = v["elevations_deg"]
     if emitters is not None:
         rings = emitters.emitters
-        v["columns"] = emitters.ticks
         elevations_deg = np.rad2deg(emitters.states[0].elevation_rad)
     elif elevations is not None:
         rings = len(elevations)
@@ -405,6 +449,14 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
                 f"lidar.{key} has {len(v[key])} values but the sensor has {rings} rings "
                 f"(from {'elevations_deg' if elevations is not None else 'rings: no elevations_deg table'}): expected one value per ring"
             )
+    offsets_deg = np.zeros(rings) if v["azimuth_offsets_deg"] is None else np.asarray(v["azimuth_offsets_deg"])
+    if emitters is not None:
+        offsets_deg = np.rad2deg(emitters.states[0].azimuth_rad)
+    return rings, elevations_deg, offsets_deg
+
+
+def _check_joint_keys(v: dict[str, Any]) -> None:
+    """The rules that join two keys of the lidar block (the windows' own are ``window_rules``')."""
     if v["radiometry.detection_model"] == "reflectance_limit":
         missing = [k for k in ("radiometry.max_range_m", "radiometry.reflectance_at_max_range") if v[k] is None]
         if missing:
@@ -416,81 +468,6 @@ def _build(raw: dict, source: str, base_dir: Path | None) -> SensorConfig:
         raise ConfigError(
             f"lidar.min_range_m = {v['min_range_m']!r} is not below lidar.range_m = {v['range_m']!r}: expected min < max"
         )
-
-    offsets_deg = np.zeros(rings) if v["azimuth_offsets_deg"] is None else np.asarray(v["azimuth_offsets_deg"])
-    if emitters is not None:
-        offsets_deg = np.rad2deg(emitters.states[0].azimuth_rad)
-    ring_r10 = (
-        np.full(rings, v["radiometry.range_at_10pct_m"])
-        if v["radiometry.ring_range_at_10pct_m"] is None
-        else np.asarray(v["radiometry.ring_range_at_10pct_m"], dtype=np.float64)
-    )
-    materials, material_rows = _materials(flat.get("materials", {}), v["wavelength_nm"])
-    beta = v["beam_divergence_mrad"] * 1e-3
-    beta_v = v["beam_divergence_v_mrad"] * 1e-3 or beta
-
-    effective = {"lidar": _effective(v, material_rows, rings)}
-    if emitters is not None:
-        effective["lidar"]["emitters"] = effective_block(flat["emitters"])
-    self_returns = Path(v["self_returns"]) if v["self_returns"] else None
-    return SensorConfig(
-        enabled=v["enabled"],
-        hz=v["hz"],
-        columns=v["columns"],
-        rings=rings,
-        elevations_rad=np.deg2rad(elevations_deg),
-        azimuth_order=v["azimuth_order"],
-        azimuth_offsets_rad=np.deg2rad(offsets_deg),
-        lens_center_m=v["lens_center_m"],
-        range_m=v["range_m"],
-        min_range_m=v["min_range_m"],
-        std_m=v["std_m"],
-        position_flu_m=np.asarray(v["position_flu_m"], dtype=np.float64),
-        rpy_rad=np.deg2rad(np.asarray(v["rpy_deg"], dtype=np.float64)),
-        wavelength_nm=v["wavelength_nm"],
-        beam_divergence_rad=beta,
-        beam_divergence_v_rad=beta_v,
-        pulse_length_m=v["pulse_length_m"],
-        sub_rays=v["sub_rays"],
-        max_hits_per_sub_ray=v["max_hits_per_sub_ray"],
-        continue_step_m=v["continue_step_m"],
-        min_return_separation_m=v["min_return_separation_m"],
-        return_mode=v["return_mode"],
-        pond_threshold_m=v["pond_threshold_m"],
-        motion_distortion=v["motion_distortion"],
-        spin_direction=v["spin_direction"],
-        scan_start_azimuth_rad=math.radians(v["scan_start_azimuth_deg"]),
-        delay_s=v["delay_s"],
-        output=v["output"],
-        frame_id=v["frame_id"],
-        topic=v["topic"],
-        point_type=v["point_type"],
-        self_returns=self_returns,
-        model=v["model"],
-        radiometry=RadiometryConfig(
-            range_at_10pct_m=v["radiometry.range_at_10pct_m"],
-            ring_range_at_10pct_m=ring_r10,
-            signal_at_10pct_counts=v["radiometry.signal_at_10pct_counts"],
-            ambient_counts=v["radiometry.ambient_counts"],
-            detection_probability_at_spec=v["radiometry.detection_probability_at_spec"],
-            overlap_range_m=v["radiometry.overlap_range_m"],
-            saturation_counts=v["radiometry.saturation_counts"],
-            range_std_low_snr_m=v["radiometry.range_std_low_snr_m"],
-            detection_model=v["radiometry.detection_model"],
-            max_range_m=v["radiometry.max_range_m"],
-            reflectance_at_max_range=v["radiometry.reflectance_at_max_range"],
-        ),
-        weather=WeatherConfig(**{k.split(".", 1)[1]: v[k] for k in v if k.startswith("weather.")}),
-        materials=materials,
-        scan_type=v["scan_type"],
-        peak_power_w=v["peak_power_w"],
-        emitters=emitters,
-        effective=effective,
-        source=source,
-        outputs=OutputConfig.from_values(v),
-        windows=window_config(v),
-        mechanical_noise=mechanical_noise_config(v),
-    )
 
 
 def _materials(entries: Any, wavelength_nm: float) -> tuple[MaterialTable, dict[str, dict[str, Any]]]:

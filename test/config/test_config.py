@@ -259,6 +259,15 @@ def test_with_overrides_validates():
         c.with_overrides({"nope": 1})
 
 
+def test_with_overrides_keeps_an_emitters_block_s_ticks():
+    # ft120 is one flash of 19200 emitters: outside the ranges of the columns (4 to 3600) and rings
+    # (1 to 128) keys, which its effective block holds.
+    c = load_sensor_config("ft120")
+    changed = c.with_overrides({"return_mode": "first"})
+    assert (c.columns, c.rings, changed.columns, changed.rings, changed.return_mode) == (1, 19200, 1, 19200, "first")
+    assert (changed.effective["lidar"]["columns"], changed.effective["lidar"]["rings"]) == (1, 19200)
+
+
 def test_readme_table_lists_every_key():
     table = markdown_table()
     for p in LIDAR_PARAMS:
@@ -271,3 +280,26 @@ def test_readme_parameter_table_is_the_schema(repo_root):
     readme = (repo_root / "README.md").read_text()
     block = readme.split("<!-- schema-table-start -->\n", 1)[1].split("\n<!-- schema-table-end -->", 1)[0]
     assert block == markdown_table()
+
+
+def test_a_typed_block_takes_each_field_from_the_key_of_its_name():
+    from dataclasses import dataclass
+
+    from acres_lidar_ros.config.param import typed_block
+
+    @dataclass(frozen=True)
+    class Block:
+        range_m: float
+        tilt_rad: float
+        rpy_rad: np.ndarray
+        beam_rad: float
+        rings: int
+
+    values = {"b.range_m": 5.0, "b.tilt_deg": 90.0, "b.rpy_deg": [180.0, 0.0, 45.0], "b.beam_mrad": 3.0}
+    block = typed_block(Block, values, "b.", rings=4)
+    assert (block.range_m, block.rings) == (5.0, 4)
+    assert (block.tilt_rad, block.beam_rad) == pytest.approx((math.pi / 2, 0.003), rel=1e-15)
+    assert block.rpy_rad.dtype == np.float64
+    assert block.rpy_rad == pytest.approx([math.pi, 0.0, math.pi / 4], rel=1e-15)
+    with pytest.raises(TypeError, match=r"Block\.rings: no key b\.rings"):
+        typed_block(Block, values, "b.")
