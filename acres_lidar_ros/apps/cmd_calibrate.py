@@ -43,10 +43,15 @@ def add_calibrate_parser(sub: Any) -> None:
         "--render-scans", type=int, default=20, metavar="N", help="scans rendered for the metrics (default 20)"
     )
     calibrate.add_argument("--no-score", action="store_true", help="measure and fit only: no render, no metrics")
-    calibrate.add_argument("--no-progress", action="store_true", help="no progress lines")
+    calibrate.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line (on a terminal it rewrites itself; in a log, a plain line per step and every 10 s)",
+    )
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from acres_lidar_ros.apps.progress_line import ProgressLine
     from acres_lidar_ros.errors import ConfigError
     from acres_lidar_ros.recordings.calibrate_run import calibrate
     from acres_lidar_ros.scene import build_default_farm, load_scene
@@ -59,9 +64,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     layout = farms.get(args.scene)
     scene = build_default_farm(seed=0, layout=layout) if layout else load_scene(Path(args.scene))
 
+    line = None if args.no_progress else ProgressLine(sys.stderr)
+
     def progress(step: str, done: int, total: int) -> None:
-        if not args.no_progress:
-            print(f"\r{step}: {done}" + (f" / {total}" if total else ""), end="", file=sys.stderr, flush=True)
+        if line is not None:
+            line.update(step, done, total)
 
     summary = calibrate(
         args.bag,
@@ -75,8 +82,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         score=not args.no_score,
         progress=progress,
     )
-    if not args.no_progress:
-        print(file=sys.stderr)
+    if line is not None:
+        line.close()
     metrics = summary.get("metrics", [])
     inside = sum(m["within_limit"] for m in metrics)
     scored = f", {inside} of {len(metrics)} metrics within their limits" if metrics else ""

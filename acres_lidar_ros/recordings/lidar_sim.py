@@ -60,9 +60,14 @@ METRICS: tuple[tuple[str, float, str], ...] = (
 
 
 def render(
-    recording: Recording, config: SensorConfig, tracer: Tracer, scans: Sequence[RecordedScan]
+    recording: Recording,
+    config: SensorConfig,
+    tracer: Tracer,
+    scans: Sequence[RecordedScan],
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[RecordedScan]:
-    """The simulator's scans (``config``, its self-return table) at the recorded scans' stamps and poses."""
+    """The simulator's scans (``config``, its self-return table) at the recorded scans' stamps and poses;
+    ``progress(done, total)`` after each."""
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.scan import Scanner
 
@@ -85,6 +90,8 @@ def render(
                 recorded.index, recorded.stamp_ns, cells, recorded.column_time_s, scan.T_world_sensor, "render"
             )
         )
+        if progress is not None:
+            progress(len(out), len(scans))
     return out
 
 
@@ -222,10 +229,9 @@ def score_configs(
     if max_scans is not None and len(scans) > max_scans:
         scans = [scans[i] for i in np.linspace(0, len(scans) - 1, max_scans).round().astype(int)]
     results, curves = {}, {}
-    for k, (name, config) in enumerate((("before", before), ("after", after))):
-        rendered = render(recording, config, tracer, scans)
-        if progress is not None:
-            progress("render", k + 1, 2)
+    for name, config in (("before", before), ("after", after)):
+        step = (lambda done, total, name=name: progress(f"render {name}", done, total)) if progress else None
+        rendered = render(recording, config, tracer, scans, step)
         results[name], curves[name] = score(scans, after, rendered, config, tracer)
     metrics = [
         {
