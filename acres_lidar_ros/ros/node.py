@@ -60,6 +60,7 @@ from acres_lidar_ros.runtime.events import Event
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.messages import ScanMessages, pack_scan
 from acres_lidar_ros.runtime.packet_feed import PacketFeed
+from acres_lidar_ros.runtime.pose_tracker import GroundWatch
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
@@ -275,6 +276,7 @@ class LidarNode(Node):
             max_pose_acceleration_mps2=s["max_pose_acceleration_mps2"],
             odom_frame=s["odom_frame"],
             base_frame=s["base_frame"],
+            ground=None if scene is None else GroundWatch(scene, T_scene_odom),
         )
         self._tf: Any = None
         if self._tf2 is not None:

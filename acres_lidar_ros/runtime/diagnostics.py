@@ -15,6 +15,8 @@ DIAGNOSTIC_KEYS = (
     ("scans_skipped_no_pose", "skipped_no_pose"),
     ("scans_skipped_pose_start", "skipped_pose_start"),
     ("scans_skipped_pose_gap", "skipped_pose_gap"),
+    ("scans_skipped_time_jump", "skipped_time_jump"),
+    ("scans_abandoned", "abandoned"),
     ("scans_failed", "failed"),
     ("scans_in_work", "in_work"),
 )
@@ -22,8 +24,14 @@ DIAGNOSTIC_KEYS = (
 POSE_REJECTION_KINDS = ("invalid", "wrong_frame", "out_of_order", "duplicate", "time_jump")
 """``PoseTracker`` outcomes reported as ``pose_rejected_<kind>`` (``current["pose_<kind>"]``);
 a ``time_jump`` sample is kept but clears the history, so it is reported with them."""
-POSE_MOTION_KINDS = (("pose_jumps", "jump"), ("pose_accelerations", "acceleration"))
-"""Samples beyond the speed limit (the history restarts at them) or the acceleration limit."""
+POSE_MOTION_KINDS = (
+    ("pose_jumps", "jump"),
+    ("pose_accelerations", "acceleration"),
+    ("pose_below_terrain", "below_terrain"),
+    ("pose_above_terrain", "above_terrain"),
+)
+"""Samples beyond the speed limit (the history restarts at them) or the acceleration limit, and
+poses below the terrain or high above it (``GroundWatch``): kept, counted, WARN."""
 
 
 def diagnostic_status(
@@ -49,6 +57,8 @@ def diagnostic_status(
         or delta["skipped_no_pose"]
         or delta["skipped_pose_start"]
         or delta["skipped_pose_gap"]
+        or delta["skipped_time_jump"]
+        or delta["abandoned"]
         or any(n for k, n in rejected.items() if k != "duplicate")
         or any(current.get(f"pose_{k}", 0) - previous.get(f"pose_{k}", 0) for _, k in POSE_MOTION_KINDS)
     ):

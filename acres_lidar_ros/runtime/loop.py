@@ -42,7 +42,7 @@ from acres_lidar_ros.errors import PoseError
 from acres_lidar_ros.outputs.shaping import ShapedScan, shape_slice, shaped_outputs
 from acres_lidar_ros.runtime.diagnostics import diagnostic_status
 from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
-from acres_lidar_ros.runtime.pose_tracker import MAX_ACCELERATION_MPS2, MAX_SPEED_MPS, PoseTracker
+from acres_lidar_ros.runtime.pose_tracker import MAX_ACCELERATION_MPS2, MAX_SPEED_MPS, GroundWatch, PoseTracker
 from acres_lidar_ros.runtime.scheduler import PollResult, ScanJob, ScanScheduler
 from acres_lidar_ros.runtime.sweeps import SweepTracer
 from acres_lidar_ros.scan import Scan, Scanner, Sweep
@@ -155,6 +155,8 @@ class NodeLoop:
         (``skipped_pose_start``, ``skipped_pose_gap``), never published as a normal scan.
     max_pose_speed_mps, max_pose_acceleration_mps2 : float
         The pose jump limits (``PoseTracker``'s ``max_speed_mps``, ``max_acceleration_mps2``; 0: off).
+    ground : GroundWatch, optional
+        Checks each accepted pose against the scene's terrain (``below_terrain``, ``above_terrain``).
     """
 
     def __init__(
@@ -176,8 +178,10 @@ class NodeLoop:
         max_pose_gap_s: float = MAX_POSE_GAP_S,
         max_pose_speed_mps: float = MAX_SPEED_MPS,
         max_pose_acceleration_mps2: float = MAX_ACCELERATION_MPS2,
+        ground: GroundWatch | None = None,
     ) -> None:
         self.clock = clock
+        self.ground = ground
         self.config = scanner.config
         self.sweeps = SweepTracer(scanner)
         self.tracker = PoseTracker(
@@ -230,6 +234,8 @@ class NodeLoop:
             out.events.append(Event(result.level, result.kind, result.message))
         if not result.accepted:
             return out
+        if self.ground is not None:
+            out.events.extend(self.ground.check(stamp_ns, position_m))
         out.extend(self.tick())
         self._pretrace(out)
         return out
@@ -557,6 +563,8 @@ class NodeLoop:
         """Level, message and key/value pairs since the previous call (``diagnostic_status``)."""
         current = dict(self.scheduler.diagnostics(window_s))
         current.update({f"pose_{kind}": n for kind, n in self.tracker.counts.items()})
+        if self.ground is not None:
+            current.update({f"pose_{kind}": n for kind, n in self.ground.counts.items()})
         level, message, values = diagnostic_status(current, self._last_diagnostics)
         self._last_diagnostics = current
         return level, message, values

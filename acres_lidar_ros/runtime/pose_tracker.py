@@ -18,11 +18,14 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import ConfigError, PoseError
+from acres_lidar_ros.runtime.events import Event
+from acres_lidar_ros.scene.drives import check_ground
 from acres_lidar_ros.sensor.poses import (
     MAX_POSE_GAP_S,
     UNIT_QUATERNION_TOLERANCE,
@@ -261,3 +264,43 @@ class PoseTracker:
             position, rotation = history.interpolate(np.array([t_s]), extrapolate=True)
             history.append(t_s, position[0], Rotation.from_matrix(rotation[0]).as_quat())
         return history
+
+
+GROUND_KINDS = ("below_terrain", "above_terrain")
+"""The events of ``GroundWatch`` (and its counts' keys)."""
+
+
+class GroundWatch:
+    """Poses against the scene's terrain: the rule of the CLI's ``--pose`` and ``--trajectory``
+    warnings (``scene.drives.check_ground``), applied to each accepted odometry sample.
+
+    A base_footprint pose more than ``drives.BELOW_GROUND_TOLERANCE_M`` below the terrain under it
+    (its scans see the ground from below: a few percent of the points) or more than
+    ``drives.ABOVE_GROUND_TOLERANCE_M`` above it is a warning (kind ``below_terrain`` or
+    ``above_terrain``, rate-limited by the loop's throttle with the count it held back) naming the
+    terrain height there, and is counted (``counts``); the pose is kept.
+
+    Parameters
+    ----------
+    scene : the scene traced (its ``height_at``)
+    T_scene_odom : (4, 4) or None
+        The odom frame's pose in the scene (``odom_in_scene``); None: the scene at the odom origin.
+    """
+
+    def __init__(self, scene: Any, T_scene_odom: np.ndarray | None = None) -> None:
+        self.scene = scene
+        self.T_scene_odom = None if T_scene_odom is None else np.asarray(T_scene_odom, dtype=np.float64)
+        self.counts: dict[str, int] = dict.fromkeys(GROUND_KINDS, 0)
+
+    def check(self, stamp_ns: int, position_m: Sequence[float] | np.ndarray) -> list[Event]:
+        """The event of one odometry position (odom frame), or none."""
+        p = np.asarray(position_m, dtype=np.float64).reshape(1, 3)
+        if self.T_scene_odom is not None:
+            p = p @ self.T_scene_odom[:3, :3].T + self.T_scene_odom[:3, 3]
+        ground = check_ground(self.scene, p)
+        lines = ground.warnings(p, f"odometry pose at {stamp_ns * 1e-9:.3f} s (in the scene frame)")
+        if not lines:
+            return []
+        kind = "below_terrain" if bool(ground.below[0]) else "above_terrain"
+        self.counts[kind] += 1
+        return [Event("warn", kind, f"{lines[0]}; the pose is kept (pose_{kind} = {self.counts[kind]})")]

@@ -13,7 +13,9 @@ from loop_support import IDENTITY, MS, ManualClock
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.runtime.events import Event, LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
+from acres_lidar_ros.runtime.pose_tracker import GroundWatch
 from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
 
 
 def make_loop(tracer, clock, period_s=5.0, **kw):
@@ -165,3 +167,36 @@ def test_a_sudden_change_of_velocity_is_reported_and_kept(plane_tracer):
     clock2 = ManualClock(0)
     loop2, _ = make_loop(plane_tracer, clock2, max_pose_acceleration_mps2=200.0)
     assert not [e for e in drive(loop2, clock2, samples) if e.kind == "acceleration"]
+
+
+def test_a_pose_under_the_ground_or_high_above_it_is_warned_with_the_terrain_height_and_counted(plane_tracer):
+    """The ground is the plane z = 0 (the fixture's scene), so a base_footprint at z = -0.5 m is
+    0.5 m under it and one at z = +3 m is 3 m over it (the CLI's limits: 0.05 m below, 2 m above,
+    ``scene.drives``). With the odom frame 1 m below the scene's origin (``odom_in_scene``) a pose
+    at z = 0.5 m of odom is 0.5 m under the ground too."""
+    clock = ManualClock(0)
+    loop, _ = make_loop(plane_tracer, clock, ground=GroundWatch(plane_tracer.scene))
+    z_of = lambda ms: -0.5 if ms < 600 else 3.0 if ms < 1200 else 0.0  # noqa: E731
+    events = []
+    for ms in range(0, 1500, 20):
+        clock.now_ns = (ms + 1) * MS
+        events += loop.on_pose(ms * MS, (0.0, 0.0, z_of(ms)), IDENTITY, "odom", "base_footprint").events
+    lines = loop.to_log(events, final=True)
+    below = [e for e in lines if e.kind == "below_terrain"]
+    above = [e for e in lines if e.kind == "above_terrain"]
+    # 30 poses under the ground, 30 over it: one line each at once, the rest in the closing line.
+    assert len(below) == 2 and len(above) == 2
+    assert below[0].level == "warn" and "more than 0.05 m below the terrain" in below[0].message
+    assert (
+        "base_footprint z = -0.500 m at (x, y) = (0.00, 0.00) where the terrain is at z = 0.000 m" in below[0].message
+    )
+    assert below[1].message.startswith("29 more 'below_terrain'")
+    assert "more than 2 m above the terrain" in above[0].message and "(+3.000 m)" in above[0].message
+    assert above[1].message.startswith("29 more 'above_terrain'")
+    values = dict(loop.diagnostics()[2])
+    assert (values["pose_below_terrain"], values["pose_above_terrain"]) == ("30", "30")
+    assert loop.tracker.counts["accepted"] + loop.tracker.counts["jump"] == 75  # kept (the two steps of z are jumps)
+    odom_low = GroundWatch(plane_tracer.scene, odom_in_scene_transform("0 0 -1 0 0 0", "odom_in_scene"))
+    (event,) = odom_low.check(0, (0.0, 0.0, 0.5))
+    assert "base_footprint z = -0.500 m" in event.message and "terrain is at z = 0.000 m" in event.message
+    assert not odom_low.check(0, (0.0, 0.0, 1.0))

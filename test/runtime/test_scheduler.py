@@ -234,6 +234,8 @@ def test_clock_jump_forward_skips_the_scans_of_the_gap():
     assert s.counts["skipped_time_jump"] == 10_000 - 1  # due times 100 ms ... 999 900 ms
     assert s.counts["due"] == 2  # 0 and 1 000 000 ms, the newest due time
     assert s.counts["skipped_no_pose"] == 2 and s.in_work == 0
+    level, _, values = diagnostic_status(dict(s.diagnostics(1.0)), None)
+    assert level != "OK" and dict(values)["scans_skipped_time_jump"] == str(10_000 - 1)
 
 
 def test_stop_opens_no_more_scans():
