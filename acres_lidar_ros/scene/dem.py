@@ -138,6 +138,19 @@ def read_dem(
     return DemRaster(origin, spacing, heights, georef_origin)
 
 
+def read_dem_nodes(path: str | os.PathLike[str]) -> tuple[np.ndarray, float | None]:
+    """The raster of a GeoTIFF or ``.npy`` DEM as stored (row 0 = the north edge), float64, and its
+    node spacing from the GeoTIFF's georeferencing (None without it); the checks of ``read_dem``."""
+    file = Path(path)
+    if file.suffix.lower() not in DEM_SUFFIXES:
+        raise SceneError(f"DEM {file}: allowed suffixes: {', '.join(DEM_SUFFIXES)}")
+    check_regular_file(file, "DEM", MAX_DEM_FILE_BYTES, SceneError)
+    if file.suffix.lower() == ".npy":
+        return _read_npy(file).astype(np.float64), None
+    raster, georef = _read_geotiff(file)
+    return np.asarray(raster, np.float64), None if georef is None else georef[1]
+
+
 def _check_shape_and_type(file: Path, shape: tuple[int, ...], dtype: np.dtype | None, what: str) -> None:
     if dtype is None:
         raise SceneError(

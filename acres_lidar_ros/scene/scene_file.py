@@ -27,6 +27,7 @@ from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.scene.mesh_files import add_material_parts, mesh_suffix_error, read_mesh_file, read_mesh_parts
 from acres_lidar_ros.scene.object_pose import ORIENTATION_KEYS, read_mesh_placement, read_orientation
 from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_CLASS_NAMES, Scene
+from acres_lidar_ros.scene.sdf_heightmap import sdf_heightmap_terrain
 from acres_lidar_ros.scene.sdf_world import SDF_WORLD_KEYS, add_sdf_world
 from acres_lidar_ros.scene.terrain_step import coarsen_terrain
 
@@ -46,7 +47,16 @@ _OBJECT_KEYS: dict[str, set[str]] = {
     "ground_cover": {"type", "name", "material", "base_xy_m", "size_m", "yaw_deg"},
     "sdf_world": SDF_WORLD_KEYS,
 }
-_TERRAIN_KEYS = {"origin_xy_m", "cell_m", "height_m", "dem", "height_offset_m", "node_step"}
+_TERRAIN_KEYS = {
+    "origin_xy_m",
+    "cell_m",
+    "height_m",
+    "dem",
+    "height_offset_m",
+    "node_step",
+    "sdf_heightmap",
+    "model_path",
+}
 _TOP_KEYS = {"format", "version", "terrain", "cover", "polygons", "water", "polygon_raster_cell_m", "objects"}
 
 
@@ -56,6 +66,7 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.base_dir = path.parent
+        self.sdf_heightmap_file: Path | None = None  # terrain.sdf_heightmap's world, resolved
 
     def fail(self, key: str, value: Any, allowed: str) -> SceneError:
         return SceneError(f"{self.path}: {key} = {_short(value)}: {allowed}")
@@ -247,7 +258,9 @@ def _load(r: _Reader, doc: Any) -> Scene:
         raise r.fail("version", version, f"must be {FORMAT_VERSION} (an integer, not true or {FORMAT_VERSION}.0)")
 
     t = r.table(r.required(doc, "terrain", "(top level)"), "terrain", _TERRAIN_KEYS)
-    if "dem" in t:
+    if "sdf_heightmap" in t:
+        terrain = sdf_heightmap_terrain(r, t)
+    elif "dem" in t:
         terrain = _dem_terrain(r, t)
     else:
         if "height_offset_m" in t:

@@ -10,6 +10,10 @@ scene file's ``model_path`` entries, then ``GZ_SIM_RESOURCE_PATH``, then ``GAZEB
 whose ``model.config`` names the model's SDF file (or ``model.sdf``). Other URIs are paths
 relative to the file that names them, or ``file://`` absolute paths.
 
+A ``<heightmap>`` visual is the ground, not an object: ``read_sdf_world`` collects it (its element,
+world pose and file, ``SdfHeightmap``) where the caller asks for it, for ``sdf_heightmap`` to make the
+scene's terrain grid of it; elsewhere it is refused with that route.
+
 Refusals are ``SceneError``s that name the SDF file, the element (model, link and visual names)
 and what is allowed; a model or link named in ``skip`` is left out whole.
 """
@@ -70,6 +74,26 @@ class SdfLink:
     triangles: np.ndarray
 
 
+@dataclass(frozen=True)
+class SdfHeightmap:
+    """One ``<heightmap>`` visual: its element, the visual's pose in the world and where it stands.
+
+    Attributes
+    ----------
+    where : str
+        The SDF file and the element's names, for messages.
+    element : the ``<heightmap>`` element
+    T_world_visual : (4, 4) float64
+    file : Path
+        The SDF file that holds it (its URIs are relative to it).
+    """
+
+    where: str
+    element: ElementTree.Element
+    T_world_visual: np.ndarray
+    file: Path
+
+
 def model_search_path(extra: list[Path]) -> list[Path]:
     """The folders searched for ``model://`` names: ``extra``, then the environment's."""
     folders = list(extra)
@@ -78,9 +102,15 @@ def model_search_path(extra: list[Path]) -> list[Path]:
     return folders
 
 
-def read_sdf_world(path: Path, search_path: list[Path], skip: frozenset[str] = frozenset()) -> list[SdfLink]:
-    """The links with visuals of the SDF world (or model) file ``path`` (module docstring)."""
-    reader = _SdfReader(search_path, skip)
+def read_sdf_world(
+    path: Path,
+    search_path: list[Path],
+    skip: frozenset[str] = frozenset(),
+    heightmaps: list[SdfHeightmap] | None = None,
+) -> list[SdfLink]:
+    """The links with visuals of the SDF world (or model) file ``path`` (module docstring); its
+    ``<heightmap>`` visuals are appended to ``heightmaps`` (refused where it is None)."""
+    reader = sdf_reader(search_path, skip, heightmaps)
     root = reader.parse(path)
     worlds = root.findall("world")
     if len(worlds) > 1:
@@ -92,10 +122,16 @@ def read_sdf_world(path: Path, search_path: list[Path], skip: frozenset[str] = f
     return reader.links
 
 
+def sdf_reader(search_path: list[Path], skip: frozenset[str], heightmaps: list[SdfHeightmap] | None) -> _SdfReader:
+    """The reader of SDF files on ``search_path`` (its ``resource`` resolves a URI as Gazebo's)."""
+    return _SdfReader(search_path, skip, heightmaps)
+
+
 class _SdfReader:
-    def __init__(self, search_path: list[Path], skip: frozenset[str]) -> None:
+    def __init__(self, search_path: list[Path], skip: frozenset[str], heightmaps: list[SdfHeightmap] | None) -> None:
         self.search_path = search_path
         self.skip = skip
+        self.heightmaps = heightmaps
         self.links: list[SdfLink] = []
         self.files = 0
 
@@ -164,6 +200,16 @@ class _SdfReader:
             geometry = visual.find("geometry")
             if geometry is None:
                 raise SceneError(f"{at}: has no <geometry>")
+            heightmap = geometry.find("heightmap")
+            if heightmap is not None and len(geometry) == 1:
+                if self.heightmaps is None:
+                    raise SceneError(
+                        f"{at} <heightmap>: a heightmap is the ground: give this world as the scene file's "
+                        "terrain.sdf_heightmap (its heightmap becomes the terrain grid), or name the model or link "
+                        "in the sdf_world's skip list"
+                    )
+                self.heightmaps.append(SdfHeightmap(f"{at} <heightmap>", heightmap, T, file))
+                continue
             v, t = self.geometry(geometry, file, at)
             vertices.append(v @ T[:3, :3].T + T[:3, 3])
             triangles.append(t + count)
@@ -217,13 +263,8 @@ class _SdfReader:
             v, t = read_mesh_file(self.resource(uri, file, at), at)
             return v * scale, t
         raise SceneError(
-            f"{at}: <{shape.tag}> visuals are not read: allowed {', '.join(GEOMETRY_KINDS)}"
-            + (
-                "; give the heightmap as the scene file's terrain (terrain.dem, a GeoTIFF or .npy)"
-                if shape.tag == "heightmap"
-                else ""
-            )
-            + "; or name the model or link in the sdf_world's skip list"
+            f"{at}: <{shape.tag}> visuals are not read here: allowed {', '.join(GEOMETRY_KINDS)}; a heightmap "
+            "alone in its <geometry> (terrain.sdf_heightmap); or name the model or link in the sdf_world's skip list"
         )
 
     def model_file(self, uri: str, file: Path, where: str) -> Path:
@@ -380,8 +421,12 @@ def add_sdf_world(r: _Reader, b: SceneBuilder, obj: dict, key: str) -> None:
     classes = _name_map(r, obj, "classes", key, CLASS_NAMES)
     materials = _name_map(r, obj, "materials", key, MATERIAL_NAMES)
     file = r.base_dir / rel
+    # The world whose heightmap is the scene's terrain (terrain.sdf_heightmap): its heightmaps are left out here.
+    ground: list[SdfHeightmap] | None = (
+        [] if r.sdf_heightmap_file is not None and r.sdf_heightmap_file == file.resolve() else None
+    )
     try:
-        links = read_sdf_world(file, model_search_path([r.base_dir / f for f in folders] + [file.parent]), skip)
+        links = read_sdf_world(file, model_search_path([r.base_dir / f for f in folders] + [file.parent]), skip, ground)
     except SceneError as err:
         raise SceneError(f"{r.path}: {key}.path = {rel!r}: {err}") from err
     if not links:

@@ -49,7 +49,7 @@ def fitting_step(ny: int, nx: int, budget: int) -> int | None:
 
 def coarsen_terrain(r: _Reader, t: dict, terrain: TerrainGrid) -> TerrainGrid:
     """``terrain`` with the file's ``node_step``, refused when its ground is over the triangle limit."""
-    key = f"terrain.dem = {t['dem']!r}" if "dem" in t else "terrain.height_m"
+    key = next((f"terrain.{k} = {t[k]!r}" for k in ("sdf_heightmap", "dem") if k in t), "terrain.height_m")
     step = 1
     if "node_step" in t:
         step = t["node_step"]

@@ -174,7 +174,7 @@ def test_class_and_material_maps_by_link_or_model_name(tmp_path):
         ),
         (
             f'<model name="m"><link name="l">{visual("v", "<heightmap><uri>h.png</uri></heightmap>")}</link></model>',
-            r"<heightmap> visuals are not read: .*give the heightmap as the scene file's terrain \(terrain.dem",
+            r"<heightmap>: a heightmap is the ground: give this world as the scene file's terrain.sdf_heightmap",
         ),
         (
             f'<model name="m"><link name="l">{visual("v", "<box><size>1 -1 1</size></box>")}</link></model>',
