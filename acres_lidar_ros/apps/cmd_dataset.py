@@ -113,6 +113,17 @@ def check_dataset(dataset: Dataset) -> None:
                 f"{what} {pt!r}: the layouts {list(dataset.shards[0].layouts)} are made from the organised PCD "
                 "files; allowed with layouts: XYZI, XYZIRT"
             )
+    if dataset.shards[0].packets is not None:
+        from acres_lidar_ros.config.sensors import load_sensor_config
+        from acres_lidar_ros.packets.formats import packet_encoder
+
+        for i, sensor in enumerate(dict.fromkeys(s.sensor for s in dataset.shards)):
+            try:
+                packet_encoder(sensor, load_sensor_config(sensor))
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"dataset file {path!r}: drives.sensors[{i}] = {sensor!r} with packets: {exc}"
+                ) from exc
     boxes = dataset.shards[0].boxes
     if boxes is not None:
         from acres_lidar_ros.errors import SceneError
@@ -142,6 +153,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     from acres_lidar_ros.apps.cmd_export import export_run
     from acres_lidar_ros.apps.cmd_record import record_drive
     from acres_lidar_ros.apps.labels_cli import run_point_type
+    from acres_lidar_ros.apps.packet_flags import recorded_packet_sink
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.json_files import write_json
@@ -197,6 +209,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
         run={"command": "dataset", "shard": spec.shard_id, **spec.as_dict()},
         labels=spec.labels,
         vehicle_object_ids=() if tracks is None else [t.object_id for t in tracks.tracks],
+        packets=None if spec.packets is None else recorded_packet_sink(spec.packets, spec.sensor, config),
     )
     if drawn_boxes is not None:  # the drawn vehicles as a box-tracks file: the shard exports alone
         write_json(partial / BOXES_FILE, drawn_boxes)
@@ -212,6 +225,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
         "figures": {
             "scans": summary.scans,
             "points": summary.points,
+            "packets": summary.packets,
             "sim_seconds": summary.sim_seconds,
             "seconds": summary.seconds,
             "real_time_factor": summary.real_time_factor,

@@ -58,9 +58,30 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
         if given:
             raise ConfigError(f"{', '.join(given)} without --packets pcap: nothing would use it")
         return None
+    if args.packets == "udp":
+        from acres_lidar_ros.packets.formats import UdpStreamer, packet_encoder
+        from acres_lidar_ros.packets.udp_stream import UdpSender
+
+        encoder = packet_encoder(args.sensor, config)
+        if args.pcap is not None:
+            raise ConfigError(f"--pcap {args.pcap} with --packets udp: only --packets pcap writes a pcap")
+        sender = UdpSender(args.udp_host, source_port=args.udp_source_port, broadcast=args.udp_broadcast)
+        return lambda out_dir: UdpStreamer(encoder, sender)
+    return recorded_packet_sink(args.packets, args.sensor, config, args.pcap, args.sensor_ip, args.host_ip)
+
+
+def recorded_packet_sink(
+    kind: str,
+    sensor: str,
+    config: SensorConfig,
+    pcap: Path | None = None,
+    sensor_ip: str | None = None,
+    host_ip: str | None = None,
+) -> Callable[[Path], PacketSink]:
+    """The sink of ``--packets pcap`` or ``bag`` (``kind``) for ``sensor``, checked now: what both
+    ``record`` and each shard of ``dataset`` open in their run directory."""
     from acres_lidar_ros.packets.formats import (
         PcapRecorder,
-        UdpStreamer,
         default_addresses,
         metadata_path,
         packet_driver,
@@ -68,13 +89,11 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
     )
     from acres_lidar_ros.packets.packet_bag import PacketBagWriter
     from acres_lidar_ros.packets.pcap_file import Addresses
-    from acres_lidar_ros.packets.udp_stream import UdpSender
 
-    encoder = packet_encoder(args.sensor, config)
-    if args.packets == "pcap":
-        factory = default_addresses(args.sensor)
-        addresses = Addresses(args.sensor_ip or factory.sensor_ip, args.host_ip or factory.host_ip)
-        pcap = args.pcap
+    encoder = packet_encoder(sensor, config)
+    if kind == "pcap":
+        factory = default_addresses(sensor)
+        addresses = Addresses(sensor_ip or factory.sensor_ip, host_ip or factory.host_ip)
         if pcap is not None:
             if pcap.exists() or pcap.is_symlink():
                 raise OutputError(f"--pcap {pcap} exists already; refusing to overwrite it")
@@ -86,9 +105,6 @@ def packet_sink(args: argparse.Namespace, config: SensorConfig) -> Callable[[Pat
                     f"--pcap {pcap}: its sensor metadata {metadata} exists already; refusing to overwrite it"
                 )
         return lambda out_dir: PcapRecorder(pcap if pcap is not None else out_dir / PCAP_NAME, encoder, addresses)
-    if args.pcap is not None:
-        raise ConfigError(f"--pcap {args.pcap} with --packets {args.packets}: only --packets pcap writes a pcap")
-    if args.packets == "bag":
-        return lambda out_dir: PacketBagWriter(encoder, packet_driver(args.sensor), config.frame_id)
-    sender = UdpSender(args.udp_host, source_port=args.udp_source_port, broadcast=args.udp_broadcast)
-    return lambda out_dir: UdpStreamer(encoder, sender)
+    if pcap is not None:
+        raise ConfigError(f"--pcap {pcap} with --packets {kind}: only --packets pcap writes a pcap")
+    return lambda out_dir: PacketBagWriter(encoder, packet_driver(sensor), config.frame_id)

@@ -23,7 +23,10 @@ A dataset is the product of six lists; each combination is one drive, a *shard*:
 ``--boxes`` and ``--files``; ``point_types`` its ``--point-type`` (any profile; checked with
 ``labels`` by ``apps.cmd_dataset``). ``layouts`` adds training layouts beside the shards
 (``outputs.kitti_formats``); ``vary`` draws each shard's world (``config.dataset_draws``).
-``packets`` is refused until the packet encoders exist.
+``packets`` is ``record --packets``: ``"pcap"`` (each shard's ``packets.pcap``, and
+``sensor_metadata.json`` where the format needs one) or ``"bag"`` (packet messages in the shard's
+bag); each sensor must have a packet format (checked by ``apps.cmd_dataset``); live ``udp`` is no
+dataset output.
 
 ``tours``: ``"default"`` (the built-in farm tour) or TUM pose files; ``sensors``: a named sensor
 (``polaris``, ``default``) or a sensors file; relative paths are relative to the dataset file.
@@ -50,6 +53,7 @@ from acres_lidar_ros.config.sensors import NAMED_SENSORS, load_sensor_config
 from acres_lidar_ros.errors import ConfigError
 
 FILE_CHOICES = ("pcd", "ply", "both", "none")
+PACKET_CHOICES = ("pcap", "bag")
 LAYOUTS = ("semantic_kitti", "kitti_objects")
 MAX_SHARDS = 100_000
 MAX_SEED_COUNT = 100_000
@@ -81,10 +85,13 @@ class ShardSpec:
     boxes: str | None = None  # an absolute box-tracks file
     layouts: tuple[str, ...] = ()
     drawn: dict = field(default_factory=dict)  # what ``vary`` drew for this shard
+    packets: str | None = None  # ``record --packets``: "pcap", "bag" or None
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["visibility_m"] = None if math.isinf(self.visibility_m) else self.visibility_m
+        if self.packets is None:  # a shard without packets keeps the identity it had before the key
+            del d["packets"]
         return d
 
     @property
@@ -281,12 +288,10 @@ def load_dataset(path: str | Path) -> Dataset:
     if files not in FILE_CHOICES:
         raise _fail(path, "files", files, f"allowed: {', '.join(FILE_CHOICES)}")
     labels, truth = (_flag(path, raw, key) for key in ("labels", "truth"))
-    if "packets" in raw:
+    packets = raw.get("packets")
+    if packets is not None and packets not in PACKET_CHOICES:
         raise _fail(
-            path,
-            "packets",
-            raw["packets"],
-            "the sensors' own packets are not a dataset output yet (their encoders are being built); leave the key out",
+            path, "packets", packets, f"allowed: {', '.join(PACKET_CHOICES)} (record --packets; udp sends live) or null"
         )
     boxes = raw.get("boxes")
     if boxes is not None:
@@ -330,8 +335,10 @@ def load_dataset(path: str | Path) -> Dataset:
             truth=truth,
             boxes=boxes,
             layouts=layouts,
+            packets=packets,
         )
-        drawn = draws.draw(json.dumps(spec.as_dict(), sort_keys=True), FARM_CROP_FIELDS)
+        # Drawn from the spec without its packets: asking for the packets does not change the world.
+        drawn = draws.draw(json.dumps(replace(spec, packets=None).as_dict(), sort_keys=True), FARM_CROP_FIELDS)
         if draws.weather:
             visibility = drawn.get("visibility_m", spec.visibility_m)
             spec = replace(

@@ -35,6 +35,7 @@ DRIVES = {
 OUTPUTS = {
     "labels": True,
     "truth": True,
+    "packets": "pcap",
     "layouts": ["semantic_kitti", "kitti_objects"],
     "vary": {"seed": 3, "vehicles": {"count": {"integers": [1, 2]}, "distance_m": {"uniform": [10, 18]}}},
 }
@@ -113,6 +114,17 @@ def finished(tmp_path_factory):
     return config, out, json.loads((out / "manifest.json").read_text()), seen
 
 
+def _pcap_ports(path: Path) -> np.ndarray:
+    """The UDP destination port of each record of a classic pcap of Ethernet + IPv4 + UDP frames."""
+    data = path.read_bytes()
+    ports, at = [], 24
+    while at < len(data):
+        length = int.from_bytes(data[at + 8 : at + 12], "little")
+        ports.append(int.from_bytes(data[at + 16 + 36 : at + 16 + 38], "big"))
+        at += 16 + length
+    return np.array(ports)
+
+
 def test_a_local_ray_listens_on_loopback_only(finished):
     *_, seen = finished
     assert len({pid for _, _, pid in seen}) >= 3, seen  # the GCS, the raylet and the workers were seen
@@ -137,7 +149,7 @@ def test_farm_seed_0_shards_are_bit_identical_to_record(finished, tmp_path):
         if spec["farm_seed"] != 0:  # record builds farm 0 only
             continue
         argv = ["record", "--seed", str(spec["seed"]), "--rain", str(spec["rain_mm_per_h"]), "--duration", "0.1"]
-        argv += ["--labels", "--truth", "--boxes", str(shard / BOXES_FILE)]
+        argv += ["--labels", "--truth", "--boxes", str(shard / BOXES_FILE), "--packets", "pcap"]
         alone = tmp_path / entry["shard"]
         assert (
             run_cli(*argv, "--files", "pcd", "--point-type", spec["point_type"], "--out", str(alone), "--no-progress")
@@ -150,6 +162,10 @@ def test_farm_seed_0_shards_are_bit_identical_to_record(finished, tmp_path):
         scans = entry["figures"]["scans"]
         assert len([f for f in files if f.suffix == ".pcd"]) == scans >= 1 and Path("bag/bag.mcap") in files
         assert len([f for f in files if f.name.endswith(".truth.npz")]) == scans
+        # The scan due at the start sweeps before 0 s and has no packets; each other one is 150
+        # MSOPs of 12 of its 1800 columns (docs/packets.md), beside the DIFOPs.
+        ports = _pcap_ports(shard / "packets.pcap")
+        assert entry["figures"]["packets"] == ports.size and np.sum(ports == 6699) == 150 * (scans - 1) > 0
         for name in files:
             if name == Path("config.json"):  # its "run" block says how each was launched
                 a, b = json.loads((alone / name).read_text()), json.loads((shard / name).read_text())
@@ -408,6 +424,12 @@ def test_bad_dataset_files_name_the_key_and_what_is_allowed(tmp_path, capsys, dr
             {"drives": dict(DRIVES, point_types=["velodyne"]), "labels": True},
             "drives.point_types[0] = 'velodyne' with labels: labels publish the XYZIRT_labels layout",
         ),
+        (
+            {"drives": dict(DRIVES, sensors=["polaris", "pandar_xt32"]), "packets": "pcap"},
+            "drives.sensors[1] = 'pandar_xt32' with packets: --packets: sensor pandar_xt32 has no packet format; "
+            "the sensors with one are polaris",
+        ),
+        ({"packets": "udp"}, "packets = 'udp': allowed: pcap, bag"),
         (
             {"drives": dict(DRIVES, point_types=["ouster"]), "layouts": ["kitti_objects"]},
             "drives.point_types[0] = 'ouster': the layouts ['kitti_objects'] are made from the organised PCD files",
