@@ -105,7 +105,7 @@ def output_params(P: Callable[..., Any]) -> tuple[Any, ...]:
             length=6,
             description="Pose of the custom frame in the world: x, y, z (m), roll, pitch, yaw (rad, R = Rz Ry Rx).",
         ),
-        runtime("custom_frame_id", "str", "custom", description="Header frame of a cloud in the custom frame."),
+        runtime("custom_frame_id", "frame_name", "custom", description="Header frame of a cloud in the custom frame."),
         runtime(
             "motion_compensation",
             "bool",

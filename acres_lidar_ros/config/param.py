@@ -18,9 +18,14 @@ from acres_lidar_ros.errors import ConfigError
 
 Block = TypeVar("Block")
 
-_FRAME_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")  # used with fullmatch: no trailing newline
+#: A TF frame name (used with fullmatch: no trailing newline): letters, digits, _ and /, not starting with a digit.
+FRAME_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")
 #: A ROS topic name (used with fullmatch): optional leading /, tokens of letters, digits and _.
 TOPIC_NAME = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+#: The kinds of key: ``Param``'s docstring says what each holds.
+KINDS = ("bool", "int", "float", "str", "frame_name", "profile", "topic", "path", "float_list", "float_array")
+#: The kinds whose value is a string.
+TEXT_KINDS = ("str", "frame_name", "profile", "topic", "path")
 #: Largest magnitude of a number key: beyond it the value does not fit the float32 it is packed into.
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -29,8 +34,9 @@ FLOAT32_MAX = 3.4028234663852886e38
 class Param:
     """One key of the sensors file.
 
-    ``kind`` is one of ``bool``, ``int``, ``float``, ``str`` (a frame name, or one of ``choices``),
-    ``topic`` (a ROS topic name), ``float_list`` (one value per ring, or ``length`` values when it
+    ``kind`` is one of ``bool``, ``int``, ``float``, ``str`` (one of ``choices``), ``frame_name`` (a
+    TF frame name), ``profile`` (a point layout, one of ``choices``: the names of
+    ``outputs.point_types.PROFILES``), ``topic`` (a ROS topic name), ``float_list`` (one value per ring, or ``length`` values when it
     is set), ``float_array`` (0 to ``max_items`` values, their count
     checked against another key by the loader), ``path`` (a file name relative to the sensors
     file, or null). ``nullable`` marks the keys whose ``null`` means "none" (the tables and
@@ -59,17 +65,25 @@ class Param:
     rebuild: bool = False
     max_items: int = 0
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind {self.kind!r} is none of {', '.join(KINDS)}")
+        if (self.kind in ("str", "profile")) != bool(self.choices):
+            raise ValueError(f"{self.name}: a {self.kind} key {'needs' if not self.choices else 'takes no'} choices")
+
     def allowed(self) -> str:
         """What the key allows, in words (used in error messages and the README)."""
         if self.kind == "bool":
             return "true or false"
+        if self.kind == "profile":
+            return "a point layout: one of " + ", ".join(self.choices)
         if self.choices:
             return "one of " + ", ".join(self.choices)
         if self.int_values:
             return "one of " + ", ".join(str(v) for v in self.int_values)
         if self.kind == "path":
             return "a file name relative to the sensors file, or null"
-        if self.kind == "str":
+        if self.kind == "frame_name":
             return "a frame name (letters, digits, _ and /, not starting with a digit)"
         if self.kind == "topic":
             return "a topic name such as /lidar/points"
@@ -100,12 +114,12 @@ class Param:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             return value
-        if self.kind in ("str", "path", "topic"):
+        if self.kind in TEXT_KINDS:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.choices and value not in self.choices:
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
-            if self.kind == "str" and not self.choices and not _FRAME_ID.fullmatch(value):
+            if self.kind == "frame_name" and not FRAME_NAME.fullmatch(value):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")
             if self.kind == "topic" and not TOPIC_NAME.fullmatch(value):
                 raise ConfigError(f"{where} = {short_repr(value)}: expected {self.allowed()}")

@@ -229,7 +229,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("scan_start_azimuth_deg", "float", 180.0, "deg", low=-360, high=360, description="alpha_s, start of the sweep."),
     P("delay_s", "float", 0.05, "s", low=0, high=10, description="Delay of the scan row and the published cloud."),
     P("output", "str", "ply", choices=("ply", "pcd", "both"), description="Files each scan writes."),
-    P("frame_id", "str", "lidar", description="Frame name of the cloud."),
+    P("frame_id", "frame_name", "lidar", description="Frame name of the cloud."),
     P(
         "topic",
         "topic",
@@ -238,7 +238,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     ),
     P(
         "point_type",
-        "str",
+        "profile",
         "XYZI",
         choices=POINT_TYPE_NAMES,
         description="Point layout the sensor's driver publishes by default: a profile of outputs/point_types.py "

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acres_lidar_ros.config.param import TOPIC_NAME, Param, short_repr
+from acres_lidar_ros.config.param import FRAME_NAME, TOPIC_NAME, Param, short_repr
 from acres_lidar_ros.config.schema import LIDAR_PARAMS, OPTION_PARAMS, check_option
 from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.config.updates import plan_update
@@ -44,6 +43,8 @@ _TYPE_OF_KIND = {
     "int": "integer",
     "float": "double",
     "str": "string",
+    "frame_name": "string",
+    "profile": "string",
     "topic": "string",
     "path": "string",
     "float_list": "double_array",
@@ -52,10 +53,6 @@ _TYPE_OF_KIND = {
 
 READ_ONLY = "; read-only: set it at start-up"
 REBUILT = "; changes between scans: the beam pattern is rebuilt"
-
-# Used with fullmatch: "$" would let a trailing newline through.
-_TOPIC = TOPIC_NAME
-_FRAME = re.compile(r"[A-Za-z_][A-Za-z0-9_/]*")
 
 
 @dataclass(frozen=True)
@@ -125,7 +122,7 @@ class NodeParam:
     choices: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
-    pattern: str = ""  # "topic", "frame", "topic_or_empty" or ""
+    pattern: str = ""  # "topic", "frame_name", "profile" (a point layout), "topic_or_empty" or ""
     empty_means: str = ""  # what an empty value stands for, where it may be empty
 
     def _or_empty(self) -> str:
@@ -135,13 +132,14 @@ class NodeParam:
         if self.type == "bool":
             return "true or false"
         if self.choices:
-            return "one of " + ", ".join(self.choices) + self._or_empty()
+            what = "a point layout: one of " if self.pattern == "profile" else "one of "
+            return what + ", ".join(self.choices) + self._or_empty()
         if self.low is not None:
             return f"{self.low:g} to {self.high:g}"
         return {
             "topic": "a topic name",
             "topic_or_empty": "a topic name, or empty for " + (self.empty_means or "none"),
-            "frame": "a frame name",
+            "frame_name": "a frame name",
         }.get(self.pattern, "a string")
 
     def check(self, value: Any) -> Any:
@@ -159,9 +157,9 @@ class NodeParam:
                 raise ConfigError(f"{where} = {value!r}: expected one of {', '.join(self.choices)}")
             if self.pattern == "topic_or_empty" and value == "":
                 return value
-            if self.pattern.startswith("topic") and not _TOPIC.fullmatch(value):
+            if self.pattern.startswith("topic") and not TOPIC_NAME.fullmatch(value):
                 raise ConfigError(f"{where} = {value!r}: expected a topic name such as /lidar/points")
-            if self.pattern == "frame" and not _FRAME.fullmatch(value):
+            if self.pattern == "frame_name" and not FRAME_NAME.fullmatch(value):
                 raise ConfigError(f"{where} = {value!r}: expected a frame name (letters, digits, _ and /)")
             return value
         integer = self.type == "integer"
@@ -206,6 +204,7 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "(rslidar_sdk's PointXYZIRT), velodyne (LIO-SAM, FAST-LIO), ouster (ouster_ros), nebula "
         "(Autoware's PointXYZIRCAEDT) or hesai (HesaiLidar_ROS_2.0); empty: the sensors file's lidar.point_type, its driver's layout.",
         choices=tuple(PROFILES),
+        pattern="profile",
         empty_means="the sensors file's lidar.point_type",
     ),
     NodeParam(
@@ -239,14 +238,18 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
     ),
     NodeParam("odom_topic", "string", "/odom", "nav_msgs/Odometry topic (pose_source odom).", pattern="topic"),
     NodeParam(
-        "odom_frame", "string", "odom", "World frame of the poses (the odometry's header.frame_id).", pattern="frame"
+        "odom_frame",
+        "string",
+        "odom",
+        "World frame of the poses (the odometry's header.frame_id).",
+        pattern="frame_name",
     ),
     NodeParam(
         "base_frame",
         "string",
         "base_footprint",
         "Vehicle frame the lidar is mounted on (the odometry's child_frame_id).",
-        pattern="frame",
+        pattern="frame_name",
     ),
     NodeParam(
         "pose_timeout_s",

@@ -303,3 +303,19 @@ def test_a_typed_block_takes_each_field_from_the_key_of_its_name():
     assert block.rpy_rad == pytest.approx([math.pi, 0.0, math.pi / 4], rel=1e-15)
     with pytest.raises(TypeError, match=r"Block\.rings: no key b\.rings"):
         typed_block(Block, values, "b.")
+
+
+def test_a_key_s_kind_says_what_its_text_may_be():
+    from acres_lidar_ros.config.param import Param
+
+    with pytest.raises(ValueError, match="a str key needs choices"):
+        Param("mode", "str", "a")
+    with pytest.raises(ValueError, match="a frame_name key takes no choices"):
+        Param("frame", "frame_name", "a", choices=("a",))
+    with pytest.raises(ValueError, match="kind 'string' is none of"):
+        Param("mode", "string", "a")
+    profile = Param("point_type", "profile", "XYZI", choices=("XYZI", "XYZIRT"))
+    assert profile.allowed() == "a point layout: one of XYZI, XYZIRT"
+    with pytest.raises(ConfigError, match=r"point_type = 'lidar': expected a point layout: one of XYZI, XYZIRT"):
+        profile.validate("lidar", "point_type")
+    assert Param("frame_id", "frame_name", "lidar").validate("base/lidar_1", "frame_id") == "base/lidar_1"

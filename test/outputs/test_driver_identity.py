@@ -49,7 +49,7 @@ def test_a_point_type_that_is_no_profile_is_refused_naming_the_key(tmp_path, cap
     code, err = _scan(capsys, sensors, tmp_path / "o")
     assert code == 2
     allowed = "XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula, hesai"
-    assert f"sensors file '{sensors}': lidar.point_type = 'PCL': expected one of {allowed}" in err
+    assert f"sensors file '{sensors}': lidar.point_type = 'PCL': expected a point layout: one of {allowed}" in err
     assert "Traceback" not in err and not (tmp_path / "o").exists()
 
 

@@ -870,7 +870,9 @@ def test_node_refuses_a_sensors_file_point_type_that_is_no_profile(lidar_node, t
         json.dumps({"extends": str(config_dir() / "sensors_polaris.json"), "lidar": {"point_type": "PCL"}})
     )
     # Refused where the sensors file loads (the config layer knows the point type names).
-    with pytest.raises(ConfigError, match=r"s\.json'?: lidar\.point_type = 'PCL': expected one of XYZI, XYZIRT"):
+    with pytest.raises(
+        ConfigError, match=r"s\.json'?: lidar\.point_type = 'PCL': expected a point layout: one of XYZI, XYZIRT"
+    ):
         lidar_node(sensors=str(sensors))
 
 
