@@ -127,7 +127,7 @@ def udp_pacing(encoder: PacketEncoder, scans: list, period_s: float, seconds: fl
     def receive() -> None:
         while not done.is_set():
             try:
-                receiver.recv(2048)
+                receiver.recv(65536)  # an Ouster lidar packet is 12608 bytes
                 received[0] += 1
             except TimeoutError:
                 continue

@@ -1,5 +1,5 @@
 """Ouster OS1-64 packets read back by ouster-sdk (PyPI), a decoder this project did not write:
-every decoded pixel is our primary return (from the pcap, and from the bag's packet messages) within the format's 1 mm range step, none is missing
+every decoded pixel is our primary return (from the pcap, the bag's packet messages and live UDP) within the format's 1 mm range step, none is missing
 or added, and each column's time is its firing time.
 
 ouster-sdk pins rosbags==0.9.23, which conflicts with ours, so it lives in a venv of its own
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -20,10 +21,17 @@ from packet_scans import scans_of
 
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.bag import BagWriter
-from acres_lidar_ros.packets.formats import PcapRecorder, default_addresses, packet_driver, packet_encoder
+from acres_lidar_ros.packets.formats import (
+    PcapRecorder,
+    UdpStreamer,
+    default_addresses,
+    packet_driver,
+    packet_encoder,
+)
 from acres_lidar_ros.packets.ouster import LIDAR_PACKET, LIDAR_PORT
 from acres_lidar_ros.packets.packet_bag import OUSTER_TOPIC, PacketBagWriter, register_packet_types
 from acres_lidar_ros.packets.pcap_file import PcapStream, merge_records, pcap_records, udp_frames
+from acres_lidar_ros.packets.udp_stream import UdpSender
 
 HERE = Path(__file__).resolve().parent
 OUSTER_PYTHON = Path(os.environ.get("ACRES_OUSTER_PYTHON", HERE.parents[1] / ".venv-ouster" / "bin" / "python"))
@@ -171,3 +179,94 @@ def test_record_writes_the_pcap_and_its_metadata(tmp_path):
     (tmp_path / "mine.json").write_text("{}")
     with pytest.raises(OutputError, match="mine.json exists already"):
         packet_sink(argparse.Namespace(**{**vars(args), "pcap": tmp_path / "mine.pcap"}), config)
+
+
+class _ManualClock:
+    """A monotonic clock (ns) that advances only when slept on."""
+
+    def __init__(self) -> None:
+        self.now_ns = 7_000_000_000
+        self.sleeps_s: list[float] = []
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps_s.append(seconds)
+        self.now_ns += int(round(seconds * 1e9))
+
+
+def _loopback_receiver(expected: int):
+    """A UDP socket on 127.0.0.1 and a thread that keeps (arrival ns, payload) of at most
+    ``expected`` datagrams, giving up after 3 s without one."""
+    import threading
+    import time
+
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.settimeout(3.0)
+    got: list[tuple[int, bytes]] = []
+
+    def receive() -> None:
+        try:
+            while len(got) < expected:
+                data = receiver.recv(65536)
+                got.append((time.monotonic_ns(), data))
+        except TimeoutError:
+            pass
+
+    thread = threading.Thread(target=receive)
+    thread.start()
+    return receiver, thread, got
+
+
+def _column_headers(payloads: list[bytes]) -> np.ndarray:
+    """(packets, 16) column headers of LEGACY lidar packets, by the firmware manual's layout: each
+    column 788 bytes from its start, uint64 timestamp, uint16 measurement id, uint16 frame id."""
+    header = np.dtype([("timestamp_ns", "<u8"), ("measurement_id", "<u2"), ("frame_id", "<u2")])
+    rows = np.stack([np.frombuffer(p, np.uint8) for p in payloads]).reshape(len(payloads), 16, 788)
+    return np.ascontiguousarray(rows[:, :, :12]).view(header)[..., 0]
+
+
+def test_live_udp_paces_the_lidar_packets_at_their_column_times():
+    """Paced on an injected clock: each packet leaves 16 columns (1.5625 ms at 1024 x 10) after the
+    one before, in order of their measurement ids, to the port given for ``lidar``."""
+    config, scans = scans_of("os1_64")
+    receiver, thread, got = _loopback_receiver(64)
+    clock = _ManualClock()
+    port = receiver.getsockname()[1]
+    sender = UdpSender("127.0.0.1", ports={"lidar": port}, clock_ns=clock, sleep_s=clock.sleep)
+    with UdpStreamer(packet_encoder("os1_64", config), sender) as stream:
+        assert stream.write_scan(scans[0]) == 64
+    thread.join(timeout=10)
+    receiver.close()
+    assert len(got) == 64 and {len(p) for _, p in got} == {LIDAR_PACKET.itemsize} == {12608}
+    headers = _column_headers([p for _, p in got])
+    assert np.array_equal(headers["measurement_id"].reshape(-1), np.arange(1024))
+    assert np.all(headers["frame_id"] == scans[0].index)
+    assert np.allclose(clock.sleeps_s, 0.1 * 16 / 1024, rtol=0, atol=1e-9) and len(clock.sleeps_s) == 63
+    assert np.all(sender.lateness_ns == 0) and sender.late == 0
+
+
+@needs_ouster_sdk
+def test_live_udp_packets_are_the_ones_ouster_sdk_reads(tmp_path):
+    """Three scans sent live to loopback against the wall clock (about 0.3 s): the 192 datagrams
+    received, framed into a pcap at their arrival times, give ouster-sdk our points."""
+    config, scans = scans_of("os1_64")
+    encoder = packet_encoder("os1_64", config)
+    receiver, thread, got = _loopback_receiver(3 * 64)
+    sender = UdpSender("127.0.0.1", ports={"lidar": receiver.getsockname()[1]})
+    with UdpStreamer(encoder, sender) as stream:
+        sent = [stream.write_scan(scan) for scan in scans]
+    thread.join(timeout=10)
+    receiver.close()
+    assert sent == [64, 64, 64] and len(got) == 192
+    payloads = np.stack([np.frombuffer(p, np.uint8) for _, p in got])
+    arrival_ns = np.array([t for t, _ in got], np.int64) - got[0][0] + int(scans[0].stamp_ns)
+    frames = udp_frames(payloads, default_addresses("os1_64"), LIDAR_PORT, LIDAR_PORT, 0)
+    with PcapStream(tmp_path / "live.pcap") as pcap:
+        pcap.write(merge_records([(pcap_records(frames, arrival_ns), arrival_ns)]), len(frames))
+    (tmp_path / "live.json").write_bytes(encoder.metadata_json())
+    decoded = _decode(tmp_path / "live.pcap", tmp_path / "live.json", tmp_path / "decoded.npz")
+    _assert_our_points(decoded, scans)
