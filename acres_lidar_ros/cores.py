@@ -16,10 +16,14 @@ import numpy as np
 
 _T = TypeVar("_T")
 
-PARTS = max(1, min(2, os.cpu_count() or 1))
-"""Parts a large pass is split into: the cores, at most two."""
+DEFAULT_PARTS = max(1, min(2, os.cpu_count() or 1))
+"""Parts a large pass is split into unless told otherwise: the cores, at most two."""
+PARTS = DEFAULT_PARTS
+"""Parts a large pass is split into now (``set_parts``)."""
+MAX_PARTS = 64
 
 _POOL: list[ThreadPoolExecutor] = []
+_POOL_SIZE = [0]  # the pool's threads
 # A forked child has none of its parent's threads: it makes its own pool on first use.
 os.register_at_fork(after_in_child=_POOL.clear)
 
@@ -27,7 +31,23 @@ os.register_at_fork(after_in_child=_POOL.clear)
 def _pool() -> ThreadPoolExecutor:
     if not _POOL:
         _POOL.append(ThreadPoolExecutor(max_workers=PARTS, thread_name_prefix="acres-radiometry"))
+        _POOL_SIZE[0] = PARTS
     return _POOL[0]
+
+
+def set_parts(parts: int) -> int:
+    """Split the large passes into ``parts`` (1 to ``MAX_PARTS``) from now on; returns the parts
+    before. A process that shares the cores with others (a dataset worker beside its siblings)
+    takes its share: with one part every pass runs in the calling thread. No result changes.
+    (Callers check their users' input: ``cores`` may not import ``errors``, of its rank, and raises
+    ValueError.)"""
+    global PARTS
+    if isinstance(parts, bool) or not isinstance(parts, int) or not 1 <= parts <= MAX_PARTS:
+        raise ValueError(f"parts = {parts!r}: expected an integer from 1 to {MAX_PARTS}")
+    before, PARTS = PARTS, parts
+    if _POOL and _POOL_SIZE[0] < parts:  # a larger pool on next use
+        _POOL.pop().shutdown(wait=True)
+    return before
 
 
 def split_bounds(n: int, min_per_part: int) -> np.ndarray:

@@ -90,6 +90,12 @@ def _tracer(scene_source: str, farm_seed: int | None, world_json: str, threads: 
     return scene, Tracer(scene, nthreads=threads)
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process so far, every thread (user + system)."""
+    t = os.times()
+    return t.user + t.system
+
+
 def sequence_names(count: int) -> list[str]:
     """The layouts' sequence name of each shard, in dataset order: ``00``, ``01``, ... (two digits
     or more, as many as the last one needs)."""
@@ -150,6 +156,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     import numba
     import numpy as np
 
+    from acres_lidar_ros import cores
     from acres_lidar_ros.apps.cmd_export import export_run
     from acres_lidar_ros.apps.cmd_record import record_drive
     from acres_lidar_ros.apps.labels_cli import run_point_type
@@ -165,6 +172,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     from acres_lidar_ros.scene.farm_variation import vehicle_tracks
     from acres_lidar_ros.sensor.poses import PoseHistory
 
+    started_s, started_cpu = time.perf_counter(), _cpu_s()
     root = Path(out_dir)
     final = root / "shards" / spec.shard_id
     if (final / SHARD_FILE).is_file():
@@ -175,10 +183,14 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     for old in (root / ".partial").glob(f"{spec.shard_id}.*"):
         shutil.rmtree(old, ignore_errors=True)  # a half-written attempt: redone from scratch
     partial = root / ".partial" / f"{spec.shard_id}.{uuid.uuid4().hex[:12]}"
+    # The worker's share of the cores: numba's pool, the passes' parts (cores.py) and Embree's casts.
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+    cores.set_parts(min(threads, cores.DEFAULT_PARTS))
     config = load_sensor_config(spec.sensor)
     world = {k: spec.drawn[k] for k in ("crop_growth", "harvested", "soil_wetness") if k in spec.drawn}
+    scene_s = time.perf_counter()
     scene, tracer = _tracer(spec.scene, spec.farm_seed, json.dumps(world, sort_keys=True), threads)
+    scene_s = time.perf_counter() - scene_s
     options = ScanOptions(
         seed=spec.seed, rain_mm_per_h=spec.rain_mm_per_h, visibility_m=spec.visibility_m, truth=spec.truth
     )
@@ -230,6 +242,11 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
             "seconds": summary.seconds,
             "real_time_factor": summary.real_time_factor,
             "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
+            "wall_s": time.perf_counter() - started_s,
+            "cpu_s": _cpu_s() - started_cpu,
+            "scene_s": scene_s,
+            "worker_cpu_s": _cpu_s(),
+            "threads": threads,
         },
         "checksum": shard_checksum(partial),
         "worker_pid": os.getpid(),
@@ -356,6 +373,16 @@ def run_dataset(
     return counts, entries
 
 
+def worker_threads(ray_address: str | None, workers: int | None) -> int:
+    """Threads of each shard: on a local Ray of ``workers`` CPUs, this machine's cores shared
+    between them (2 cores, 1 worker: 2 threads; 2 workers: 1 each); on a cluster 1, as each
+    node runs one shard per CPU."""
+    cores = os.cpu_count() or 1
+    if ray_address is not None:
+        return 1
+    return max(1, cores // (workers or cores))
+
+
 @contextlib.contextmanager
 def _local_only(ray: Any):
     """While a local Ray starts: its node address is 127.0.0.1 and its processes (which inherit
@@ -407,7 +434,8 @@ def _run_on_ray(
     bar = tqdm(total=total, initial=total - len(pending), unit="shard", file=sys.stderr, disable=not progress)
     try:
         task = ray.remote(record_shard).options(num_cpus=1, max_retries=retries, retry_exceptions=True)
-        refs = {task.remote(spec, str(out), 1, sequences[spec.shard_id]): spec for spec in pending}
+        threads = worker_threads(ray_address, workers)
+        refs = {task.remote(spec, str(out), threads, sequences[spec.shard_id]): spec for spec in pending}
         submitted = time.perf_counter()
         waiting = list(refs)
         while waiting:

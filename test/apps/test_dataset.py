@@ -301,6 +301,11 @@ def test_a_rerun_redoes_only_a_half_written_shard(finished, tmp_path):
     again = json.loads((copy / "manifest.json").read_text())
     assert again["counts"] == {"done": 4, "failed": 0}
     assert [e["resumed"] for e in again["shards"]] == [e["shard"] != victim for e in manifest["shards"]]
+    # The same bits whatever a worker's share of the cores: 2 workers took half of them each, the
+    # rerun's one worker all of them (numba's pool, the passes' parts and Embree's threads).
+    cores = os.cpu_count() or 1
+    assert {e["figures"]["threads"] for e in manifest["shards"]} == {max(1, cores // 2)}
+    assert [e["figures"]["threads"] for e in again["shards"] if e["shard"] == victim] == [cores]
     assert [e["checksum"] for e in again["shards"]] == [e["checksum"] for e in manifest["shards"]]
     for shard, mtime in kept.items():  # finished shards are not redone
         assert (copy / "shards" / shard / SHARD_FILE).stat().st_mtime_ns == mtime

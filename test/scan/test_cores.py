@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scene import build_default_farm, default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.tracing.trace import Tracer
 
 
 def test_small_passes_stay_in_one_part_and_large_ones_split_evenly(monkeypatch):
@@ -56,17 +58,41 @@ def _fields(scan) -> list[bytes]:
     ]
 
 
-def test_one_part_or_two_give_the_same_bits(monkeypatch):
+def test_set_parts_splits_into_that_many_and_refuses_what_it_cannot():
+    before = cores.set_parts(3)
+    try:
+        assert cores.split_bounds(9, 3).tolist() == [0, 3, 6, 9]
+        together = threading.Barrier(3, timeout=30)  # broken unless the three parts run at once
+
+        def part(lo: int, hi: int) -> int:
+            together.wait()
+            return lo
+
+        assert cores.map_parts(part, cores.split_bounds(9, 3)) == [0, 3, 6]  # the pool grew to 2 threads
+        for bad in (0, 65, 1.5, True):
+            with pytest.raises(ValueError, match=r"parts = .*: expected an integer from 1 to 64"):
+                cores.set_parts(bad)  # type: ignore[arg-type]
+        assert cores.set_parts(1) == 3 and cores.in_background(threading.current_thread).result().name == "MainThread"
+    finally:
+        cores.set_parts(before)
+
+
+def test_one_part_or_two_give_the_same_bits():
     """Polaris in rain and fog on the farm: hit passes, clutter draws, noise pairs and echo
-    signals each run as one part or two, with the same result."""
+    signals each run as one part or two, and Embree's casts in one thread or two (a dataset
+    worker's share of the cores), with the same result."""
     scene = build_default_farm(seed=0)
     times_s, positions, quaternions = default_tour(scene)
     tour = PoseHistory.from_arrays(times_s, positions, quaternions)
     config = load_sensor_config("polaris")
     runs = []
     for parts in (1, 2):
-        monkeypatch.setattr(cores, "PARTS", parts)
-        scanner = Scanner(config, scene, ScanOptions(seed=4, rain_mm_per_h=10.0, visibility_m=2000.0))
-        stamps = [int(round((times_s[0] + k * config.period_s) * 1e9)) for k in (3, 4)]
-        runs.append([_fields(scanner.scan(tour, stamp)) for stamp in stamps])
+        before = cores.set_parts(parts)
+        try:
+            options = ScanOptions(seed=4, rain_mm_per_h=10.0, visibility_m=2000.0)
+            scanner = Scanner(config, options=options, tracer=Tracer(scene, nthreads=parts))
+            stamps = [int(round((times_s[0] + k * config.period_s) * 1e9)) for k in (3, 4)]
+            runs.append([_fields(scanner.scan(tour, stamp)) for stamp in stamps])
+        finally:
+            cores.set_parts(before)
     assert runs[0] == runs[1]
