@@ -56,6 +56,7 @@ _TERRAIN_KEYS = {
     "node_step",
     "sdf_heightmap",
     "model_path",
+    "skip",
 }
 _TOP_KEYS = {"format", "version", "terrain", "cover", "polygons", "water", "polygon_raster_cell_m", "objects"}
 
@@ -260,6 +261,8 @@ def _load(r: _Reader, doc: Any) -> Scene:
     t = r.table(r.required(doc, "terrain", "(top level)"), "terrain", _TERRAIN_KEYS)
     if "sdf_heightmap" in t:
         terrain = sdf_heightmap_terrain(r, t)
+    elif {"model_path", "skip"} & set(t):
+        raise SceneError(f"{path}: terrain.model_path and terrain.skip apply to terrain.sdf_heightmap only")
     elif "dem" in t:
         terrain = _dem_terrain(r, t)
     else:

@@ -54,8 +54,8 @@ TURN_TOLERANCE = 1e-9
 
 
 def sdf_heightmap_terrain(r: _Reader, t: dict) -> TerrainGrid:
-    """The scene file's ``terrain.sdf_heightmap`` (and ``terrain.model_path``): the terrain grid of
-    the one ``<heightmap>`` of that SDF world (module docstring)."""
+    """The scene file's ``terrain.sdf_heightmap`` (with ``terrain.model_path`` and ``terrain.skip``, as
+    an ``sdf_world``'s): the terrain grid of the one ``<heightmap>`` of that SDF world (module docstring)."""
     given = sorted(set(t) & {"height_m", "dem", "origin_xy_m", "cell_m", "height_offset_m"})
     if given:
         raise SceneError(
@@ -68,11 +68,14 @@ def sdf_heightmap_terrain(r: _Reader, t: dict) -> TerrainGrid:
     folders: Any = t.get("model_path", [])
     if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders):
         raise r.fail("terrain.model_path", folders, "must be a list of folders relative to the scene file")
+    skip: Any = t.get("skip", [])
+    if not isinstance(skip, list) or not all(isinstance(f, str) and f for f in skip):
+        raise r.fail("terrain.skip", skip, "must be a list of model or link names")
     file = r.base_dir / rel
     search = model_search_path([r.base_dir / f for f in folders] + [file.parent])
     found: list[SdfHeightmap] = []
     try:
-        read_sdf_world(file, search, frozenset(), found)
+        read_sdf_world(file, search, frozenset(skip), found)
         if len(found) != 1:
             places = "; ".join(h.where for h in found[:4])
             raise SceneError(

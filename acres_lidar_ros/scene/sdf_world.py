@@ -8,7 +8,9 @@ model's, a visual's in its link's; an ``<include>``'s ``<pose>`` and ``<name>`` 
 included model's. ``model://NAME/...`` resolves to the folder NAME under the search path (the
 scene file's ``model_path`` entries, then ``GZ_SIM_RESOURCE_PATH``, then ``GAZEBO_MODEL_PATH``),
 whose ``model.config`` names the model's SDF file (or ``model.sdf``). Other URIs are paths
-relative to the file that names them, or ``file://`` absolute paths.
+relative to the file that names them, or ``file://`` paths: absolute, or (Gazebo classic's
+``file://media/...``) relative to the file's folder, the search path or ``GAZEBO_RESOURCE_PATH``.
+An ``<include>`` whose name is in ``skip`` is not looked for.
 
 A ``<heightmap>`` visual is the ground, not an object: ``read_sdf_world`` collects it (its element,
 world pose and file, ``SdfHeightmap``) where the caller asks for it, for ``sdf_heightmap`` to make the
@@ -47,6 +49,8 @@ MAX_SDF_DEPTH = 16
 MAX_SDF_FILES = 1000
 #: Environment variables of Gazebo's model search path, in the order they are searched.
 MODEL_PATH_VARIABLES = ("GZ_SIM_RESOURCE_PATH", "GAZEBO_MODEL_PATH")
+#: Gazebo classic's media folders, searched for a relative ``file://`` URI after the model path.
+RESOURCE_PATH_VARIABLE = "GAZEBO_RESOURCE_PATH"
 GEOMETRY_KINDS = ("box", "cylinder", "sphere", "ellipsoid", "capsule", "cone", "plane", "mesh")
 #: Segments of a cylinder and subdivisions of a sphere or ellipsoid (1280 triangles).
 CYLINDER_SEGMENTS = 64
@@ -163,6 +167,9 @@ class _SdfReader:
         uri = _text(element, "uri", where)
         if uri is None:
             raise SceneError(f"{where}: has no <uri>")
+        # Skipped by its <name> or its model:// name before it is looked for (e.g. a sun with no visuals).
+        if (_text(element, "name", where) or _uri_model_name(uri)) in self.skip:
+            return
         model_file = self.model_file(uri, file, where)
         root = self.parse(model_file)
         model = root.find("model")
@@ -295,13 +302,24 @@ class _SdfReader:
                 f"sdf_world's model_path or to {' or '.join(MODEL_PATH_VARIABLES)}"
             )
         if uri.startswith("file://"):
-            return Path(uri[len("file://") :])
+            target = Path(uri[len("file://") :])
+            if target.is_absolute():
+                return target
+            # Gazebo classic's file://media/...: relative to a resource folder (GAZEBO_RESOURCE_PATH).
+            folders = [file.parent, *self.search_path]
+            folders += [Path(f) for f in os.environ.get(RESOURCE_PATH_VARIABLE, "").split(os.pathsep) if f]
+            return next((f / target for f in folders if (f / target).exists()), file.parent / target)
         if re.match(r"^[a-z][a-z0-9+.-]*://", uri):
             raise SceneError(
                 f"{where}: {uri!r}: only model://, file:// and relative paths are read (nothing is downloaded); "
                 "download the model (e.g. gz fuel download -u URL) and add its folder to the model path"
             )
         return file.parent / uri
+
+
+def _uri_model_name(uri: str) -> str:
+    """NAME of ``model://NAME/...`` (other URIs as they are)."""
+    return uri[len("model://") :].split("/")[0] if uri.startswith("model://") else uri
 
 
 def _declare_prefixes(text: str) -> str:

@@ -58,7 +58,14 @@ def node(r, c, centre=(11.0, -3.0, 1.75), size=(32.0, 32.0, 4.0), top=200.0, pix
 
 
 def test_a_beam_at_a_heightmap_node_hits_at_the_geometric_range(tmp_path):
-    path = write(tmp_path, heightmap_model() + SPHERE, objects=[{"type": "sdf_world", "path": "world.sdf"}])
+    # As Gazebo classic's worlds/heightmap.world: a sun included (no visuals, skipped) beside the heightmap.
+    sun = "<include><uri>model://sun</uri></include>"
+    path = write(
+        tmp_path,
+        sun + heightmap_model() + SPHERE,
+        objects=[{"type": "sdf_world", "path": "world.sdf", "skip": ["sun"]}],
+        terrain={"sdf_heightmap": "world.sdf", "skip": ["sun"]},
+    )
     scene = load_scene(path)
     tracer = Tracer(scene)
     # Centre: model (10, -5, 1) + visual (0, 0, 0.25) + <pos> (1, 2, 0.5) = (11, -3, 1.75); 2 m cells.
@@ -133,6 +140,13 @@ def test_sampling_interpolates_between_the_pixels_and_a_dem_keeps_its_elevations
         (SPHERE, None, None, PIXELS, r"has 0 <heightmap> visuals"),
         (
             heightmap_model(),
+            {"origin_xy_m": [-50, -50], "cell_m": 100, "height_m": [[0, 0], [0, 0]], "skip": ["sun"]},
+            None,
+            PIXELS,
+            r"terrain.model_path and terrain.skip apply to terrain.sdf_heightmap only",
+        ),
+        (
+            heightmap_model(),
             {"sdf_heightmap": "world.sdf", "cell_m": 2},
             None,
             PIXELS,
@@ -153,6 +167,6 @@ def test_bad_heightmaps_name_the_file_and_element(tmp_path, models, terrain, obj
     with pytest.raises(SceneError, match=match) as info:
         load_scene(path)
     assert str(path) in str(info.value)
-    if terrain is None:
+    if terrain is None:  # the key, the SDF file and the element named
         assert "terrain.sdf_heightmap = 'world.sdf'" in str(info.value)
         assert "world.sdf" in str(info.value)

@@ -261,3 +261,27 @@ def test_collada_meshes_take_their_node_transforms_and_unit(tmp_path):
     scene = load_scene(write_scene(tmp_path))
     assert beam_range_m(scene, [0, 4, 1.0], [1, 0, 0]) == pytest.approx(4.5, abs=1e-3)
     assert beam_range_m(scene, [5, 4, 10], [0, 0, -1]) == pytest.approx(7.0, abs=1e-3)
+
+
+def test_a_skipped_include_is_not_looked_for_and_file_uris_resolve_as_gazebo_classic(tmp_path, monkeypatch):
+    # Gazebo classic's worlds include model://sun (a light) and name media as file://media/...,
+    # relative to GAZEBO_RESOURCE_PATH.
+    for variable in ("GZ_SIM_RESOURCE_PATH", "GAZEBO_MODEL_PATH"):
+        monkeypatch.delenv(variable, raising=False)
+    media = tmp_path / "share" / "media" / "meshes"
+    media.mkdir(parents=True)
+    v, t = shapes.box(np.array([1.0, 1.0, 2.0]))
+    mesh = o3d.geometry.TriangleMesh(o3d.utility.Vector3dVector(v), o3d.utility.Vector3iVector(t.astype(np.int32)))
+    mesh.compute_triangle_normals()
+    assert o3d.io.write_triangle_mesh(str(media / "post.stl"), mesh)
+    monkeypatch.setenv("GAZEBO_RESOURCE_PATH", f"/nonexistent:{tmp_path / 'share'}")
+    write_world(
+        tmp_path,
+        f"""<include><uri>model://sun</uri></include>
+        <model name="post"><pose>6 0 0 0 0 0</pose>
+          <link name="l">{visual("v", "<mesh><uri>file://media/meshes/post.stl</uri></mesh>")}</link></model>""",
+    )
+    scene = load_scene(write_scene(tmp_path, skip=["sun"]))
+    assert beam_range_m(scene, [0, 0, 1.0], [1, 0, 0]) == pytest.approx(5.5, abs=1e-3)  # its -x face at x = 5.5
+    with pytest.raises(SceneError, match=r"'model://sun': no folder 'sun' in the model path"):
+        load_scene(write_scene(tmp_path))
