@@ -143,20 +143,22 @@ def packet_feed(node: Node, mode: str, udp_host: str, sensors: str, config: Sens
         from acres_lidar_ros.packets.udp_stream import UdpSender
 
         return PacketFeed(UdpStreamer(encoder, UdpSender(udp_host)))
-    if packet_driver(sensors) == "ouster":
-        raise ConfigError("packets = 'ros': no Ouster packet messages yet (rslidar and velodyne have them); use 'udp'")
     return PacketFeed(RosPacketSink(node, encoder, packet_driver(sensors), config.frame_id))
 
 
 class RosPacketSink:
     """Publishes each scan's packets as the driver's messages: ``rslidar_msg/msg/RslidarPacket`` on
-    ``/rslidar_packets`` (one a packet, reliable, depth 100) or ``velodyne_msgs/msg/VelodyneScan`` on
-    ``/velodyne_packets`` (one a scan, depth 10), as ``packets.packet_bag`` writes them into a bag."""
+    ``/rslidar_packets`` (one a packet, reliable, depth 100), ``velodyne_msgs/msg/VelodyneScan`` on
+    ``/velodyne_packets`` (one a scan, depth 10) or ``ouster_sensor_msgs/msg/PacketMsg`` on
+    ``/ouster/lidar_packets`` (one a lidar packet, reliable, depth 10: ouster-ros's subscribers, sensor
+    data or system default QoS, both take it), as ``packets.packet_bag`` writes them into a bag."""
 
     def __init__(self, node: Node, encoder: Any, driver: str, frame_id: str) -> None:
         import importlib
 
-        package = "rslidar_msg" if driver == "rslidar" else "velodyne_msgs"
+        from acres_lidar_ros.packets.packet_bag import OUSTER_TOPIC
+
+        package = {"rslidar": "rslidar_msg", "velodyne": "velodyne_msgs", "ouster": "ouster_sensor_msgs"}[driver]
         try:
             self.msg = importlib.import_module(f"{package}.msg")
         except ImportError as error:
@@ -168,6 +170,8 @@ class RosPacketSink:
         self.first = True
         if driver == "rslidar":
             self.pub = node.create_publisher(self.msg.RslidarPacket, "/rslidar_packets", cloud_qos(100))
+        elif driver == "ouster":
+            self.pub = node.create_publisher(self.msg.PacketMsg, OUSTER_TOPIC, cloud_qos(10))
         else:
             self.pub = node.create_publisher(self.msg.VelodyneScan, "/velodyne_packets", cloud_qos(10))
 
@@ -181,6 +185,11 @@ class RosPacketSink:
         if before_time_zero(groups):
             return 0
         self.first = False
+        if self.driver == "ouster":
+            lidar = next(g for g in groups if g.kind == "lidar")
+            for payload in lidar.payloads:  # in send order; the message has no header
+                self.pub.publish(self.msg.PacketMsg(buf=array.array("B", payload.tobytes())))
+            return len(lidar.payloads)
         if self.driver == "velodyne":
             data = next(g for g in groups if g.kind == "data")
             packets = []

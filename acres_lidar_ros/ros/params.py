@@ -303,7 +303,7 @@ NODE_PARAMS: tuple[NodeParam, ...] = (
         "string",
         "",
         "The sensor's own packets as well (docs/packets.md): udp sends them live to packets_udp_host at the "
-        "packet rate; ros publishes the driver's packet messages (rslidar_msg, velodyne_msgs), where that "
+        "packet rate; ros publishes the driver's packet messages (rslidar_msg, velodyne_msgs, ouster_sensor_msgs), where that "
         "package is installed; empty: none.",
         choices=("udp", "ros"),
         empty_means="none",

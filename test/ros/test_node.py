@@ -897,6 +897,11 @@ def test_the_packets_parameter_sends_udp_or_refuses_ros_without_its_package(lida
             lidar_node(packets="ros")
     else:  # a workspace with rslidar_msg built: the packets are published as rslidar_sdk reads them
         assert "/rslidar_packets" in lidar_node(packets="ros").publishers
+    if importlib.util.find_spec("ouster_sensor_msgs") is None:
+        with pytest.raises(ConfigError, match="packets = 'ros' needs the ouster_sensor_msgs ROS 2 message package"):
+            lidar_node(sensors="os1_64", packets="ros")
+    else:  # ouster-ros's packet topic, as its os_sensor node publishes it
+        assert "/ouster/lidar_packets" in lidar_node(sensors="os1_64", packets="ros").publishers
     with pytest.raises(ConfigError, match="broadcast or multicast address"):
         lidar_node(packets="udp", packets_udp_host="255.255.255.255")
     with pytest.raises(ConfigError, match="packets = 'tcp': expected one of udp, ros"):
