@@ -1,12 +1,16 @@
-"""Any sensor on any vehicle: lidar_node for a sensors file, its frame in TF, optionally the demo drive.
+"""Any sensor on any vehicle: lidar_node for one or several sensors files, their frames in TF,
+optionally the demo drive.
 
     ros2 launch acres_lidar_ros lidar.launch.py sensors:=vlp16 urdf:=my_tractor.urdf demo:=true
     ros2 launch acres_lidar_ros lidar.launch.py sensors:=my_sensor.json    # static TF from its mount
+    ros2 launch acres_lidar_ros lidar.launch.py sensors:=polaris,vlp16 urdf:=urdf/polaris.urdf   # one node, one scene
 
-Topic, frame and point type come from the sensors file (each shipped sensor's driver defaults)
-unless topic:=, frame_id:=, point_type:= override them. TF has the cloud's frame: with urdf:=,
-robot_state_publisher publishes the URDF (which must have a link of that frame name); without it,
-a static transform base_frame -> frame from the sensors file's mount. The plan is
+Topic, frame and point type come from each sensors file (each shipped sensor's driver defaults)
+unless topic:=, frame_id:= (one sensor only), point_type:= override them. Several sensors,
+separated by commas, run in one lidar_node over one scene (its lidar_set parameter). TF has each
+cloud's frame: with urdf:=, robot_state_publisher publishes the URDF; a frame that is no link of
+it, and every frame without urdf:=, gets a static transform base_frame -> frame from its sensors
+file's mount. The plan is
 ``acres_lidar_ros.ros.launch_plan.lidar_launch_plan`` (plain Python, tested without launch);
 polaris.launch.py stays the Polaris's shortcut. Arguments: ``launch_plan.LAUNCH_ARGUMENTS``.
 """
@@ -45,14 +49,14 @@ def _nodes(context, *_args, **_kwargs):
                 parameters=[{"robot_description": plan.robot_description, "use_sim_time": sim_time}],
             )
         )
-    else:
+    for i, arguments in enumerate(plan.static_transforms):  # the frames the URDF lacks, or every one without it
         nodes.append(
             Node(
                 package="tf2_ros",
                 executable="static_transform_publisher",
-                name=f"{values['node_name']}_mount",
+                name=f"{values['node_name']}_mount" + (f"_{i}" if len(plan.sensors) > 1 else ""),
                 output="screen",
-                arguments=plan.static_transform,
+                arguments=arguments,
                 parameters=[{"use_sim_time": sim_time}],
             )
         )

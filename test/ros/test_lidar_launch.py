@@ -1,7 +1,7 @@
 """launch/lidar.launch.py for any sensor: its plan (``ros.launch_plan``) as plain Python, checked
-against the sensors files, a URDF of another vehicle and the node's parameter declarations; the
-launch file itself by syntax. Launching it needs ROS 2's launch, launch_ros, tf2_ros and
-robot_state_publisher, which the PyPI wheels lack; it has not been launched here."""
+against the sensors files, a URDF of another vehicle, several sensors in one node and the node's
+parameter declarations; the launch file itself by syntax. Launching it needs ROS 2's launch,
+launch_ros, tf2_ros and robot_state_publisher, which the PyPI wheels lack; it is not launched here."""
 
 from __future__ import annotations
 
@@ -63,17 +63,52 @@ def test_every_shipped_sensor_gives_parameters_the_node_accepts(sensor):
     assert plan.topic == config.topic and plan.frame_id == config.frame_id
 
 
-def test_a_urdf_of_another_vehicle_publishes_the_frame_and_a_missing_link_is_refused(tmp_path):
+def test_a_urdf_of_another_vehicle_publishes_the_frame_and_a_frame_it_lacks_gets_the_mount(tmp_path):
     urdf = tmp_path / "tractor.urdf"
     urdf.write_text(TRACTOR)
     plan = lidar_launch_plan({"sensors": "vlp16", "urdf": str(urdf), "base_frame": "base_link"})
     assert plan.static_transform is None and plan.robot_description == TRACTOR
     assert plan.lidar_parameters["base_frame"] == "base_link"
-    with pytest.raises(ConfigError) as error:
-        lidar_launch_plan({"sensors": "hdl32e", "urdf": str(urdf), "base_frame": "base_link", "frame_id": "top"})
-    assert "has no link 'top' (launch argument frame_id" in str(error.value)
+    # A frame that is no link of the URDF: a static transform of the sensors file's mount from base_frame.
+    plan = lidar_launch_plan({"sensors": "hdl32e", "urdf": str(urdf), "base_frame": "base_link", "frame_id": "top"})
+    tf = static_args_to_dict(plan.static_transform)
+    assert (tf["--frame-id"], tf["--child-frame-id"]) == ("base_link", "top") and plan.robot_description == TRACTOR
+    position = [float(tf[k]) for k in ("--x", "--y", "--z")]
+    np.testing.assert_allclose(position, load_sensor_config("hdl32e").position_flu_m, atol=1e-8)
     with pytest.raises(ConfigError, match=r"no link 'base_footprint' \(launch argument base_frame"):
         lidar_launch_plan({"sensors": "vlp16", "urdf": str(urdf)})
+
+
+def test_several_sensors_run_in_one_node_each_frame_from_the_urdf_or_its_mount(tmp_path, repo_root):
+    """sensors:=polaris,vlp16 with the Polaris URDF: one lidar_node with both in its lidar_set
+    (parameters the node accepts), the Polaris's frame from robot_state_publisher (a link of the
+    URDF), vlp16's ``velodyne`` frame, which the URDF lacks, from a static transform of its mount."""
+    urdf = repo_root / "urdf" / "polaris.urdf"
+    plan = lidar_launch_plan({"sensors": "polaris, vlp16", "urdf": str(urdf), "use_sim_time": "true"})
+    assert plan.lidar_parameters["lidar_set"] == ["polaris", "vlp16"]
+    assert "sensors" not in plan.lidar_parameters and "topic" not in plan.lidar_parameters
+    decls = by_name(declarations(None))  # a set declares no lidar.<key>
+    for name, value in plan.lidar_parameters.items():
+        if name != "use_sim_time":
+            check_value(decls[name], value)
+    assert [(s.topic, s.frame_id, s.point_type) for s in plan.sensors] == [
+        ("/lidar/points", "lidar", "XYZI"),
+        ("/velodyne_points", "velodyne", "velodyne"),
+    ]
+    assert plan.sensors[0].static_transform is None  # urdf/polaris.urdf has the link lidar
+    (velodyne,) = [static_args_to_dict(args) for args in plan.static_transforms]
+    assert (velodyne["--frame-id"], velodyne["--child-frame-id"]) == ("base_footprint", "velodyne")
+    np.testing.assert_allclose(
+        [float(velodyne[k]) for k in ("--x", "--y", "--z")], load_sensor_config("vlp16").position_flu_m, atol=1e-8
+    )
+    without_urdf = lidar_launch_plan({"sensors": "polaris,vlp16"})
+    assert [args[-1] for args in without_urdf.static_transforms] == ["lidar", "velodyne"]
+    with pytest.raises(ConfigError, match="launch argument topic = '/points' with 2 sensors"):
+        lidar_launch_plan({"sensors": "polaris,vlp16", "topic": "/points"})
+    with pytest.raises(ConfigError, match="'vlp16' and 'vlp16' both have lidar.topic '/velodyne_points'"):
+        lidar_launch_plan({"sensors": "vlp16,vlp16"})
+    with pytest.raises(ConfigError, match="launch argument sensors = 'polaris,': expected a sensors file"):
+        lidar_launch_plan({"sensors": "polaris,"})
 
 
 def test_launch_arguments_override_the_sensors_file_and_bad_ones_are_refused():
