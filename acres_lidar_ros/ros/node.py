@@ -7,10 +7,15 @@ declarations and on-set validation from the schema), ``scan`` (the core) and ``o
 organised cloud's dtype and fields). This module only connects them to topics, TF, timers and
 parameters: its callbacks call into the loop, and publish and log what the loop returns.
 
+With ``lidar_set`` the node runs several sensors over its one scene (``runtime.lidar_set``: a
+``LidarSet`` of scanners over one ``Tracer`` and a ``LidarSetLoop`` of one ``NodeLoop`` each); each
+sensor is a ``Channel`` here: its topic, layout, publishers and TF mount. Without it, one channel.
+
 Topics: subscribes ``/odom`` (nav_msgs/Odometry) or reads TF ``odom -> base_footprint``
 (``pose_source``), ``/vehicle_markers`` (visualization_msgs/MarkerArray); publishes
-``/lidar/points`` (sensor_msgs/PointCloud2, rslidar_sdk's QoS), with ``truth`` the scans' cell truth on
-``/lidar/truth`` (``runtime.messages``), and ``/diagnostics``.
+``/lidar/points`` (sensor_msgs/PointCloud2, rslidar_sdk's QoS; each sensor's ``lidar.topic`` in a
+set), with ``truth`` the scans' cell truth on ``/lidar/truth`` (``runtime.messages``), and
+``/diagnostics`` (one status per sensor).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import signal
 import sys
 import threading
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +49,7 @@ from acres_lidar_ros.errors import AcresLidarError, ConfigError
 from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype, stamps_sweep_start
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
+from acres_lidar_ros.ros.packet_sink import packet_feed
 from acres_lidar_ros.ros.params import (
     PARAMETER_TYPE,
     ParamDecl,
@@ -57,9 +64,9 @@ from acres_lidar_ros.ros.params import (
     startup_overrides,
 )
 from acres_lidar_ros.runtime.events import Event
+from acres_lidar_ros.runtime.lidar_set import LidarSet, LidarSetLoop, check_set_start_up
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.messages import ScanMessages, pack_scan
-from acres_lidar_ros.runtime.packet_feed import PacketFeed
 from acres_lidar_ros.runtime.pose_tracker import GroundWatch
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
@@ -131,179 +138,120 @@ def import_tf2_ros() -> Any | None:
     return tf2_ros
 
 
-def packet_feed(node: Node, mode: str, udp_host: str, sensors: str, config: SensorConfig) -> PacketFeed | None:
-    """The ``packets`` parameter's feed (docs/packets.md): live UDP, or the driver's packet messages
-    where their ROS 2 package is installed; None without it. Refusals come at start-up."""
-    if not mode:
-        return None
-    from acres_lidar_ros.packets.formats import UdpStreamer, packet_driver, packet_encoder
-
-    encoder = packet_encoder(sensors, config)
-    if mode == "udp":
-        from acres_lidar_ros.packets.udp_stream import UdpSender
-
-        return PacketFeed(UdpStreamer(encoder, UdpSender(udp_host)))
-    return PacketFeed(RosPacketSink(node, encoder, packet_driver(sensors), config.frame_id))
-
-
-class RosPacketSink:
-    """Publishes each scan's packets as the driver's messages: ``rslidar_msg/msg/RslidarPacket`` on
-    ``/rslidar_packets`` (one a packet, reliable, depth 100), ``velodyne_msgs/msg/VelodyneScan`` on
-    ``/velodyne_packets`` (one a scan, depth 10) or ``ouster_sensor_msgs/msg/PacketMsg`` on
-    ``/ouster/lidar_packets`` (one a lidar packet, reliable, depth 10: ouster-ros's subscribers, sensor
-    data or system default QoS, both take it), as ``packets.packet_bag`` writes them into a bag."""
-
-    def __init__(self, node: Node, encoder: Any, driver: str, frame_id: str) -> None:
-        import importlib
-
-        from acres_lidar_ros.packets.packet_bag import OUSTER_TOPIC
-
-        package = {"rslidar": "rslidar_msg", "velodyne": "velodyne_msgs", "ouster": "ouster_sensor_msgs"}[driver]
-        try:
-            self.msg = importlib.import_module(f"{package}.msg")
-        except ImportError as error:
-            raise ConfigError(
-                f"packets = 'ros' needs the {package} ROS 2 message package, which is not installed here: build "
-                f"it in your workspace (docs/packets.md), or set packets to udp"
-            ) from error
-        self.encoder, self.driver, self.frame_id = encoder, driver, frame_id
-        self.first = True
-        if driver == "rslidar":
-            self.pub = node.create_publisher(self.msg.RslidarPacket, "/rslidar_packets", cloud_qos(100))
-        elif driver == "ouster":
-            self.pub = node.create_publisher(self.msg.PacketMsg, OUSTER_TOPIC, cloud_qos(10))
-        else:
-            self.pub = node.create_publisher(self.msg.VelodyneScan, "/velodyne_packets", cloud_qos(10))
-
-    def _header(self, ns: int) -> Header:
-        return Header(stamp=Time(nanoseconds=max(int(ns), 0)).to_msg(), frame_id=self.frame_id)
-
-    def write_scan(self, scan: Any, bag: Any = None) -> int:
-        from acres_lidar_ros.packets.formats import before_time_zero
-
-        groups = self.encoder.encode(scan, first=self.first)
-        if before_time_zero(groups):
-            return 0
-        self.first = False
-        if self.driver == "ouster":
-            lidar = next(g for g in groups if g.kind == "lidar")
-            for payload in lidar.payloads:  # in send order; the message has no header
-                self.pub.publish(self.msg.PacketMsg(buf=array.array("B", payload.tobytes())))
-            return len(lidar.payloads)
-        if self.driver == "velodyne":
-            data = next(g for g in groups if g.kind == "data")
-            packets = []
-            for t, payload in zip(data.send_ns, data.payloads):
-                packets.append(self.msg.VelodynePacket(stamp=Time(nanoseconds=int(t)).to_msg(), data=payload.tolist()))
-            self.pub.publish(self.msg.VelodyneScan(header=self._header(int(data.send_ns[-1])), packets=packets))
-            return len(packets)
-        rows = sorted(
-            ((int(t), g.kind == "difop", g.payloads[i]) for g in groups for i, t in enumerate(g.send_ns)),
-            key=lambda row: row[0],
-        )
-        first_msop = True
-        for t, difop, payload in rows:
-            message = self.msg.RslidarPacket(
-                header=self._header(0 if difop else t),
-                is_difop=int(difop),
-                is_frame_begin=int(not difop and first_msop),
-                data=array.array("B", payload.tobytes()),
-            )
-            self.pub.publish(message)
-            first_msop = first_msop and difop
-        return len(rows)
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def trace_pool() -> Executor | None:
     """The executor the loop traces in: None, the loop's own pool of two threads."""
     return None
 
 
+@dataclass
+class Channel:
+    """One sensor of the node: its loop's index, name (the log lines' prefix in a set), cloud topic
+    and layout, publishers, and whether its mount came from TF."""
+
+    index: int
+    name: str
+    topic: str
+    point_type: str
+    cloud_pub: Any = None
+    truth_pub: Any = None
+    mount_from_tf: bool = False
+    mount_warned: bool = False
+
+
 class LidarNode(Node):
-    """The simulated Helios: poses in, scheduled organised clouds out (``NodeLoop`` over rclpy)."""
+    """The simulated Helios: poses in, scheduled organised clouds out (``NodeLoop`` over rclpy);
+    with ``lidar_set``, N sensors over one scene (``runtime.lidar_set``), one loop each."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("lidar_node", **kwargs)
         own = node_declarations()
         self._declare(own)
         self.settings = node_values({d.name: self._value(d.name) for d in own})
+        s = self.settings
         self._tf2: Any = import_tf2_ros()
-        if self._tf2 is None and self.settings["pose_source"] == "tf":
+        if self._tf2 is None and s["pose_source"] == "tf":
             raise ConfigError(
                 "pose_source = 'tf' needs tf2_ros, which is not installed (the ROS 2 wheels from PyPI do not "
                 "ship it): use pose_source odom, or run in a ROS 2 install that has tf2_ros"
             )
-        config = load_sensor_config(self.settings["sensors"])
+        overrides = getattr(self, "_parameter_overrides", {})
+        if s["lidar_set"] is not None:
+            check_set_start_up(s, overrides)
+        config = load_sensor_config(s["sensors"]) if s["lidar_set"] is None else None
         self._decls = by_name(declarations(config))
         self._declare(d for d in self._decls.values() if d.group != "node")
         # rclpy keeps the start-up values of undeclared names and drops them: refuse them here.
-        overrides = getattr(self, "_parameter_overrides", {})
         check_known(overrides, [*self._decls, *(n for n in overrides if self.has_parameter(n))])  # and rclpy's own
         values = {name: self._value(name) for name in self._decls}
-        config = config.with_overrides(startup_overrides(values, config))
-        # An empty topic or point type is the sensors file's: its driver's defaults.
-        self.settings["topic"] = self.settings["topic"] or config.topic
-        if not self.settings["point_type"]:  # a profile: the config layer checked it at load
-            self.settings["point_type"] = config.point_type
-        # labels: the labelled profile is the published point type (ConfigError for ouster & co.)
-        self.settings["point_type"] = labelled_point_type(self.settings["point_type"], self.settings["labels"])
-        point_dtype(self.settings["point_type"], config.outputs.coordinates)  # spherical: a layout that has it
-        T_scene_odom = odom_in_scene_transform(self.settings["odom_in_scene"], "odom_in_scene")  # before the scene
-        scene = self._load_scene(option_values(values).get("seed", 0))
-        # lidar.model: the full model, or ACRES Core's (its noise, bNoise, off as in ACRES Core)
-        scanner = (CoreScanner if config.model == "core" else Scanner)(
-            config,
-            scene,
-            ScanOptions(**option_values(values), truth=self.settings["truth"]),
-            tracer=None if T_scene_odom is None else Tracer(scene, T_scene_odom=T_scene_odom),
-            self_table=sensor_self_table(config),
-        )
+        options = ScanOptions(**option_values(values), truth=s["truth"])
+        T_scene_odom = odom_in_scene_transform(s["odom_in_scene"], "odom_in_scene")  # before the scene
+        scene = self._load_scene(options.seed)
+        tracer = None if T_scene_odom is None else Tracer(scene, T_scene_odom=T_scene_odom)
+        if config is not None:
+            config = config.with_overrides(startup_overrides(values, config))
+            # lidar.model: the full model, or ACRES Core's (its noise, bNoise, off as in ACRES Core)
+            scanners = [
+                (CoreScanner if config.model == "core" else Scanner)(
+                    config, scene, options, tracer=tracer, self_table=sensor_self_table(config)
+                )
+            ]
+            names = [""]
+        else:  # the scene held once: one Tracer under every sensor's scanner
+            lidars = LidarSet(s["lidar_set"], tracer or Tracer(scene), options)
+            scanners = [slot.scanner for slot in lidars.slots]
+            names = [slot.name for slot in lidars.slots]
+        self.channels: list[Channel] = []
+        for i, (scanner, name) in enumerate(zip(scanners, names)):
+            # An empty topic or point type is the sensors file's: its driver's defaults; labels: the
+            # labelled profile is the published point type (ConfigError for ouster & co.)
+            point_type = labelled_point_type(s["point_type"] or scanner.config.point_type, s["labels"])
+            point_dtype(point_type, scanner.config.outputs.coordinates)  # spherical: a layout that has it
+            self.channels.append(Channel(i, name, s["topic"] or scanner.config.topic, point_type))
+        self.settings["topic"], self.settings["point_type"] = self.channels[0].topic, self.channels[0].point_type
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
-        self.get_logger().info(f"kernels ready in {scanner.warm_up():.1f} s")
+        self.get_logger().info(f"kernels ready in {sum(scanner.warm_up() for scanner in scanners):.1f} s")
         freeze_startup_objects()  # no full garbage collection walks the start-up objects mid-scan
-        self._mount_from_tf = False
-        self._mount_warned = False
         self._polls_to_mount_try = 0  # the first poll looks for the TF mount at once
         self._markers: list[Any] = []
         self._markers_lock = threading.Lock()
-
-        s = self.settings
-        self.loop = NodeLoop(
-            scanner,
+        self.lidars = LidarSetLoop(
+            scanners,
             lambda: self.get_clock().now().nanoseconds,
             self._pack,
             self._emit,
-            job_inputs=self._job_inputs,
-            executor=trace_pool(),
-            ts_first_point=stamps_sweep_start(s["point_type"], s["ts_first_point"]),
+            job_inputs=lambda i, job: self._job_inputs(job, i),
+            executor=lambda: trace_pool(),
+            ground=None if scene is None else GroundWatch(scene, T_scene_odom),
+            ts_first_point=[stamps_sweep_start(c.point_type, s["ts_first_point"]) for c in self.channels],
             pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
             max_pose_speed_mps=s["max_pose_speed_mps"],
             max_pose_acceleration_mps2=s["max_pose_acceleration_mps2"],
             odom_frame=s["odom_frame"],
             base_frame=s["base_frame"],
-            ground=None if scene is None else GroundWatch(scene, T_scene_odom),
         )
         self._tf: Any = None
         if self._tf2 is not None:
             self._tf = self._tf2.Buffer()
             self._tf_listener = self._tf2.TransformListener(self._tf, self)
-        else:
-            self._mount_warned = True  # said once, here
+        for c in self.channels if self._tf2 is None else ():
+            c.mount_warned = True  # said once, here
+            cfg = self.lidars.loops[c.index].config
             self.get_logger().warning(
-                f"tf2_ros is not installed: the mount {self.settings['base_frame']} -> {self.config.frame_id} "
-                f"comes from the sensors file (position_flu_m {self.config.position_flu_m.tolist()}, rpy_deg "
-                f"{np.degrees(self.config.rpy_rad).round(3).tolist()}), and only vehicle markers in the "
-                f"{self.settings['odom_frame']!r} frame become boxes"
+                f"{self._prefix(c)}tf2_ros is not installed: the mount {s['base_frame']} -> {cfg.frame_id} "
+                f"comes from the sensors file (position_flu_m {cfg.position_flu_m.tolist()}, rpy_deg "
+                f"{np.degrees(cfg.rpy_rad).round(3).tolist()}), and only vehicle markers in the "
+                f"{s['odom_frame']!r} frame become boxes"
             )
-        self._packet_feed = packet_feed(self, s["packets"], s["packets_udp_host"], s["sensors"], config)
-        self._cloud_pub = self.create_publisher(PointCloud2, s["topic"], cloud_qos(s["qos_depth"]))
-        self._truth_pub = (
-            self.create_publisher(PointCloud2, s["truth_topic"], cloud_qos(s["qos_depth"])) if s["truth"] else None
+        self._packet_feed = (
+            None
+            if config is None
+            else packet_feed(self, s["packets"], s["packets_udp_host"], s["sensors"], config, cloud_qos)
         )
+        for c in self.channels:
+            c.cloud_pub = self.create_publisher(PointCloud2, c.topic, cloud_qos(s["qos_depth"]))
+        if s["truth"]:
+            self.channels[0].truth_pub = self.create_publisher(PointCloud2, s["truth_topic"], cloud_qos(s["qos_depth"]))
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if s["pose_source"] == "odom":
             self.create_subscription(Odometry, s["odom_topic"], self._on_odom, 50)
@@ -314,13 +262,22 @@ class LidarNode(Node):
         self.create_timer(POLL_PERIOD_S, self._on_poll)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._on_diagnostics)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        if not self.config.enabled:
-            self.get_logger().warning("lidar.enabled is false in the sensors file: no clouds will be published")
-        self.get_logger().info(
-            f"{self.config.columns} x {self.config.rings} at {self.config.hz:g} Hz from {self.config.source}, "
-            f"publishing {s['point_type']} on {s['topic']} in frame {self.config.frame_id!r}, "
-            f"delay {self.config.delay_s * 1e3:.0f} ms, poses from {s['pose_source']}"
-        )
+        for c, loop in zip(self.channels, self.lidars.loops):
+            cfg = loop.config
+            if not cfg.enabled:
+                self.get_logger().warning(
+                    f"{self._prefix(c)}lidar.enabled is false in the sensors file: no clouds will be published"
+                )
+            self.get_logger().info(
+                f"{self._prefix(c)}{cfg.columns} x {cfg.rings} at {cfg.hz:g} Hz from {cfg.source}, "
+                f"publishing {c.point_type} on {c.topic} in frame {cfg.frame_id!r}, "
+                f"delay {cfg.delay_s * 1e3:.0f} ms, poses from {s['pose_source']}"
+            )
+
+    @property
+    def loop(self) -> NodeLoop:
+        """The first sensor's loop (the only one without ``lidar_set``)."""
+        return self.lidars.loops[0]
 
     @property
     def config(self) -> SensorConfig:
@@ -329,6 +286,14 @@ class LidarNode(Node):
     @property
     def scanner(self) -> Scanner:
         return self.loop.scanner
+
+    @property
+    def _mount_from_tf(self) -> bool:
+        """Every sensor's mount came from TF."""
+        return all(c.mount_from_tf for c in self.channels)
+
+    def _prefix(self, channel: Channel) -> str:
+        return f"[{channel.name}] " if len(self.channels) > 1 else ""
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -354,33 +319,36 @@ class LidarNode(Node):
         return build_default_farm(seed)
 
     def close(self) -> None:
-        self.loop.close()
+        self.lidars.close()
         if self._packet_feed is not None:
             self._packet_feed.close()
-        self._log([], final=True)  # the lines the throttle still holds back, with their counts
+        for c in self.channels:
+            self._log([], final=True, channel=c.index)  # the lines the throttle still holds back, with their counts
 
     # -- output -------------------------------------------------------------------------------
 
-    def _log(self, events: list[Event], final: bool = False) -> None:
+    def _log(self, events: list[Event], final: bool = False, channel: int = 0) -> None:
         # One call site per severity: rclpy's logger keys its state by the caller's line and
         # raises "Logger severity cannot be changed between calls" if one line logs two severities.
         logger = self.get_logger()
-        for e in self.loop.to_log(events, final):
+        prefix = self._prefix(self.channels[channel])
+        for e in self.lidars.loops[channel].to_log(events, final):
             if e.level == "debug":
-                logger.debug(e.message)
+                logger.debug(prefix + e.message)
             elif e.level == "info":
-                logger.info(e.message)
+                logger.info(prefix + e.message)
             elif e.level == "warn":
-                logger.warning(e.message)
+                logger.warning(prefix + e.message)
             else:
-                logger.error(e.message)
+                logger.error(prefix + e.message)
 
-    def _emit(self, out: LoopOutput) -> None:
-        """What the loop returns or a worker completes: log it, publish it."""
-        self._log(out.events)
-        self._publish(out.publish)
+    def _emit(self, channel: int, out: LoopOutput) -> None:
+        """What sensor ``channel``'s loop returns or a worker completes: log it, publish it."""
+        self._log(out.events, channel=channel)
+        self._publish(out.publish, channel)
 
-    def _publish(self, jobs: list[ScanJob | SliceOut]) -> None:
+    def _publish(self, jobs: list[ScanJob | SliceOut], channel: int = 0) -> None:
+        c = self.channels[channel]
         for job in jobs:
             # A worker can finish after Ctrl-C has shut the context down (close() waits for it):
             # nothing more goes out then, and that is not an error.
@@ -388,38 +356,32 @@ class LidarNode(Node):
                 return
             try:
                 for messages in job.result:  # its slices in order (a whole scan is one)
-                    self._cloud_pub.publish(messages.points)
-                    if messages.truth is not None and self._truth_pub is not None:
-                        self._truth_pub.publish(messages.truth)
+                    c.cloud_pub.publish(messages.points)
+                    if messages.truth is not None and c.truth_pub is not None:
+                        c.truth_pub.publish(messages.truth)
             except Exception:
                 if self.context.ok():
                     raise
                 return
             job.result = None
 
-    def _pack(self, shaped: ShapedScan, job: ScanJob) -> ScanMessages:
-        """In a worker: the scan's (or a slice's) cloud in ``point_type``'s layout as a
+    def _pack(self, channel: int, shaped: ShapedScan, job: ScanJob) -> ScanMessages:
+        """In a worker: the scan's (or a slice's) cloud in its sensor's point type as a
         PointCloud2, in its output frame, stamped at the start or the end of what it covers, and
         with the truth on the scan's truth cloud beside its last slice (``runtime.messages``)."""
-        s = self.settings
+        point_type = self.channels[channel].point_type
         if self._packet_feed is not None and shaped.last_slice:
             self._packet_feed.put(shaped.scan)  # its packets, in the feed's own thread
-        stamp = shaped.header_stamp_ns(stamps_sweep_start(s["point_type"], s["ts_first_point"]))
-        return pack_scan(shaped, s["point_type"], stamp, cloud_message)
+        stamp = shaped.header_stamp_ns(stamps_sweep_start(point_type, self.settings["ts_first_point"]))
+        return pack_scan(shaped, point_type, stamp, cloud_message)
 
     # -- inputs -------------------------------------------------------------------------------
 
     def _on_odom(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        self._emit(
-            self.loop.on_pose(
-                stamp_ns(msg.header.stamp),
-                (p.x, p.y, p.z),
-                (q.x, q.y, q.z, q.w),
-                msg.header.frame_id,
-                msg.child_frame_id,
-            )
-        )
+        sample = (stamp_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w))
+        for i, out in enumerate(self.lidars.on_pose(*sample, msg.header.frame_id, msg.child_frame_id)):
+            self._emit(i, out)
 
     def _on_tf_pose(self) -> None:
         try:
@@ -429,7 +391,8 @@ class LidarNode(Node):
             self._log([Event("warn", "tf_pose", message)])
             return
         t, q = tf.transform.translation, tf.transform.rotation
-        self._emit(self.loop.on_pose(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)))
+        for i, out in enumerate(self.lidars.on_pose(stamp_ns(tf.header.stamp), (t.x, t.y, t.z), (q.x, q.y, q.z, q.w))):
+            self._emit(i, out)
 
     def _on_markers(self, msg: MarkerArray) -> None:
         with self._markers_lock:
@@ -447,38 +410,43 @@ class LidarNode(Node):
         t, q = tf.transform.translation, tf.transform.rotation
         return (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)
 
-    def _job_inputs(self, job: ScanJob) -> tuple[list[Any], list[Event]]:
-        """When a scan starts: the mount (from TF once it is there) and the other vehicles."""
-        self._resolve_mount(warn=True)
+    def _job_inputs(self, job: ScanJob, channel: int = 0) -> tuple[list[Any], list[Event]]:
+        """When a scan starts: its sensor's mount (from TF once it is there) and the other vehicles."""
+        self._resolve_mount(warn=True, channel=channel)
         with self._markers_lock:
             markers = list(self._markers)
         return boxes_from_markers(
             markers, lambda frame: self._lookup(self.settings["odom_frame"], frame, job.sweep_end_ns)
         )
 
-    def _resolve_mount(self, warn: bool) -> None:
-        """The mount base_frame -> lidar frame from TF (robot_state_publisher), once; else the
-        sensors file's position_flu_m / rpy_deg, with one warning when a scan starts without it
-        (``warn``). The poll looks too, so that a mount published at start-up (a static
-        transform) is taken before the first sweep is traced: taking it rebuilds the beam
-        pattern and drops the sweeps in work."""
-        if self._mount_from_tf or self._tf is None:
+    def _resolve_mount(self, warn: bool, channel: int = 0) -> None:
+        """The mount base_frame -> the sensor's frame from TF (robot_state_publisher, a static
+        transform), once; else the sensors file's position_flu_m / rpy_deg, with one warning when a
+        scan starts without it (``warn``). The poll looks too, so that a mount published at
+        start-up is taken before the first sweep is traced: taking it rebuilds the beam pattern
+        and drops the sweeps in work."""
+        c = self.channels[channel]
+        loop = self.lidars.loops[channel]
+        if c.mount_from_tf or self._tf is None:
             return
-        found = self._lookup(self.settings["base_frame"], self.config.frame_id, None)
+        config = loop.config
+        found = self._lookup(self.settings["base_frame"], config.frame_id, None)
         if found is None:
-            if warn and not self._mount_warned:
-                self._mount_warned = True
+            if warn and not c.mount_warned:
+                c.mount_warned = True
                 self.get_logger().warning(
-                    f"no TF {self.settings['base_frame']} -> {self.config.frame_id}: using the sensors file's "
-                    f"position_flu_m {self.config.position_flu_m.tolist()} and rpy_deg "
-                    f"{np.degrees(self.config.rpy_rad).round(3).tolist()}"
+                    f"{self._prefix(c)}no TF {self.settings['base_frame']} -> {config.frame_id}: using the sensors "
+                    f"file's position_flu_m {config.position_flu_m.tolist()} and rpy_deg "
+                    f"{np.degrees(config.rpy_rad).round(3).tolist()}"
                 )
             return
-        self._mount_from_tf = True
-        overrides = mount_overrides(found[0], found[1], self.config.position_flu_m, self.config.rpy_rad)
+        c.mount_from_tf = True
+        overrides = mount_overrides(found[0], found[1], config.position_flu_m, config.rpy_rad)
         if overrides is not None:
-            self.get_logger().info(f"mount from TF differs from the sensors file; using TF: {overrides}")
-            self.loop.rebuild(overrides)
+            self.get_logger().info(
+                f"{self._prefix(c)}mount from TF differs from the sensors file; using TF: {overrides}"
+            )
+            loop.rebuild(overrides)
 
     # -- the cycle ----------------------------------------------------------------------------
 
@@ -487,29 +455,38 @@ class LidarNode(Node):
             self._polls_to_mount_try -= 1
             if self._polls_to_mount_try < 0:
                 self._polls_to_mount_try = MOUNT_RETRY_POLLS - 1
-                self._resolve_mount(warn=False)
-        self._emit(self.loop.tick())
+                for c in self.channels:
+                    self._resolve_mount(warn=False, channel=c.index)
+        for i, out in enumerate(self.lidars.tick()):
+            self._emit(i, out)
 
     def _on_diagnostics(self) -> None:
-        level, message, values = self.loop.diagnostics(DIAGNOSTICS_PERIOD_S)
-        status = DiagnosticStatus(
-            level=_DIAGNOSTIC_LEVEL[level],
-            name="lidar_node: simulated lidar",
-            message=message,
-            hardware_id=f"acres_lidar_sim:{self.config.frame_id}",
-            values=[KeyValue(key=k, value=v) for k, v in values],
-        )
+        statuses = []
+        for c, loop, (level, message, values) in zip(
+            self.channels, self.lidars.loops, self.lidars.diagnostics(DIAGNOSTICS_PERIOD_S)
+        ):
+            statuses.append(
+                DiagnosticStatus(
+                    level=_DIAGNOSTIC_LEVEL[level],
+                    name="lidar_node: simulated lidar" + (f" {c.name}" if len(self.channels) > 1 else ""),
+                    message=message,
+                    hardware_id=f"acres_lidar_sim:{loop.config.frame_id}",
+                    values=[KeyValue(key=k, value=v) for k, v in values],
+                )
+            )
         header = Header(stamp=self.get_clock().now().to_msg(), frame_id="")
-        self._diag_pub.publish(DiagnosticArray(header=header, status=[status]))
+        self._diag_pub.publish(DiagnosticArray(header=header, status=statuses))
 
     # -- runtime parameters --------------------------------------------------------------------
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """``lidar.<key>`` changes go to the one sensor (a set has none: its keys are its files');
+        scan options to every sensor."""
         changes = {p.name: p.value for p in params if p.name in self._decls}  # use_sim_time etc.: rclpy's
         ok, reason = check_changes(changes, self._decls, self.config)
         if ok and changes.get("lidar.coordinates") == "spherical":
             try:
-                point_dtype(self.settings["point_type"], "spherical")
+                point_dtype(self.channels[0].point_type, "spherical")
             except ConfigError as exc:
                 ok, reason = False, str(exc)
         lidar, options = split_changes(changes, self._decls) if ok else ({}, {})
@@ -522,7 +499,7 @@ class LidarNode(Node):
             self.get_logger().warning(f"parameter change refused: {reason}")
             return SetParametersResult(successful=False, reason=reason)
         if options:
-            self.loop.set_options(**options)
+            self.lidars.set_options(**options)
         if changes:
             self.get_logger().info(f"parameters changed: {changes}")
         return SetParametersResult(successful=True, reason="")

@@ -37,7 +37,7 @@ from acres_lidar_ros.outputs.point_types import PROFILES
 LIDAR_PREFIX = "lidar."
 
 # rcl_interfaces/msg/ParameterType
-PARAMETER_TYPE = {"bool": 1, "integer": 2, "double": 3, "string": 4, "double_array": 8}
+PARAMETER_TYPE = {"bool": 1, "integer": 2, "double": 3, "string": 4, "double_array": 8, "string_array": 9}
 _TYPE_OF_KIND = {
     "bool": "bool",
     "int": "integer",
@@ -129,6 +129,8 @@ class NodeParam:
         return f", or empty for {self.empty_means}" if self.empty_means else ""
 
     def allowed(self) -> str:
+        if self.type == "string_array":
+            return "sensors files or shipped sensor names (polaris, vlp16, ...), or unset"
         if self.type == "bool":
             return "true or false"
         if self.choices:
@@ -144,6 +146,11 @@ class NodeParam:
 
     def check(self, value: Any) -> Any:
         where = self.name
+        if self.type == "string_array":
+            items = list(value) if isinstance(value, (list, tuple)) else None
+            if items is None or not all(isinstance(v, str) and v.strip() for v in items):
+                raise ConfigError(f"{where} = {short_repr(value)}: expected a list of {self.allowed()}")
+            return items
         if self.type == "bool":
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} = {value!r}: expected true or false")
@@ -178,6 +185,16 @@ class NodeParam:
 
 NODE_PARAMS: tuple[NodeParam, ...] = (
     NodeParam("sensors", "string", "polaris", "Sensors file: polaris, default, or a path to a JSON file."),
+    NodeParam(
+        "lidar_set",
+        "string_array",
+        None,
+        "Several LiDARs over one scene in this node: one sensors file or shipped name per sensor, each "
+        "publishing on its own lidar.topic in its own lidar.frame_id, with its own mount, schedule, "
+        "self-return table and seed (seed + i); their keys come from their files (no lidar.* parameters), "
+        "and topic, truth and packets are one sensor's (docs/ros.md, 'Several LiDARs'); unset: the one "
+        "sensor of sensors.",
+    ),
     NodeParam("scene", "string", "", "Scene file; empty (or default): the built-in farm."),
     NodeParam(
         "odom_in_scene",
@@ -395,13 +412,14 @@ def node_declarations() -> list[ParamDecl]:
     ]
 
 
-def declarations(config: SensorConfig) -> list[ParamDecl]:
-    """Every parameter of the node, defaults from ``config`` (the loaded sensors file)."""
+def declarations(config: SensorConfig | None) -> list[ParamDecl]:
+    """Every parameter of the node, defaults from ``config`` (the loaded sensors file); None (a
+    ``lidar_set``: each sensor's keys are its file's): no ``lidar.<key>`` parameters."""
     out = node_declarations()
-    for param in LIDAR_PARAMS:
-        out.append(
-            _decl(param, LIDAR_PREFIX + param.name, _ros_default(param, _effective_value(config, param.name)), "lidar")
-        )
+    if config is not None:
+        for param in LIDAR_PARAMS:
+            default = _ros_default(param, _effective_value(config, param.name))
+            out.append(_decl(param, LIDAR_PREFIX + param.name, default, "lidar"))
     for param in OPTION_PARAMS:
         out.append(_decl(param, param.name, _ros_default(param, param.default), "option"))
     return out

@@ -1,5 +1,6 @@
 """Several LiDARs over one scene in one process: one ``Tracer`` (the scene and its Embree
-structure held once) and one ``Scanner`` per sensors file.
+structure held once) and one ``Scanner`` per sensors file (``LidarSet``), and the node's loop of
+each (``LidarSetLoop``: one ``NodeLoop`` per sensor, fed the same poses).
 
 Each sensor keeps its own topic, frame, mount, schedule (its ``lidar.hz``: scans due at ``k /
 hz``, stamped as ``sensor.timing.scan_stamp_ns``), self-return table (``lidar.self_returns``,
@@ -9,14 +10,20 @@ seeds are given, so two identical sensors do not draw the same noise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import ConfigError
+from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
+from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, no_job_inputs
+from acres_lidar_ros.runtime.pose_tracker import GroundWatch
+from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
@@ -97,3 +104,117 @@ class LidarSet:
         the set's order)."""
         jobs = [(stamp, i) for i, slot in enumerate(self.slots) for stamp in self.due_stamps_ns(slot, start_s, end_s)]
         return [(self.slots[i], self.slots[i].scanner.scan(poses, stamp)) for stamp, i in sorted(jobs)]
+
+
+def check_set_start_up(settings: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+    """The node's start-up check of a set (its ``lidar_set`` parameter, ``settings`` its own
+    parameters' values, ``overrides`` the start-up values given, rclpy ``Parameter``s or plain):
+    refuse what is one sensor's: a ``lidar.<key>`` (each sensor's keys come from its own file),
+    ``sensors`` beside it, and a ``topic``, ``truth`` or ``packets`` (one topic, one truth topic,
+    one packet stream). Raises ``ConfigError`` naming the parameter, its value and what to do."""
+    for name, value in overrides.items():
+        if name.startswith("lidar."):
+            raise ConfigError(
+                f"{name} = {getattr(value, 'value', value)!r} with lidar_set: each sensor's keys come from its own sensors file; "
+                f'write the key in an overlay ({{"extends": "FILE", "lidar": {{...}}}}) and list the overlay in lidar_set'
+            )
+    if "sensors" in overrides:
+        raise ConfigError(
+            f"sensors = {getattr(overrides['sensors'], 'value', overrides['sensors'])!r} and lidar_set = {list(settings['lidar_set'])!r}: give "
+            "sensors for one LiDAR or lidar_set for several, not both"
+        )
+    for name, one_sensors in (("topic", ""), ("truth", False), ("packets", "")):
+        if settings[name] != one_sensors:
+            raise ConfigError(
+                f"{name} = {settings[name]!r} with lidar_set: allowed only for one sensor (each sensor of a set "
+                f"publishes on its own lidar.topic); leave {name} unset, or run that sensor in a node of its own"
+            )
+
+
+POSE_SAMPLE_KINDS = ("duplicate", "out_of_order", "time_jump", "jump", "acceleration", "invalid", "wrong_frame")
+"""What each loop's ``PoseTracker`` says of one odometry sample (``IngestResult.kind``, other than
+``accepted``): the same for every sensor of a set, so said once, by the first."""
+
+
+class LidarSetLoop:
+    """One ``NodeLoop`` per scanner, all fed the same poses and ticks: what ``lidar_node`` runs
+    (one loop for one sensor, N with ``lidar_set``), ROS-free.
+
+    Each loop keeps its sensor's schedule (its ``lidar.hz`` and ``delay_s``), pose history, scan
+    numbers, diagnostics and log throttle; the loops share the clock and, through their scanners,
+    the one ``Tracer``. The pose checks are the same for every sensor, so the events of a pose
+    sample and of the terrain (``ground``) come from the first loop only; every loop counts them.
+
+    Parameters
+    ----------
+    scanners : one per sensor (``LidarSet.slots``' scanners, or the one sensor's)
+    clock : ROS time, ns
+    pack : callable (i, ShapedScan, ScanJob) -> message, for sensor ``i`` (``NodeLoop``'s ``pack``)
+    emit : callable (i, LoopOutput) -> None, from a worker of sensor ``i``
+    job_inputs : callable (i, ScanJob) -> (boxes, events), optional
+    executor : callable () -> Executor or None, called once per loop (None: each loop's own pool)
+    ground : GroundWatch, optional, given to the first loop
+    throttle : callable () -> LogThrottle, optional, called once per loop
+    ts_first_point : one bool for every loop, or one per loop (each sensor's point type's stamp rule)
+    **options : the other keyword arguments of ``NodeLoop``, the same for every loop
+    """
+
+    def __init__(
+        self,
+        scanners: Sequence[Scanner],
+        clock: Clock,
+        pack: Callable[[int, Any, ScanJob], Any],
+        emit: Callable[[int, LoopOutput], None],
+        *,
+        job_inputs: Callable[[int, ScanJob], tuple[Sequence[Any], list[Event]]] | None = None,
+        executor: Callable[[], Executor | None] = lambda: None,
+        ground: GroundWatch | None = None,
+        throttle: Callable[[], LogThrottle] | None = None,
+        ts_first_point: bool | Sequence[bool] = False,
+        **options: Any,
+    ) -> None:
+        if not scanners:
+            raise ConfigError("a LiDAR set needs at least one sensor")
+        firsts = [ts_first_point] * len(scanners) if isinstance(ts_first_point, bool) else list(ts_first_point)
+        self.loops: list[NodeLoop] = []
+        for i, scanner in enumerate(scanners):
+            self.loops.append(
+                NodeLoop(
+                    scanner,
+                    clock,
+                    partial(pack, i),
+                    partial(emit, i),
+                    job_inputs=no_job_inputs if job_inputs is None else partial(job_inputs, i),
+                    executor=executor(),
+                    ground=ground if i == 0 else None,
+                    throttle=None if throttle is None else throttle(),
+                    ts_first_point=bool(firsts[i]),
+                    **options,
+                )
+            )
+
+    def on_pose(self, *sample: Any) -> list[LoopOutput]:
+        """``NodeLoop.on_pose`` of every loop (a sample's own events from the first only)."""
+        outs = [loop.on_pose(*sample) for loop in self.loops]
+        for out in outs[1:]:
+            out.events = [e for e in out.events if e.kind not in POSE_SAMPLE_KINDS]
+        return outs
+
+    def tick(self) -> list[LoopOutput]:
+        return [loop.tick() for loop in self.loops]
+
+    def next_wakeup_ns(self) -> int | None:
+        times = [t for t in (loop.next_wakeup_ns() for loop in self.loops) if t is not None]
+        return min(times) if times else None
+
+    def set_options(self, **options: Any) -> None:
+        """Scan options (rain, noise, ...) of every sensor, between two scans."""
+        for loop in self.loops:
+            loop.set_options(**options)
+
+    def diagnostics(self, window_s: float = 1.0) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        return [loop.diagnostics(window_s) for loop in self.loops]
+
+    def close(self) -> None:
+        for loop in self.loops:
+            loop.close()

@@ -123,6 +123,7 @@ class ParamType(enum.Enum):
     DOUBLE = 3
     STRING = 4
     DOUBLE_ARRAY = 8
+    STRING_ARRAY = 9
 
 
 class FakeContext:
@@ -266,11 +267,13 @@ def node_module(monkeypatch):
     """acres_lidar_ros.ros.node imported against the stand-in (and forgotten afterwards)."""
     for name, module in _fake_ros_modules().items():
         monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.delitem(sys.modules, "acres_lidar_ros.ros.node", raising=False)
+    for name in ("acres_lidar_ros.ros.node", "acres_lidar_ros.ros.packet_sink"):  # the modules that import rclpy
+        monkeypatch.delitem(sys.modules, name, raising=False)
     import acres_lidar_ros.ros.node as node
 
     yield node
     sys.modules.pop("acres_lidar_ros.ros.node", None)
+    sys.modules.pop("acres_lidar_ros.ros.packet_sink", None)
 
 
 def small_cloud(dtype=XYZI, columns=6, rings=4) -> np.ndarray:

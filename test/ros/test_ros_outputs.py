@@ -71,6 +71,9 @@ NODES = {
     "nebula": ("nebula", False, False, False, "nebula"),
     "hesai": ("hesai", False, False, False, "hesai"),
 }
+#: One more node runs two sensors over its one scene (``lidar_set``): the default sensor as is and
+#: turned round at the back of the vehicle, each on its own topic and frame (sensor -> position_flu_m, yaw).
+SET = {"set_front": ([0.0, 0.0, 1.9], 0.0), "set_rear": ([-1.5, 0.2, 1.7], 180.0)}
 #: docs/outputs.md "Point types": (organised, stamp always at the sweep's start)
 TABLE = {
     "XYZI": (True, False),
@@ -122,8 +125,9 @@ class Feed:
     (dropped while busy on a loaded machine) releases the hold by one period after ``HOLD_STEPS``
     steps without a new cloud, as ``ros_sim_feed`` does."""
 
-    def __init__(self, names) -> None:
+    def __init__(self, names, nodes: int) -> None:
         self.node = rclpy.create_node("acres_lidar_test_outputs_feed")
+        self.nodes = nodes  # the lidar nodes that subscribe to /odom
         self.clock_pub = self.node.create_publisher(Clock, "/clock", 10)
         self.odom_pub = self.node.create_publisher(Odometry, "/odom", 50)
         self.clouds: dict[str, list[PointCloud2]] = {name: [] for name in names}
@@ -146,7 +150,7 @@ class Feed:
         return min(newest) + LEAD_NS + self._released_ns if newest else None
 
     def step(self) -> None:
-        self.started = self.started or self.node.count_subscribers("/odom") >= len(self.clouds)
+        self.started = self.started or self.node.count_subscribers("/odom") >= self.nodes
         hold = self._hold_ns()
         seen = sum(len(c) for c in self.clouds.values())
         if seen != self._seen:
@@ -196,12 +200,23 @@ def node_parameters(name: str, scene_path: str) -> dict:
     }
 
 
+def set_sensor_file(folder: Path, name: str) -> Path:
+    position, yaw_deg = SET[name]
+    lidar = {"topic": f"/{name}/points", "frame_id": name, "position_flu_m": position, "rpy_deg": [0.0, 0.0, yaw_deg]}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps({"extends": str(load_sensor_config(SENSOR).source), "lidar": lidar}))
+    return path
+
+
 @pytest.fixture(scope="module")
 def session():
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
         scene_path = Path(folder) / "boxes.json"
         scene_path.write_text(json.dumps(SCENE))
         specs = [{"namespace": f"/{name}", "parameters": node_parameters(name, str(scene_path))} for name in NODES]
+        lidar_set = [str(set_sensor_file(Path(folder), name)) for name in SET]
+        set_parameters = {"use_sim_time": True, "noise": False, "scene": str(scene_path), "lidar_set": lidar_set}
+        specs.append({"namespace": "/set", "parameters": set_parameters})
         process = subprocess.Popen(
             [sys.executable, str(HELPER), json.dumps(specs)],
             stdout=log,
@@ -211,12 +226,12 @@ def session():
         )
         process.log = log
         rclpy.init()
-        feed = Feed(list(NODES))
+        feed = Feed([*NODES, *SET], nodes=len(specs))
         try:
             feed.run_until(
                 lambda: all(len(c) >= CLOUDS for c in feed.clouds.values()) or process.poll() is not None, MAX_STEPS
             )
-            yield feed, process, scene_path
+            yield feed, process, scene_path, Path(folder)
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGINT)
@@ -228,10 +243,17 @@ def session():
             rclpy.try_shutdown()
 
 
+def fed_history(feed: Feed) -> PoseHistory:
+    """The poses the feed published."""
+    ns = np.asarray(feed.pose_ns, dtype=np.int64)
+    positions = np.stack([SPEED_M_S * (ns - START_NS) / NS, 0.0 * ns, 0.0 * ns], axis=-1)
+    return PoseHistory.from_arrays(ns / 1e9, positions, [IDENTITY] * ns.size)
+
+
 @pytest.fixture(scope="module")
 def core(session):
     """The core's scan of a sweep ending at ``end_ns``, from the poses the feed published."""
-    feed, _, scene_path = session
+    feed, _, scene_path, _ = session
     config = load_sensor_config(SENSOR)
     scanner = Scanner(
         config,
@@ -239,9 +261,7 @@ def core(session):
         ScanOptions(noise=False, seed=0, truth=True),
         self_table=sensor_self_table(config),
     )
-    ns = np.asarray(feed.pose_ns, dtype=np.int64)
-    positions = np.stack([SPEED_M_S * (ns - START_NS) / NS, 0.0 * ns, 0.0 * ns], axis=-1)
-    history = PoseHistory.from_arrays(ns / 1e9, positions, [IDENTITY] * ns.size)
+    history = fed_history(feed)
     cache: dict[tuple[int, int], tuple] = {}
 
     def scan_of(end_ns: int, index: int):
@@ -269,7 +289,7 @@ def sweep_end_ns(name: str, msg: PointCloud2) -> int:
 
 
 def test_every_node_publishes(session):
-    feed, process, _ = session
+    feed, process, _, _ = session
     counts = {name: len(c) for name, c in feed.clouds.items()}
     stamps = {name: [stamp_ns(m.header.stamp) / NS for m in c] for name, c in feed.clouds.items()}
     assert all(n >= CLOUDS for n in counts.values()), (
@@ -280,7 +300,7 @@ def test_every_node_publishes(session):
 
 @pytest.mark.parametrize("name", list(NODES))
 def test_each_cloud_has_its_point_types_layout_and_stamp(session, name):
-    feed, process, _ = session
+    feed, process, _, _ = session
     config = load_sensor_config(SENSOR)
     published = NODES[name][4]
     organised, _ = TABLE[published]
@@ -346,7 +366,7 @@ def scan_number(name: str, msg: PointCloud2, scan_of) -> int:
 def test_each_cloud_is_the_scan_the_core_computes(session, core, name):
     """The second cloud is the core's scan of the sweep the stamp rule names (found by its
     number), every field of every point; the third is the scan numbered one period later."""
-    feed, _, _ = session
+    feed, _, _, _ = session
     config, scan_of = core
     published = NODES[name][4]
     second, third = feed.clouds[name][1:CLOUDS]  # the first may have been traced while poses still came
@@ -378,7 +398,7 @@ def test_each_cloud_is_the_scan_the_core_computes(session, core, name):
 
 
 def test_the_truth_goes_beside_its_cloud_with_the_same_stamp(session, core):
-    feed, _, _ = session
+    feed, _, _, _ = session
     config, scan_of = core
     clouds = {stamp_ns(m.header.stamp): m for m in feed.clouds["xyzi_truth"]}
     assert len(feed.truth) >= CLOUDS - 1 and all(m.header.frame_id == "lidar" for m in feed.truth)
@@ -391,3 +411,37 @@ def test_the_truth_goes_beside_its_cloud_with_the_same_stamp(session, core):
         got, expected = decode(msg), truth_cloud(scan)
         for field in expected.dtype.names:
             np.testing.assert_array_equal(got[field], expected[field], err_msg=field)
+
+
+@pytest.mark.parametrize("name", list(SET))
+def test_each_sensor_of_a_set_publishes_the_scan_its_own_core_computes(session, name):
+    """One node, two sensors over its one scene (``lidar_set``): each sensor's clouds are on its
+    own topic, in its own frame, and are the core's scans of that sensor's file (its mount) with
+    seed 0 + its place in the set, every field of every point, at its own scan numbers."""
+    feed, process, scene_path, folder = session
+    config = load_sensor_config(folder / f"{name}.json")
+    assert (config.topic, config.frame_id, config.point_type) == (f"/{name}/points", name, "XYZI")
+    scanner = Scanner(
+        config,
+        load_scene(scene_path),
+        ScanOptions(noise=False, seed=list(SET).index(name)),
+        self_table=sensor_self_table(config),
+    )
+    history = fed_history(feed)
+    clouds = feed.clouds[name]
+    assert len(clouds) >= CLOUDS, process_output(process)
+    assert {m.header.frame_id for m in clouds} == {name}
+
+    def cloud_of(end_ns: int, index: int) -> np.ndarray:
+        scan = scanner.scan(history, end_ns, index=index)
+        T_base_sensor = scanner.pattern.T_base_sensor
+        (shaped,) = shaped_outputs(scan, config.outputs, history, T_base_sensor, world_frame_id="odom", period_s=0.1)
+        return point_cloud(shaped, "XYZI", end_ns)
+
+    for msg in clouds[1:CLOUDS]:
+        end_ns = stamp_ns(msg.header.stamp)  # XYZI: stamped at the end of its sweep
+        got = decode(msg)
+        guess = (end_ns - START_NS) // PERIOD_NS
+        found = [k for k in range(max(0, guess - 3), guess + 3) if same_cloud(got, cloud_of(end_ns, k))]
+        assert found, f"{name}: no scan number near {guess} gives the cloud ending at {end_ns}"
+        assert np.isfinite(got["x"]).sum() > 100  # the boxes and the ground are in view

@@ -21,6 +21,7 @@ from acres_lidar_ros.ros.params import (
     split_changes,
     startup_overrides,
 )
+from acres_lidar_ros.runtime.lidar_set import check_set_start_up
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
 
@@ -251,5 +252,23 @@ def test_the_one_type_map_is_rclpy_s_own_numbering():
         "double": "DOUBLE",
         "string": "STRING",
         "double_array": "DOUBLE_ARRAY",
+        "string_array": "STRING_ARRAY",
     }
     assert {k: parameter.Type(v).name for k, v in PARAMETER_TYPE.items()} == names
+
+
+def test_lidar_set_takes_a_list_of_sensors_and_refuses_what_is_one_sensors():
+    settings = node_values({"lidar_set": ["polaris", "vlp16"]})
+    assert settings["lidar_set"] == ["polaris", "vlp16"] and node_values({})["lidar_set"] is None
+    with pytest.raises(ConfigError, match=r"lidar_set = \['polaris', ''\]: expected a list of sensors files"):
+        node_values({"lidar_set": ["polaris", ""]})
+    check_set_start_up(settings, {"lidar_set": ["polaris", "vlp16"], "seed": 3})  # options are every sensor's
+    with pytest.raises(ConfigError, match=r"lidar.hz = 5.0 with lidar_set: each sensor's keys come from its own"):
+        check_set_start_up(settings, {"lidar.hz": 5.0})
+    with pytest.raises(ConfigError, match=r"sensors = 'vlp16' and lidar_set = \['polaris', 'vlp16'\]: give sensors"):
+        check_set_start_up(settings, {"sensors": "vlp16"})
+    for name, value in (("topic", "/points"), ("truth", True), ("packets", "udp")):
+        with pytest.raises(ConfigError, match=rf"{name} = {value!r} with lidar_set: allowed only for one sensor"):
+            check_set_start_up(node_values({"lidar_set": ["polaris"], name: value}), {name: value})
+    names = {d.name for d in declarations(None)}
+    assert "lidar_set" in names and "seed" in names and not any(n.startswith("lidar.") for n in names)
