@@ -11,8 +11,12 @@ One line per run: the load average before it, the command's wall time, shards pe
 (shards / wall time), the first shard's time from Ray's start, the peak memory of each worker,
 and from the shards' figures (``shard.json``) the wall and CPU seconds (``os.times``, every
 thread of the worker) of the shards, the scene builds and each worker's CPU in all (its imports,
-scene builds and shards). Then the medians of each worker count and the scaling: the shards per
-minute of the largest worker count against those of 1, run by run and of the medians.
+scene builds and shards), and of a warm shard (each worker's shards after its first) its CPU,
+its own thread's CPU and its wall time. Then the medians of each worker count and the scaling:
+the shards per minute of the largest worker count against the smallest's, run by run and of the
+medians, and the ceiling of that scaling on warm shards when no other load takes the cores
+(CPU times, which the machine's other load hardly moves): a one-worker shard takes at least its
+own thread's CPU, W one-thread workers finish W shards per shard CPU.
 ``--json`` prints everything as one JSON object instead.
 """
 
@@ -61,6 +65,9 @@ def one_run(config: Path, out: Path, workers: int) -> dict:
     by_worker: dict[int, list[dict]] = {}
     for shard in shards:
         by_worker.setdefault(shard["worker_pid"], []).append(shard["figures"])
+    # A worker's first shard also builds its scene and loads the compiled kernels; the others are warm.
+    warm = [f for fs in by_worker.values() for f in sorted(fs, key=lambda f: f["worker_cpu_s"])[1:]]
+    warm_cpu = statistics.median(f["cpu_s"] for f in warm) if warm else float("nan")
     return {
         "workers": workers,
         "load_average": load,
@@ -75,6 +82,15 @@ def one_run(config: Path, out: Path, workers: int) -> dict:
         "scene_s": sum(f["scene_s"] for f in figures),
         "worker_cpu_s": sorted(max(f["worker_cpu_s"] for f in fs) for fs in by_worker.values()),
         "shards_per_worker": sorted(len(fs) for fs in by_worker.values()),
+        "warm_shard_cpu_s": warm_cpu,
+        "warm_shard_thread_cpu_s": statistics.median(f["thread_cpu_s"] for f in warm) if warm else float("nan"),
+        "warm_shard_wall_s": statistics.median(f["wall_s"] for f in warm) if warm else float("nan"),
+        # each worker's CPU besides its warm shards: imports, scene builds, kernels
+        "worker_startup_cpu_s": sorted(
+            max(f["worker_cpu_s"] for f in fs) - len(fs) * warm_cpu for fs in by_worker.values()
+        )
+        if warm
+        else [],
     }
 
 
@@ -86,7 +102,8 @@ def run_line(run: dict) -> str:
         f"(threads {run['threads']}): {run['shards']} shards in {run['wall_s']:5.1f} s = "
         f"{run['shards_per_min']:5.1f} shards/min, first {run['first_shard_s']:5.1f} s; shards: wall "
         f"{run['shard_wall_s']:5.1f} s, CPU {run['shard_cpu_s']:5.1f} s; scenes {run['scene_s']:4.1f} s; "
-        f"worker CPU [{cpu}] s; peak [{memory}] MiB"
+        f"worker CPU [{cpu}] s; peak [{memory}] MiB; a warm shard: CPU {run['warm_shard_cpu_s']:.2f} s, "
+        f"its thread {run['warm_shard_thread_cpu_s']:.2f} s, wall {run['warm_shard_wall_s']:.2f} s"
     )
 
 
@@ -120,6 +137,12 @@ def main() -> int:
         "scaling_per_round": [h / lo for h, lo in zip(rate[high], rate[low], strict=True)],
         "scaling_of_medians": statistics.median(rate[high]) / statistics.median(rate[low]),
     }
+    # The most the workers can gain on warm shards with the cores to themselves: one worker's shard
+    # takes at least its own thread's CPU (the parts it hands to other threads run beside it); W
+    # workers of one thread each finish W shards per warm shard's CPU.
+    one = [r["warm_shard_thread_cpu_s"] for r in runs if r["workers"] == low]
+    many = [r["warm_shard_cpu_s"] for r in runs if r["workers"] == high]
+    summary["warm_ceiling"] = high / low * statistics.median(one) / statistics.median(many)
     if args.json:
         print(json.dumps({"runs": runs, **summary}, indent=2))
         return 0
@@ -130,6 +153,10 @@ def main() -> int:
         )
     per_round = ", ".join(f"{s:.2f}x" for s in summary["scaling_per_round"])
     print(f"{high} against {low} workers: {summary['scaling_of_medians']:.2f}x of the medians; per round {per_round}")
+    print(
+        f"ceiling on warm shards with the cores free ({high} x {low} worker's shard-thread CPU / {high} workers' "
+        f"shard CPU): {summary['warm_ceiling']:.2f}x"
+    )
     return 0
 
 

@@ -172,7 +172,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     from acres_lidar_ros.scene.farm_variation import vehicle_tracks
     from acres_lidar_ros.sensor.poses import PoseHistory
 
-    started_s, started_cpu = time.perf_counter(), _cpu_s()
+    started_s, started_cpu, started_thread = time.perf_counter(), _cpu_s(), time.thread_time()
     root = Path(out_dir)
     final = root / "shards" / spec.shard_id
     if (final / SHARD_FILE).is_file():
@@ -244,6 +244,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
             "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
             "wall_s": time.perf_counter() - started_s,
             "cpu_s": _cpu_s() - started_cpu,
+            "thread_cpu_s": time.thread_time() - started_thread,  # the shard's own thread: its critical path
             "scene_s": scene_s,
             "worker_cpu_s": _cpu_s(),
             "threads": threads,

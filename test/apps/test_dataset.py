@@ -466,3 +466,20 @@ def test_an_out_dir_of_another_dataset_is_refused(finished, tmp_path, capsys):
     other = write_dataset(tmp_path, dict(DRIVES, seeds=[7]))
     assert run_cli("dataset", "--config", str(other), "--out", str(out)) == 2
     assert "holds another dataset" in capsys.readouterr().err
+
+
+def test_export_of_a_shard_alone_writes_its_sequence_of_the_dataset(finished, tmp_path):
+    """``acres-lidar export --run`` of one shard (a record run with its drawn boxes.json) writes
+    byte for byte the sequence the dataset wrote for it, which pykitti read above."""
+    _, out, manifest, _ = finished
+    entry = manifest["shards"][2]
+    alone = tmp_path / "alone"
+    argv = ["export", "--run", str(out / "shards" / entry["shard"]), "--out", str(alone)]
+    assert run_cli(*argv, "--layout", "semantic_kitti", "--layout", "kitti_objects", "--sequence", entry["sequence"]) == 0
+    for layout in ("semantic_kitti", "kitti_objects"):
+        ours, theirs = alone / layout / "sequences" / entry["sequence"], out / layout / "sequences" / entry["sequence"]
+        names = sorted(p.relative_to(theirs) for p in theirs.rglob("*") if p.is_file())
+        assert sorted(p.relative_to(ours) for p in ours.rglob("*") if p.is_file()) == names and len(names) >= 8
+        assert all((ours / n).read_bytes() == (theirs / n).read_bytes() for n in names), layout
+    for name in ("class_map.json", f"poses/{entry['sequence']}.txt"):
+        assert (alone / "semantic_kitti" / name).read_bytes() == (out / "semantic_kitti" / name).read_bytes()
