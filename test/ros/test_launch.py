@@ -268,3 +268,101 @@ def test_launch_smoke_publishes_lidar_points():
     assert [f.name for f in cloud.fields] == ["x", "y", "z", "intensity"]
     assert cloud.row_step == cloud.width * cloud.point_step == config.rings * 16
     assert not re.search(r"Traceback", output)
+
+
+def test_lidar_launch_smoke_two_sensors_in_one_node_with_their_frames_in_tf():
+    """``ros2 launch acres_lidar_ros lidar.launch.py sensors:=polaris,vlp16 urdf:=urdf/polaris.urdf
+    demo:=true``: one lidar_node publishes both clouds (the Polaris's XYZI on /lidar/points in
+    ``lidar``, vlp16's velodyne layout on /velodyne_points in ``velodyne``), robot_state_publisher
+    the URDF's mount of ``lidar`` and ``imu_link``, a static transform vlp16's mount of
+    ``velodyne`` (no link of that URDF). Needs what the smoke test above needs."""
+    rclpy = pytest.importorskip("rclpy", reason="no rclpy: runs in a ROS 2 Jazzy install (README, 'Run it, test it')")
+    tf2_ros = pytest.importorskip(
+        "tf2_ros",
+        reason="no tf2_ros (not among the PyPI wheels): runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
+    )
+    ament = pytest.importorskip(
+        "ament_index_python.packages",
+        reason="no ament_index_python: runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
+    )
+    try:
+        ament.get_package_share_directory("acres_lidar_ros")
+    except Exception:
+        pytest.skip(
+            "acres_lidar_ros is not in a sourced colcon workspace: runs in a ROS 2 Jazzy install (README, 'Run it, test it')"
+        )
+    if shutil.which("ros2") is None:
+        pytest.skip("no ros2 command on PATH: runs in a ROS 2 Jazzy install (README, 'Run it, test it')")
+    from rclpy.task import Future
+    from rclpy.time import Time
+    from sensor_msgs.msg import PointCloud2
+
+    from acres_lidar_ros.ros.node import cloud_qos
+
+    urdf = ROOT / "urdf" / "polaris.urdf"
+    command = ["ros2", "launch", "acres_lidar_ros", "lidar.launch.py", "sensors:=polaris,vlp16", f"urdf:={urdf}"]
+    process = subprocess.Popen(
+        [*command, "demo:=true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    rclpy.init()
+    received: dict[str, list] = {"/lidar/points": [], "/velodyne_points": []}
+    mounts = {}
+    try:
+        node = rclpy.create_node("lidar_launch_two_sensors_smoke")
+        ended = Future()  # both clouds came, or the launch exited (then its output says why)
+
+        def on_cloud(topic: str, message: PointCloud2) -> None:
+            received[topic].append(message)
+            if all(received.values()) and not ended.done():
+                ended.set_result("clouds")
+
+        def check_launch() -> None:
+            if process.poll() is not None and not ended.done():
+                ended.set_result("launch exited")
+
+        for topic in received:
+            node.create_subscription(PointCloud2, topic, lambda m, t=topic: on_cloud(t, m), cloud_qos(10))
+        node.create_timer(0.5, check_launch)
+        tf_buffer = tf2_ros.Buffer()
+        tf_listener = tf2_ros.TransformListener(tf_buffer, node)
+        rclpy.spin_until_future_complete(node, ended, timeout_sec=240.0)
+        for _ in range(100):  # the static mounts came before the clouds; bounded in case they did not
+            for frame in ("lidar", "velodyne", "imu_link"):
+                if frame not in mounts and tf_buffer.can_transform("base_footprint", frame, Time()):
+                    mounts[frame] = tf_buffer.lookup_transform("base_footprint", frame, Time()).transform
+            if len(mounts) == 3:
+                break
+            rclpy.spin_once(node, timeout_sec=0.1)
+        del tf_listener
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+        try:
+            output = process.communicate(timeout=30)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output = process.communicate()[0].decode(errors="replace")
+    assert all(received.values()), (
+        f"clouds {[(t, len(m)) for t, m in received.items()]}; launch output:\n{output[-4000:]}"
+    )
+    assert received["/lidar/points"][0].header.frame_id == "lidar"
+    assert received["/velodyne_points"][0].header.frame_id == "velodyne"
+    assert "time" in [f.name for f in received["/velodyne_points"][0].fields]  # velodyne_pointcloud's layout
+    imu = yaml.safe_load((ROOT / "config" / "imu.json").read_text())  # JSON is YAML
+    expected = {
+        "lidar": load_sensor_config("polaris"),
+        "velodyne": load_sensor_config("vlp16"),
+    }
+    assert set(mounts) == {"lidar", "velodyne", "imu_link"}, f"TF has {sorted(mounts)}; output:\n{output[-4000:]}"
+    for frame, config in expected.items():
+        t, q = mounts[frame].translation, mounts[frame].rotation
+        np.testing.assert_allclose([t.x, t.y, t.z], config.position_flu_m, atol=1e-6)
+        angle = (
+            Rotation.from_quat([q.x, q.y, q.z, q.w]) * Rotation.from_euler("xyz", config.rpy_rad).inv()
+        ).magnitude()
+        assert angle < 1e-6, (frame, angle)
+    t = mounts["imu_link"].translation
+    np.testing.assert_allclose([t.x, t.y, t.z], imu["position_flu_m"], atol=1e-9)
+    assert not re.search(r"Traceback", output)
