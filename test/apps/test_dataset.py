@@ -475,7 +475,9 @@ def test_export_of_a_shard_alone_writes_its_sequence_of_the_dataset(finished, tm
     entry = manifest["shards"][2]
     alone = tmp_path / "alone"
     argv = ["export", "--run", str(out / "shards" / entry["shard"]), "--out", str(alone)]
-    assert run_cli(*argv, "--layout", "semantic_kitti", "--layout", "kitti_objects", "--sequence", entry["sequence"]) == 0
+    assert (
+        run_cli(*argv, "--layout", "semantic_kitti", "--layout", "kitti_objects", "--sequence", entry["sequence"]) == 0
+    )
     for layout in ("semantic_kitti", "kitti_objects"):
         ours, theirs = alone / layout / "sequences" / entry["sequence"], out / layout / "sequences" / entry["sequence"]
         names = sorted(p.relative_to(theirs) for p in theirs.rglob("*") if p.is_file())
