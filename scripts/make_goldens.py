@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the golden scans of ``test/golden/`` (issue 9: the radiometry must keep its results).
+"""Write the golden scans of ``test/golden/``: the results the radiometry must keep (docs/tests.md).
 
 The goldens were taken from the code *before* radiometry was rewritten (commit ``d376a36``, the
 flat layout ``acres_lidar_ros.scan``, ``acres_lidar_ros.config`` ...), so that the new core is
@@ -51,7 +51,7 @@ DEFAULT_SPEC_NUMBERS = str(
     Path(__file__).resolve().parents[1] / "test" / "golden" / "sensors_default_spec_numbers.json"
 )
 """The default sensor with the spec's numbers instead of the default spectra of leaves and soils
-(issue 12): the same sensor as "default" at d376a36."""
+(docs/materials.md): the same sensor as "default" at d376a36."""
 
 # (name, sensor, overrides, options, seed, stamps as seconds after the tour's start)
 CASES: tuple[tuple[str, str, dict, dict, int, tuple[float, ...]], ...] = (

@@ -2,7 +2,7 @@
 """Write the shipped sensors files ``config/sensors_<name>.json`` from the vendors' tables.
 
 Each file is an overlay of ``sensors.json`` whose ``emitters`` block is the unit's firing pattern
-(seed 004, issue 10 part 8): a tick per firing sequence, and per emitter its azimuth from the tick,
+(docs/sensors.md, "Shipped sensors"): a tick per firing sequence, and per emitter its azimuth from the tick,
 elevation, fire time and vendor channel id, with the origin offsets where the driver has them. The
 tables below are facts carried over from the vendors' drivers, calibration files and manuals;
 ``docs/sensors.md`` ("Shipped sensors") names each one's repository, file and commit, or document

@@ -1,11 +1,11 @@
-"""The ``emitters`` block of a sensors file: a firing pattern of ticks x emitters (seed 004).
+"""The ``emitters`` block of a sensors file: a firing pattern of ticks x emitters (the attribute list).
 
 Declared once here (every key's type, unit, default, range and description) and validated into
 an ``EmittersConfig`` in SI units and radians. ``sensor/emitters.py`` builds the pattern from it.
 
 A rotary sensor applies the pattern at ticks ``rot_pattern_firing_res_deg`` apart; a solid-state
 sensor applies it once per scan. Each state holds ``N_e`` emitters; the states are cycled in order,
-one every ``state_resolution_step`` ticks (rotary) or scans (solid state). Every rule of seed 004's
+one every ``state_resolution_step`` ticks (rotary) or scans (solid state). Every rule of the attribute list's
 "Parameter validation" list is checked here, and each refusal names the key, the state and emitter
 index, the value and the rule.
 """
@@ -25,9 +25,9 @@ from acres_lidar_ros.errors import ConfigError
 ROTARY, SOLID_STATE = "rotary", "solid_state"
 SCAN_TYPES: tuple[str, ...] = (ROTARY, SOLID_STATE)
 NO_ROI_DEG = 400.0
-"""``min_azimuth_roi_deg`` / ``max_azimuth_roi_deg`` of 400: no region of interest (seed 004)."""
+"""``min_azimuth_roi_deg`` / ``max_azimuth_roi_deg`` of 400: no region of interest (the attribute list)."""
 MIN_SCAN_RATE_HZ = 0.466
-"""Seed 004's minimum positive scan rate: a solid-state scan's fire times must fit in 2**31 ns."""
+"""The attribute list's minimum positive scan rate: a solid-state scan's fire times must fit in 2**31 ns."""
 MIN_PEAK_POWER_OVERRIDE_W = 1e-5
 """An emitter's ``peak_power_w`` above this overrides the sensor's; any other entry falls back."""
 CHANNEL_ID_MAX = 2**32 - 1
@@ -213,7 +213,7 @@ def parse_emitters(
     range_count: int = 0,
     where: str = "lidar.emitters",
 ) -> EmittersConfig:
-    """Validate the emitters block (seed 004 "Parameter validation") into an ``EmittersConfig``.
+    """Validate the emitters block (the attribute list's "Parameter validation") into an ``EmittersConfig``.
 
     ``range_count`` is the sensor's number of range regions (0 counts as 1): every ``range_id``
     must be below it.
@@ -263,7 +263,7 @@ def parse_emitters(
     if distinct.size > channels:
         raise ConfigError(
             f"{where}.states use {distinct.size} distinct channel_id values: expected at most number_of_channels = "
-            f"{channels} (seed 004: the states together use no more distinct channel ids than detectors)"
+            f"{channels} (the attribute list: the states together use no more distinct channel ids than detectors)"
         )
     if scan_type == SOLID_STATE and channels < n_e:
         raise ConfigError(
@@ -311,7 +311,7 @@ def _array(raw: dict, name: str, where: str, n_e: int, n_e_from: str, required: 
         optional = "" if required else " or none"
         raise ConfigError(
             f"{key} has {len(value)} entries: expected number_of_emitters = {n_e}{optional}{n_e_from} "
-            "(seed 004: every non-empty per-emitter array holds number_of_emitters elements)"
+            "(the attribute list: every non-empty per-emitter array holds number_of_emitters elements)"
         )
     param = STATE_ARRAY[name]
     return [param.validate(x, f"{key}[{i}]") for i, x in enumerate(value)]
@@ -334,12 +334,12 @@ def _state(
         e = int(drop[0]) + 1
         raise ConfigError(
             f"{where}.fire_time_ns[{e}] = {int(fire_ns[e])} is below fire_time_ns[{e - 1}] = {int(fire_ns[e - 1])}: "
-            "expected fire times that never decrease within a state (seed 004: fire-time order)"
+            "expected fire times that never decrease within a state (the attribute list: fire-time order)"
         )
     if fire_ns[-1] > limit_ns:
         raise ConfigError(
             f"{where}.fire_time_ns[{n_e - 1}] = {int(fire_ns[-1])} is longer than {limit} = {limit_ns:.6g} ns: "
-            "expected the last fire time to fit inside one firing period (seed 004: fire-time limit)"
+            "expected the last fire time to fit inside one firing period (the attribute list: fire-time limit)"
         )
 
     def floats(name: str, default: float = 0.0) -> np.ndarray:
@@ -394,18 +394,18 @@ def _check_lines(
             e = int(bad[0])
             raise ConfigError(
                 f"{where}.states[{s}].bank[{e}] = {int(state.bank[e])} is out of range: expected below num_lines = "
-                f"{num_lines} (seed 004: every bank is below num_lines, so a bank needs num_lines)"
+                f"{num_lines} (the attribute list: every bank is below num_lines, so a bank needs num_lines)"
             )
     if scan_type == SOLID_STATE and (num_lines or lines):
         if len(lines) != num_lines:
             raise ConfigError(
                 f"{where}.num_rays_per_line has {len(lines)} entries: expected num_lines = {num_lines} "
-                "(seed 004: one entry per line on a solid-state sensor)"
+                "(the attribute list: one entry per line on a solid-state sensor)"
             )
         if sum(lines) != n_e:
             raise ConfigError(
                 f"{where}.num_rays_per_line = {list(lines)} adds up to {sum(lines)}: expected number_of_emitters = "
-                f"{n_e} (seed 004: the lines hold every emitter)"
+                f"{n_e} (the attribute list: the lines hold every emitter)"
             )
     return lines
 
@@ -420,7 +420,7 @@ def _check_roi(v: dict, where: str) -> None:
     if (lo == NO_ROI_DEG) != (hi == NO_ROI_DEG):
         raise ConfigError(
             f"{where}.min_azimuth_roi_deg = {lo!r} and max_azimuth_roi_deg = {hi!r}: expected both 400 (no region "
-            "of interest) or both 0 to 360 deg (seed 004: author both limits to configure one)"
+            "of interest) or both 0 to 360 deg (the attribute list: author both limits to configure one)"
         )
 
 

@@ -1,4 +1,4 @@
-"""The output keys of the sensors file (seed 004 "Output shaping and cadence") as one value.
+"""The output keys of the sensors file (the attribute list's "Output shaping and cadence") as one value.
 
 ``OutputConfig`` is what the cloud of a scan is made in: its coordinates (Cartesian x, y, z, or
 spherical azimuth, elevation, range), its frame (the sensor, the world or a custom frame), with or
@@ -75,7 +75,7 @@ class OutputConfig:
 
 def output_params(P: Callable[..., Any]) -> tuple[Any, ...]:
     """The schema's declarations of the output keys, made with ``schema.P`` (every one
-    ``runtime``: seed 004 lets output settings change at the next scan)."""
+    ``runtime``: the attribute list lets output settings change at the next scan)."""
 
     def runtime(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Any:
         return P(name, kind, default, unit, runtime=True, **kw)

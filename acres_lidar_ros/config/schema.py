@@ -88,7 +88,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("lens_center_m", "float", 0.0, "m", low=0, high=0.5, description="l, lens centre distance from the spin axis."),
     P("range_m", "float", 60.0, "m", low=1, high=200, description="R_max, maximum range."),
     P("min_range_m", "float", 0.5, "m", low=0, high=200, description="R_min, minimum range (below range_m)."),
-    # Windows and limits (seed 004; docs/sensors.md "Windows and limits"): validated together by config.limits.
+    # Windows and limits (the attribute list; docs/sensors.md "Windows and limits"): validated together by config.limits.
     P(
         "range_count",
         "int",
@@ -156,7 +156,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "separation_near_limit",
         "bool",
         False,
-        description="min_return_separation_m is a second near limit (seed 004): a firing whose first echo is "
+        description="min_return_separation_m is a second near limit (the attribute list): a firing whose first echo is "
         "nearer reports nothing.",
         runtime=True,
     ),
@@ -319,7 +319,7 @@ LIDAR_PARAMS: tuple[Param, ...] = (
         "str",
         "spec",
         choices=DETECTION_MODELS,
-        description="Which echoes are points: the spec's signal against S_T, or seed 002's linear reflectance limit "
+        description="Which echoes are points: the spec's signal against S_T, or the engine paper's linear reflectance limit "
         "(docs/detection.md).",
     ),
     P(
@@ -362,8 +362,8 @@ LIDAR_PARAMS: tuple[Param, ...] = (
     P("weather.rain_drops_exponent", "float", 0.21, low=0, high=5, description="Exponent of n_d."),
     P("weather.exit_diameter_m", "float", 0.01, "m", low=0, high=1, description="d_exit."),
     P("weather.clutter_max_range_m", "float", 10.0, "m", low=0, high=1000, description="Range limit of the clutter."),
-    *output_params(P),  # seed 004 "Output shaping and cadence" (config/output_options.py)
-    # Mechanical noise (seed 004; docs/sensors.md "Mechanical noise"): sensor.mechanical draws it.
+    *output_params(P),  # the attribute list's "Output shaping and cadence" (config/output_options.py)
+    # Mechanical noise (the attribute list; docs/sensors.md "Mechanical noise"): sensor.mechanical draws it.
     P(
         "mechanical_noise.azimuth_error_mean_deg",
         "float",

@@ -111,7 +111,7 @@ class RadiometryConfig:
     overlap_range_m: float
     saturation_counts: float
     range_std_low_snr_m: float
-    detection_model: str = "spec"  # "spec" or "reflectance_limit" (seed 002)
+    detection_model: str = "spec"  # "spec" or "reflectance_limit" (the engine paper)
     max_range_m: float | None = None  # d_max of reflectance_limit
     reflectance_at_max_range: float | None = None  # R_L,max of reflectance_limit
 
@@ -182,7 +182,7 @@ class SensorConfig:
     effective: dict = field(repr=False, compare=False, default_factory=dict)
     source: str = ""
     outputs: OutputConfig = field(default_factory=OutputConfig)  # the output keys (config/output_options.py)
-    windows: WindowConfig = field(default_factory=WindowConfig)  # seed 004's windows and limits
+    windows: WindowConfig = field(default_factory=WindowConfig)  # the attribute list's windows and limits
     mechanical_noise: MechanicalNoiseConfig = field(default_factory=MechanicalNoiseConfig)
 
     @property

@@ -1,4 +1,4 @@
-"""Runtime updates of a running sensor: what may change, and when (seed 004, "Runtime updates").
+"""Runtime updates of a running sensor: what may change, and when (the attribute list, "Runtime updates").
 
 Each key of the sensors file is in one of three classes, marked in ``schema.LIDAR_PARAMS``:
 
@@ -6,11 +6,11 @@ Each key of the sensors file is in one of three classes, marked in ``schema.LIDA
   mode, range limits and windows, mechanical noise, radiometry and weather;
 * **rebuilt between scans** (``rebuild``): the beam pattern changes (columns, rings and their
   tables, lens, mount, sub-rays, spin and sweep start), so the scanner builds its pattern again
-  between two scans; its scan numbers and its noise streams go on (seed 004: "rebuild buffers
+  between two scans; its scan numbers and its noise streams go on (the attribute list: "rebuild buffers
   without resetting the frame counter"), and a sweep started before the change is not finished
-  with the new pattern (its partial scan is discarded, as seed 004 discards one when an edit
+  with the new pattern (its partial scan is discarded, as the attribute list discards one when an edit
   changes tick or channel identity);
-* **fixed**: everything else, with the reason in ``FIXED_REASONS``; seed 004 refuses a change of
+* **fixed**: everything else, with the reason in ``FIXED_REASONS``; the attribute list refuses a change of
   ``scanType`` and needs the sensor recreated.
 
 An update is checked whole before anything changes (``plan_update``): a fixed key, a bad value or
@@ -39,8 +39,8 @@ FIXED_REASONS: dict[str, str] = {
     "point_type": "the node's cloud layout is chosen at start",
     "self_returns": "the self-return table is loaded at start",
     "model": "the node builds the scanner of one model (full or ACRES Core's) at start",
-    "scan_type": "the model is built for one scanning principle (seed 004: recreate the sensor)",
-    "emitters": "the emitters block sets the cells of a scan, their tick and channel identity (seed 004: "
+    "scan_type": "the model is built for one scanning principle (the attribute list: recreate the sensor)",
+    "emitters": "the emitters block sets the cells of a scan, their tick and channel identity (the attribute list: "
     "recreate the sensor)",
 }
 """Why a fixed key cannot change while running (other fixed keys: ``DEFAULT_FIXED_REASON``)."""

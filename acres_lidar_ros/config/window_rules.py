@@ -1,4 +1,4 @@
-"""The windows, limits and mechanical noise of a sensors file (seed 004), validated together.
+"""The windows, limits and mechanical noise of a sensors file (the attribute list), validated together.
 
 The keys are declared in ``schema.LIDAR_PARAMS`` (each checked there on its own); the rules that
 join several keys are checked here, and each refusal names the keys, the values and the rule:
@@ -9,8 +9,8 @@ join several keys are checked here, and each refusal names the keys, the values 
 * ``range_offset_m`` is below ``range_m`` (the trace must have some length).
 * The valid azimuth window is a rotary sensor's: a solid-state sensor keeps 0 .. 360.
 
-docs/sensors.md ("Windows and limits", "Mechanical noise") says what each key does and how the
-seed-004 attributes map onto them.
+docs/sensors.md ("Windows and limits", "Mechanical noise") says what each key does and how the attribute
+list's attributes map onto them.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class WindowConfig:
 
 @dataclass(frozen=True)
 class MechanicalNoiseConfig:
-    """Errors of each firing's direction and origin: mean and standard deviation (seed 004).
+    """Errors of each firing's direction and origin: mean and standard deviation (the attribute list).
 
     Attributes
     ----------

@@ -143,7 +143,7 @@ def spherical_dtype(dtype: np.dtype) -> np.dtype:
     )
 
 
-# coordinates: spherical (seed 004 elementsCoordsType). ouster (whose range is a uint32 in mm)
+# coordinates: spherical (the attribute list's elementsCoordsType). ouster (whose range is a uint32 in mm)
 # and nebula (azimuth, elevation and distance beside x, y, z already) have no spherical twin.
 XYZI_SPHERICAL = spherical_dtype(XYZI)
 XYZIRT_SPHERICAL = spherical_dtype(XYZIRT)

@@ -1,4 +1,4 @@
-"""What a scan is published as (seed 004 "Output shaping and cadence"): its frame, motion
+"""What a scan is published as (the attribute list's "Output shaping and cadence"): its frame, motion
 compensation, coordinates, organised or dense, whole or in slices.
 
 ``shape_scan(scan, outputs, poses, T_base_sensor)`` turns a ``Scan`` (points in the sensor frame

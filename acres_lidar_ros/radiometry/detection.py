@@ -17,7 +17,7 @@ and completes them, in the order the spec's streams run:
    numbers are drawn all the same and not used, so the stream stays aligned. With partial output
    (``cells``: one slice's beams) the streams are taken slice by slice in time order, each slice
    in the ring-major sequence restricted to its beams: the one place the model departs from
-   seed 000's whole-scan order (docs/outputs.md "Partial output"), so that a slice can leave
+   the spec's whole-scan order (docs/outputs.md "Partial output"), so that a slice can leave
    before the sweep ends.
 3. **Signal and detection.** ``S`` by the range equation (per-ring ``R10``, overlap, two-way
    extinction) and ``sigma_R`` come with the echoes (``echo_signals``: per column block while the
@@ -27,7 +27,7 @@ and completes them, in the order the spec's streams run:
    ``min(S', S_sat)`` rounded half up to uint16 (negative gives 0); the intensity byte.
 4. **Returns** by ``return_mode`` (``returns.select_returns``).
 
-With ``radiometry.detection_model = "reflectance_limit"`` step 3 is seed 002's model instead
+With ``radiometry.detection_model = "reflectance_limit"`` step 3 is the engine paper's model instead
 (``reflectance_limit_detection``): an echo is detected when ``R_L(d) <= R_lambda`` and
 ``d <= d_max`` (and ``R_min <= R_e <= R_max``), with ``d = R_e + sigma_0 n2`` and ``R_lambda =
 rho_e e^{-2 alpha R_e}``; there is no shot noise (``S' = S``, ``n1`` is drawn and not used), so the
@@ -337,7 +337,7 @@ def detect(
     rad = config.radiometry
     n_beams, slots = model.beams, model.returns_per_beam
     n_echo = echoes.cell.size
-    # R_min <= R_e <= R_max of the spec, widened to seed 004's windows (windows.py).
+    # R_min <= R_e <= R_max of the spec, widened to the attribute list's windows (windows.py).
     windows = model_windows(model)
     if signals is None:
         signals = echo_signals(echoes.cell, echoes.range_m, echoes.reflectance, echoes.peak, model, windows)
@@ -363,7 +363,7 @@ def detect(
         range_meas,
     )
     seen = measured >= model.detection_threshold_counts
-    if rad.detection_model == "reflectance_limit":  # seed 002's detection replaces the spec's
+    if rad.detection_model == "reflectance_limit":  # the engine paper's detection replaces the spec's
         n2_or_none = n2_drawn[draw] if model.noise else None
         measured, range_meas, seen = reflectance_limit_detection(echoes, signal, n2_or_none, model)
         if skip is not None:
@@ -496,7 +496,7 @@ def _clear_air_seen(
 def reflectance_limit_detection(
     echoes: Echoes, signal: np.ndarray, n2: np.ndarray | None, model: BeamModel
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seed 002's detection step for the echoes of a scan (``radiometry.detection_model =
+    """The engine paper's detection step for the echoes of a scan (``radiometry.detection_model =
     "reflectance_limit"``).
 
     Parameters

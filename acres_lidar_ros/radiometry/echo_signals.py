@@ -69,7 +69,7 @@ class EchoSignals:
 
 
 def model_windows(model: BeamModel) -> CellWindows:
-    """The beams' windows of ``model`` (seed 000's band where the model has none)."""
+    """The beams' windows of ``model`` (the spec's band where the model has none)."""
     return model.windows if model.windows is not None else CellWindows.band(model.config, model.beams)
 
 

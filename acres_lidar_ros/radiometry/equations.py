@@ -330,7 +330,7 @@ def detection_threshold(signal_at_10pct_counts: float, ambient_counts: float, de
 
 
 def reflectance_limit(range_m: np.ndarray | float, max_range_m: float, reflectance_at_max_range: float) -> np.ndarray:
-    """Seed 002's linear reflectance limit ``R_L(d) = R_L,max max(d, 0) / d_max``: the smallest
+    """The engine paper's linear reflectance limit ``R_L(d) = R_L,max max(d, 0) / d_max``: the smallest
     Lambertian reflectance a target needs to be detected at the range ``d`` (0 at 0 m,
     ``R_L,max`` at ``d_max``). The detection model is ``R_L(d) <= R_lambda`` and ``d <= d_max``
     (``detection.reflectance_limit_detection``). ``max_range_m`` must be > 0."""

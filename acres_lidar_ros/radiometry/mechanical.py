@@ -1,4 +1,4 @@
-"""Mechanical noise: errors of each firing's direction and origin (seed 004, "Mechanical noise").
+"""Mechanical noise: errors of each firing's direction and origin (the attribute list, "Mechanical noise").
 
 Each firing (a beam of one scan) gets an azimuth error, an elevation error and an origin error
 ``(x, y, z)``, each ``mean + std z`` with a standard normal ``z`` of its own. The traced rays take
@@ -11,7 +11,7 @@ went and where the sensor thinks it went.
 ``s``, beam ``c``) and component ``k`` (0 azimuth, 1 elevation, 2 to 4 origin x, y, z) is
 ``noise.keyed_normal(term, s, c, k)``: ``hash_normal(mix(((s << 24) | (c << 3) | k) xor term))``
 with ``term = mix(mix(seed * 0x632be59bd9b4e019) xor 0x4d4543484e4f4953)`` (the tag spells
-"MECHNOIS"). So nothing is drawn from the seed-000 PCG32 noise stream (nor the rain stream),
+"MECHNOIS"). So nothing is drawn from the spec's PCG32 noise stream (nor the rain stream),
 which stays aligned whatever the mechanical noise is; a scan's errors depend on its seed, its
 number and the beam alone, not on the order or the blocks the sweep traces its columns in; and
 the same seed gives bit-identical scans.
@@ -20,7 +20,7 @@ the same seed gives bit-identical scans.
 the elevation error about the horizontal axis ``(sin phi, -cos phi, 0)`` (``phi``: the nominal
 azimuth of the beam in the sensor frame), which raises the beam, then by the azimuth error about
 the sensor's ``z`` axis, counter-clockwise seen from above. The origin error is added to the ray
-origin in the sensor frame. With every mean and standard deviation 0 (the default; seed 000 has
+origin in the sensor frame. With every mean and standard deviation 0 (the default; the spec has
 no mechanical noise) the rays are not touched at all.
 """
 

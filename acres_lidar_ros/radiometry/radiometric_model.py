@@ -44,7 +44,7 @@ class BeamModel:
         None: the band ``min_range_m .. range_m`` for every beam.
     power_ratio : (N_c N_r,) float64 or None
         Each cell's emitter peak power over the sensor's (``lidar.peak_power_w``): the factor of
-        its signal in the range equation (seed 004 ``emitterPeakPowerW``); None where all are 1.
+        its signal in the range equation (the attribute list's ``emitterPeakPowerW``); None where all are 1.
     truth : bool
         The passes keep what the per-cell truth output needs (``radiometry.truth``): the
         incidence of each contribution and echo, and what detection decided of each echo.

@@ -1,15 +1,15 @@
-"""Which echoes may become points: the validity windows of each beam (seed 004, "Field of view,
-range and orientation"), on top of seed 000's detection.
+"""Which echoes may become points: the validity windows of each beam (the attribute list, "Field of view,
+range and orientation"), on top of the spec's detection.
 
-Seed 000 detects an echo when ``S' >= S_T`` and ``R_min <= R_e <= R_max``. The range condition is
-the window of this module, and seed 004 widens it to:
+The spec detects an echo when ``S' >= S_T`` and ``R_min <= R_e <= R_max``. The range condition is
+the window of this module, and the attribute list widens it to:
 
-* **the range band or the beam's range region**: ``min_range_m .. range_m`` (seed 004's
+* **the range band or the beam's range region**: ``min_range_m .. range_m`` (the attribute list's
   ``nearRangeM`` / ``farRangeM``); with ``ranges_min_m`` / ``ranges_max_m`` given, the region the
   beam's emitter picks with its ``range_id`` replaces the band (``range_m`` still ends the
   trace, so the far limit is at most ``range_m``);
 * **the valid azimuth window**: a beam whose firing angle (tick position plus the emitter's
-  azimuth, clockwise from the sweep's start ``scan_start_azimuth_deg``, which is seed 004's start
+  azimuth, clockwise from the sweep's start ``scan_start_azimuth_deg``, which is the attribute list's start
   azimuth offset, so the angle is measured before the offset; ``sensor.emitters.firing_angle_rad``) lies outside
   ``valid_start_azimuth_deg .. valid_end_azimuth_deg`` gives no point. The window is half-open,
   ``[start, start + width)``, with ``width = end - start``, plus 360 deg when the start is above
@@ -104,7 +104,7 @@ class CellWindows:
 
     @classmethod
     def band(cls, config: SensorConfig, cells: int) -> CellWindows:
-        """Seed 000's windows alone: the band ``min_range_m .. range_m`` for every beam."""
+        """The spec's windows alone: the band ``min_range_m .. range_m`` for every beam."""
         return cls(
             near_m=np.full(cells, config.min_range_m),
             far_m=np.full(cells, config.range_m),

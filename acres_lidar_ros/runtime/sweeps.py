@@ -151,7 +151,7 @@ class SweepTracer:
 
     def forget_sweeps(self) -> None:
         """Forget every sweep in work (the caller holds ``lock``): after the scanner's beam pattern
-        is rebuilt their traced columns belong to the old pattern (seed 004 discards the partial
+        is rebuilt their traced columns belong to the old pattern (the attribute list discards the partial
         scan when an edit changes tick or channel identity)."""
         self._sweeps.clear()
         self._finished.clear()

@@ -1,10 +1,10 @@
-"""The rays of ACRES Core's LiDAR (seed 001 ``FAcresLidar::CastRay``) cast on a scene's triangles.
+"""The rays of ACRES Core's LiDAR (ACRES Core's header ``FAcresLidar::CastRay``) cast on a scene's triangles.
 
 A self-contained caster, apart from ``tracing.trace``'s ``Tracer`` (whose path and the golden
 scans it leaves untouched): it keeps each hit's surface normal, which ACRES Core's divergence in
 the plane of incidence needs (Open3D's ``cast_rays`` gives ``primitive_normals``).
 
-Rules of a ray (seed 000 "The LiDAR of ACRES Core", seed 001 ``CastRay``):
+Rules of a ray (the spec's "The LiDAR of ACRES Core", ACRES Core's header ``CastRay``):
 
 * It starts ``START_M`` from its origin and ends at ``max_range_m``; ranges are from the origin.
 * No crops or ground cover: crop patches are not in the scene it builds, and the triangles of the
@@ -18,7 +18,7 @@ Rules of a ray (seed 000 "The LiDAR of ACRES Core", seed 001 ``CastRay``):
   material is looked up in the scene; vehicle boxes and the normals returned stay in odom, as the
   full model's ``Tracer`` does it.
 * Material codes (``FAcresLidarScanOut::Material``): a scene material number (0 ..), or one of
-  ``LIDAR_NO_RETURN``, ``LIDAR_TERRAIN``, ``LIDAR_VEHICLE_BOX``, ``LIDAR_SELF``. Seed 001 names
+  ``LIDAR_NO_RETURN``, ``LIDAR_TERRAIN``, ``LIDAR_VEHICLE_BOX``, ``LIDAR_SELF``. ACRES Core's header names
   the codes without their values; these are the top four byte values, above every material number.
 """
 
@@ -156,7 +156,7 @@ class CoreCaster:
         boxes: Sequence[VehicleBox] = (),
         foliage: bool = True,
     ) -> CoreHits:
-        """The closest hit of each ray (seed 001 ``CastRay``, many rays at once).
+        """The closest hit of each ray (ACRES Core's header ``CastRay``, many rays at once).
 
         Parameters
         ----------

@@ -1,6 +1,6 @@
-"""ACRES Core's LiDAR as a model of its own (seed 001 ``FAcresLidar``; seed 000 "The LiDAR of ACRES Core").
+"""ACRES Core's LiDAR as a model of its own (ACRES Core's header ``FAcresLidar``; the spec's "The LiDAR of ACRES Core").
 
-What it is, against the full model (the table of seed 000):
+What it is, against the full model (the table of the spec):
 
 * one sub-ray and one return per beam; a beam ends at its first solid hit (``core_cast``);
 * a tree crown is one foliage layer, passed with its material's transmission by a hash of the

@@ -1,4 +1,4 @@
-"""Instance labels: which object each hit, return and point comes from (seed 002's labels).
+"""Instance labels: which object each hit, return and point comes from (the engine paper's labels).
 
 Every instance label is a ``uint32``:
 

@@ -1,4 +1,4 @@
-"""Generated scenes of ``N`` obstacles for the cost-against-scene-size benchmark (seed 003).
+"""Generated scenes of ``N`` obstacles for the cost-against-scene-size benchmark (the simulator README).
 
 A corridor ``CORRIDOR_LENGTH_M`` long and ``CORRIDOR_WIDTH_M`` wide along world x, centred on
 the origin, with a flat ground (object 0, 2 triangles), a wall on each side (objects 1 and 2,

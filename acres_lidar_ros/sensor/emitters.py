@@ -1,23 +1,23 @@
-"""The firing pattern of a sensor: ticks x emitters (seed 004), of which rings x columns is one.
+"""The firing pattern of a sensor: ticks x emitters (the attribute list), of which rings x columns is one.
 
 A tick is one application of the pattern; at each tick every emitter of the active state fires
 with its azimuth (relative to the tick), its elevation and its fire time after the tick's start.
-Cells are ordered ``cell = tick x N_e + emitter``; for the rings x columns keys of seed 000 a tick
+Cells are ordered ``cell = tick x N_e + emitter``; for the rings x columns keys of the spec a tick
 is a column and an emitter a ring, so this is ``column x rings + ring`` as before.
 
-Angles are FLU: azimuth counter-clockwise from forward. ``firing_angle`` is seed 004's angle of a
+Angles are FLU: azimuth counter-clockwise from forward. ``firing_angle`` is the attribute list's angle of a
 firing, clockwise from the start of the sweep: ``(alpha_s - alpha) mod 2 pi``.
 
 Rotary ticks (``lidar.emitters``): tick ``k`` points at ``alpha_k = alpha_s -+ k res`` (cw / ccw
 spin), ``alpha_s = scan_start_azimuth_deg``, and starts ``dt_k = k res / 2 pi T - T`` before the
-stamp, so tick 0 starts one period before it as the first column of seed 000 does. A rotation
+stamp, so tick 0 starts one period before it as the first column of the spec does. A rotation
 holds the ticks with ``k res < 360`` deg (``config.emitters.rotary_tick_count``): when
 ``360 / res`` is not whole the last tick is short, and its late emitters may fire up to one tick
 period after the stamp. A solid-state scan is one tick, forward, starting one period before
 the stamp; its fire times spread the emitters over the scan.
 
 Rings x columns (no ``emitters`` block): tick ``c`` is column ``c`` at ``alpha_c`` (``azimuth_order``),
-timed by seed 000's ``dt_c`` (``timing.column_time_offset``); one state whose emitters are the rings
+timed by the spec's ``dt_c`` (``timing.column_time_offset``); one state whose emitters are the rings
 (elevation, azimuth offset, channel id = ring index, horizontal offset = ``lens_center_m``, fire
 time 0: all rings of a column fire together).
 
@@ -48,7 +48,7 @@ def column_azimuths_rad(columns: int, azimuth_order: str) -> np.ndarray:
 
 
 def firing_angle_rad(azimuth_rad: np.ndarray, start_azimuth_rad: float) -> np.ndarray:
-    """Seed 004's firing angle of beams whose FLU azimuth (counter-clockwise from forward) is
+    """The attribute list's firing angle of beams whose FLU azimuth (counter-clockwise from forward) is
     ``azimuth_rad``: clockwise from the sweep's start ``alpha_s`` (``scan_start_azimuth_deg``, seed
     004's start azimuth offset: docs/sensors.md), ``(alpha_s - azimuth) mod 2 pi`` in [0, 2 pi)."""
     angle = np.mod(start_azimuth_rad - np.asarray(azimuth_rad, dtype=np.float64), TWO_PI)
@@ -67,7 +67,7 @@ class FiringCells:
     origin_sensor_m : (N_t, N_e, 3) emitter origin: ``hor_offset`` along the tick azimuth plus
         ``vert_offset`` along z
     fire_time_s : delay of each firing after its tick's start
-    firing_angle_rad : seed 004's firing angle ``(alpha_s - azimuth) mod 2 pi`` (clockwise from the
+    firing_angle_rad : the attribute list's firing angle ``(alpha_s - azimuth) mod 2 pi`` (clockwise from the
         sweep's start, before any start offset), in [0, 2 pi)
     channel_id : uint32 vendor channel of each firing
     bank, range_id : int64

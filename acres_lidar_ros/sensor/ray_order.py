@@ -1,4 +1,4 @@
-"""The progressive ray order of a scan under a deadline (seed 003, "Deadline Contract").
+"""The progressive ray order of a scan under a deadline (the simulator README, "Deadline Contract").
 
 Rays go centre first, then the two edges of the field of view, then always into the middle of
 the largest angular gap left, so every prefix of three or more rays spans the whole field of

@@ -78,7 +78,7 @@ def first_scan_at_or_after(t_ns: int, hz: float, stepped: bool = True) -> int:
 
 
 def column_slices(column_offset_s: np.ndarray, count: int, period_s: float) -> list[tuple[int, np.ndarray]]:
-    """The slices of partial output (seed 004 ``partialOutputs``): the sweep ``[S - T, S)`` cut
+    """The slices of partial output (the attribute list's ``partialOutputs``): the sweep ``[S - T, S)`` cut
     into ``count`` equal parts; slice ``k`` holds the columns whose first firing time falls in
     ``[S - T + k T / count, S - T + (k + 1) T / count)``. A column at or after the stamp (instant
     mode, or no motion distortion: all of them) is in the last slice, one before ``S - T`` in the

@@ -1,4 +1,4 @@
-"""Tracing under a compute deadline (seed 003, "Deadline Contract").
+"""Tracing under a compute deadline (the simulator README, "Deadline Contract").
 
 ``trace_until_deadline`` traces rays in a given order until a live deadline,
 ``start + budget``: a ray is usable only if it completes on or before the deadline. The rays go

@@ -16,7 +16,7 @@ import open3d as o3d
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.tracing.brute_force import NO_TRIANGLE
 
-GATE_TOLERANCE_M = 1e-6  # seed 003: distances within 1e-6 m
+GATE_TOLERANCE_M = 1e-6  # the simulator README: distances within 1e-6 m
 
 
 class EmbreeSoup:

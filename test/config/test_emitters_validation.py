@@ -1,4 +1,4 @@
-"""Every rule of seed 004's "Parameter validation" list, and the bad input of the firing
+"""Every rule of the attribute list's "Parameter validation" list, and the bad input of the firing
 pattern: each refusal is the project's ConfigError naming the key, the index, the value and the rule."""
 
 import copy

@@ -1,4 +1,4 @@
-"""The output keys (seed 004 "Output shaping and cadence") against geometry worked out here:
+"""The output keys (the attribute list's "Output shaping and cadence") against geometry worked out here:
 motion compensation, spherical fields, world and custom frames, dense clouds, partial slices and
 instant mode, through ``outputs.shaping`` and ``layouts.point_cloud`` on real scans of a plane."""
 
@@ -334,7 +334,7 @@ def test_organised_cloud_of_a_shaped_scan_keeps_its_timestamps(polaris, plane_tr
 
 
 def test_compensation_of_an_emitter_pattern_with_its_own_fire_times(tmp_path, plane_tracer):
-    """Two emitters per 90 deg tick, the second firing 20 ms after the first (seed 004 fire
+    """Two emitters per 90 deg tick, the second firing 20 ms after the first (the attribute list fire
     times), rising at 10 m/s over the plane: compensated, every point is on z = 0; without, each
     is up by 10 m/s times its own |dt|, which differs between the two emitters of one tick."""
     import json

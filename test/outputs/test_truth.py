@@ -205,7 +205,7 @@ def test_the_returns_are_the_same_with_and_without_the_truth(config, tracer):
 
 
 def test_a_beam_outside_the_valid_azimuth_window_is_outside_window(config, tracer):
-    """Seed 004's azimuth window (docs/sensors.md): the firing angle ``(scan_start - a) mod 360``
+    """The attribute list's azimuth window (docs/sensors.md): the firing angle ``(scan_start - a) mod 360``
     must lie in ``[start, end)``, here [120, 60) through 360, so FLU azimuths a in (60, 120] deg
     (the bright wall's side) give no point."""
     windowed = config.with_overrides({"valid_start_azimuth_deg": 120.0, "valid_end_azimuth_deg": 60.0})

@@ -1,4 +1,4 @@
-"""Seed 002's linear reflectance-limit detection (``radiometry.detection_model``).
+"""The engine paper's linear reflectance-limit detection (``radiometry.detection_model``).
 
 A point is detected when R_L(d) <= R_lambda and d <= d_max, R_L linear from 0 at 0 m to R_L,max
 at d_max; d carries Gaussian range noise with std_m from the spec's noise stream. The numbers

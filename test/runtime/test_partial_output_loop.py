@@ -146,7 +146,7 @@ def test_partial_runs_are_the_same_run_to_run(plane_tracer):
 
 
 def test_a_live_output_change_mid_sweep_applies_from_the_next_slice(plane_tracer):
-    """Seed 004: with partial output, edits of the output frame apply to what is delivered
+    """The attribute list: with partial output, edits of the output frame apply to what is delivered
     next. Set at 0.95 s (slices 0 and 1 of the scan stamped 1.0 s finished): slices 0 and 1 in
     the sensor frame, 2 and 3 in the world. partial_slices, which fixes a sweep's draw order,
     changes from the next sweep on; a refused change changes nothing."""
@@ -184,7 +184,7 @@ def test_without_partial_output_the_scan_leaves_whole_at_its_release(plane_trace
 
 
 def test_a_pattern_rebuild_mid_sweep_keeps_the_slices_out_and_publishes_the_rest_once(plane_tracer):
-    """seed 004: an edit of tick or channel identity discards the partial scan. Slices 0 and 1
+    """the attribute list: an edit of tick or channel identity discards the partial scan. Slices 0 and 1
     are out when ``lens_center_m`` changes (a rebuild between scans); the sweep is traced again
     with the new pattern, and only slices 2 and 3 of it follow: each slice once, in order."""
     config = config_of()

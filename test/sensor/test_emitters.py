@@ -65,7 +65,7 @@ def test_a_small_rotary_pattern_by_hand(tmp_path):
     cells = pattern.cells
     assert cells.channel_id.tolist() == [[7, 42]] * 4  # vendor ids, unchanged
     np.testing.assert_allclose(cells.fire_time_s[:, 1], 1e-6)
-    # Firing angle (seed 004, clockwise from the start): tick 1 emitter 0 at 90 - 1 = 89 deg.
+    # Firing angle (the attribute list, clockwise from the start): tick 1 emitter 0 at 90 - 1 = 89 deg.
     assert math.degrees(cells.firing_angle_rad[1, 0]) == pytest.approx(89.0)
     assert math.degrees(cells.firing_angle_rad[0, 1]) == pytest.approx(2.0)
 
@@ -76,7 +76,7 @@ def test_ccw_spin_and_start_azimuth(tmp_path):
     # ccw from 45 deg: 45, 135, 225, 315; tick 0 is the first to fire, one period before the stamp.
     np.testing.assert_allclose(np.rad2deg(firing.tick_azimuth_rad), [45.0, 135.0, 225.0, 315.0], atol=1e-12)
     np.testing.assert_allclose(firing.tick_time_offset_s, [-0.1, -0.075, -0.05, -0.025], atol=1e-15)
-    # Seed 004's firing angle is measured clockwise: a ccw sweep runs it down from 360.
+    # The attribute list's firing angle is measured clockwise: a ccw sweep runs it down from 360.
     angle = np.rad2deg(firing.cells().firing_angle_rad[:, 0])
     np.testing.assert_allclose(angle, [359.0, 269.0, 179.0, 89.0], atol=1e-9)
 
