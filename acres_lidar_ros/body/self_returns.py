@@ -107,6 +107,12 @@ class SelfReturnTable:
     p_block: np.ndarray
     path: Path | None = None
 
+    @classmethod
+    def empty(cls, columns: int, rings: int) -> SelfReturnTable:
+        """The table of a sensor whose body adds nothing: no cell returns from it or is blocked."""
+        zeros = np.zeros(columns * rings)
+        return cls(columns, rings, zeros, zeros, zeros, zeros)
+
     @property
     def cells(self) -> int:
         return self.columns * self.rings

@@ -24,6 +24,7 @@ import array
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -138,11 +139,6 @@ def import_tf2_ros() -> Any | None:
     return tf2_ros
 
 
-def trace_pool() -> Executor | None:
-    """The executor the loop traces in: None, the loop's own pool of two threads."""
-    return None
-
-
 @dataclass
 class Channel:
     """One sensor of the node: its loop's index, name (the log lines' prefix in a set), cloud topic
@@ -160,9 +156,13 @@ class Channel:
 
 class LidarNode(Node):
     """The simulated Helios: poses in, scheduled organised clouds out (``NodeLoop`` over rclpy);
-    with ``lidar_set``, N sensors over one scene (``runtime.lidar_set``), one loop each."""
+    with ``lidar_set``, N sensors over one scene (``runtime.lidar_set``), one loop each.
 
-    def __init__(self, **kwargs: Any) -> None:
+    ``executors`` gives each sensor's loop the executor it traces in (called once per loop; None:
+    the loop's own pool of two threads); the other keywords are rclpy's ``Node``'s.
+    """
+
+    def __init__(self, executors: Callable[[], Executor | None] = lambda: None, **kwargs: Any) -> None:
         super().__init__("lidar_node", **kwargs)
         own = node_declarations()
         self._declare(own)
@@ -220,7 +220,7 @@ class LidarNode(Node):
             self._pack,
             self._emit,
             job_inputs=lambda i, job: self._job_inputs(job, i),
-            executor=lambda: trace_pool(),
+            executor=executors,
             ground=None if scene is None else GroundWatch(scene, T_scene_odom),
             ts_first_point=[stamps_sweep_start(c.point_type, s["ts_first_point"]) for c in self.channels],
             pose_timeout_s=s["pose_timeout_s"],

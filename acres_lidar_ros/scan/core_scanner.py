@@ -128,15 +128,16 @@ class CoreScanner(Scanner):
         """Nothing to compile: the core model's passes are numpy and Embree (0 s)."""
         return 0.0
 
-    def scan(
+    def scan_echoes(
         self,
         poses: PoseHistory,
         stamp_ns: int,
         boxes: Sequence = (),
         index: int | None = None,
         extrapolate: bool = False,
-    ) -> Scan:
-        """One ACRES Core scan stamped ``stamp_ns``, every beam from the pose at the stamp."""
+    ) -> tuple[Scan, None]:
+        """One ACRES Core scan stamped ``stamp_ns``, every beam from the pose at the stamp (it has no
+        echoes of the full model's)."""
         if index is None:
             index = self._next_index
         self._next_index = index + 1
@@ -183,9 +184,7 @@ class CoreScanner(Scanner):
             cells=self.pattern.cells,
         )
         assert scan.returns.range_m.shape == (n, 1)
-        self.timings_ms = dict[str, float]()
-        self.last_echoes = None
-        return scan
+        return scan, None
 
 
 def model_scanner(

@@ -42,10 +42,11 @@ class ScanPlan:
     trace_key : tuple
         What a block's hits depend on beyond its rays (``config.window_rules.trace_key``): a block
         traced under another key is traced again.
-    self_table : SelfReturnTable or None
-        The self-return table the scan applies (None: the body adds nothing).
-    self_decision : SelfDecision or None
-        The body's part of this scan (``self_returns.decide_self_returns``), with ``self_table``.
+    self_table : SelfReturnTable
+        The self-return table the scan applies (``SelfReturnTable.empty`` where the body adds nothing).
+    self_decision : SelfDecision
+        The body's part of this scan (``self_returns.decide_self_returns``), with ``self_table``:
+        no cell where the table is empty.
     slots : int
         Return slots per beam: the model's ``returns_per_beam``, 1 without radiometry.
     time_offset_s : (columns,) float64
@@ -66,8 +67,8 @@ class ScanPlan:
     model: BeamModel
     windows: CellWindows
     trace_key: tuple
-    self_table: SelfReturnTable | None
-    self_decision: SelfDecision | None
+    self_table: SelfReturnTable
+    self_decision: SelfDecision
     slots: int
     time_offset_s: np.ndarray = field(repr=False)
     fire_time_s: np.ndarray | None = field(repr=False)

@@ -94,9 +94,10 @@ class Scanner:
         self.streams: NoiseStreams | None = self._new_streams()
         self._models: dict[int, BeamModel] = {}  # phase -> model, built on first use, again after a change
         self._plans: dict[int, ScanPlan] = {}  # scan index -> plan, the recent ones; emptied by a change
-        self._decisions: dict[tuple, SelfDecision] = {}  # (index, seed, noise, std_m) -> the body's part
+        # (index, seed, noise, std_m) -> the table and the body's part of the scan under it
+        self._decisions: dict[tuple, tuple[SelfReturnTable, SelfDecision]] = {}
         self._next_index = 0
-        self.last_echoes: ScanEchoes | None = None
+        self._empty_table: SelfReturnTable | None = None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -159,7 +160,7 @@ class Scanner:
         return self._models[phase]
 
     def cell_firing_angle_rad(self, index: int = 0) -> np.ndarray:
-        """Seed 004's firing angle of each beam of scan ``index`` (clockwise from the sweep's start,
+        """The attribute list's firing angle of each beam of scan ``index`` (clockwise from the sweep's start,
         rad; ``FiringCells.firing_angle_rad``): (cells,) float64, what the valid azimuth window is
         measured on."""
         return self.pattern_for(index).cells.firing_angle_rad.reshape(-1)
@@ -278,14 +279,19 @@ class Scanner:
         config, options = self.config, self.options
         model = self.model_for(index)
         table = self.applied_self_table
-        decision = None
-        if table is not None:
-            key = (index, options.seed, options.noise, config.std_m)
-            decision = self._decisions.get(key)
-            if decision is None:
-                decision = decide_self_returns(table, index, options.seed, config.std_m, options.noise)
-                self._decisions = {k: v for k, v in self._decisions.items() if k[0] > index - 4}
-                self._decisions[key] = decision
+        if table is None:  # the body adds nothing: one empty table for the sensor's cells
+            empty = self._empty_table
+            if empty is None or (empty.columns, empty.rings) != (config.columns, config.rings):
+                empty = self._empty_table = SelfReturnTable.empty(config.columns, config.rings)
+            table = empty
+        key = (index, options.seed, options.noise, config.std_m)
+        cached = self._decisions.get(key)
+        if cached is not None and cached[0] is table:
+            decision = cached[1]
+        else:
+            decision = decide_self_returns(table, index, options.seed, config.std_m, options.noise)
+            self._decisions = {k: v for k, v in self._decisions.items() if k[0] > index - 4}
+            self._decisions[key] = (table, decision)
         plan = ScanPlan(
             index=index,
             config=config,
@@ -327,10 +333,20 @@ class Scanner:
         ``boxes`` are other vehicles (``boxes.VehicleBox``) in the world at this scan.
         ``extrapolate`` continues the last pose for columns that fire after it.
         """
+        return self.scan_echoes(poses, stamp_ns, boxes, index, extrapolate)[0]
+
+    def scan_echoes(
+        self,
+        poses: PoseHistory,
+        stamp_ns: int,
+        boxes: Sequence = (),
+        index: int | None = None,
+        extrapolate: bool = False,
+    ) -> tuple[Scan, ScanEchoes | None]:
+        """``scan``, and the scan's echoes (``Sweep.echoes``: None without the radiometry)."""
         sweep = self.start_sweep(stamp_ns, boxes, index)
         scan = sweep.finish(poses, extrapolate=extrapolate)
-        self.last_echoes = sweep.echoes
-        return scan
+        return scan, sweep.echoes
 
 
 def same_mount(a: SensorConfig, b: SensorConfig) -> bool:

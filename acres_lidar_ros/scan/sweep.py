@@ -209,15 +209,13 @@ class Sweep:
         echoes: ScanEchoes,
         primary_slot: np.ndarray,
         model: BeamModel,
-        table: SelfReturnTable | None,
-        decision: SelfDecision | None,
+        table: SelfReturnTable,
+        decision: SelfDecision,
     ) -> CellTruth:
         """The cell truth of the scan from its echoes and its returns' primary slots before the
         body, the body's ``decision`` merged in and the noise-free points formed (reads nothing
         else that changes meanwhile: it runs on the other core while the last slice finishes)."""
-        truth = truth_of_primary_slots(echoes, primary_slot, model)
-        if table is not None and decision is not None:
-            truth = merge_self_truth(table, truth, decision, copy=False)  # just made
+        truth = merge_self_truth(table, truth_of_primary_slots(echoes, primary_slot, model), decision, copy=False)
         return replace(truth, points_sensor=self.pattern.points_sensor(truth.range_m[:, None])[:, 0])
 
     def _scan(self, returns: Returns, points: np.ndarray, truth: CellTruth | None) -> Scan:
@@ -276,7 +274,7 @@ class Sweep:
         t0 = time.perf_counter()
         table, full = plan.self_table, plan.self_decision
         decision = full
-        if full is not None and not whole:
+        if not whole:
             mine = np.zeros(n_cells, bool)
             mine[cells] = True
             decision = full._replace(
@@ -314,8 +312,7 @@ class Sweep:
                 windows.separation_m,
             )
             _put_rows(returns, block_cells, mine_returns)
-        if table is not None and decision is not None:
-            merge_self_returns(table, returns, decision, copy=False)  # the scan's own arrays
+        merge_self_returns(table, returns, decision, copy=False)  # the scan's own arrays
         corrected = emitter_corrections(_rows(returns, at), self.pattern.cells, at)
         if whole:
             self._returns_so_far = corrected
@@ -438,17 +435,15 @@ def _put_rows(returns: Returns, cells: np.ndarray, rows: Returns) -> None:
         getattr(returns, name)[cells] = getattr(rows, name)
 
 
-def _unformed_cells(decision: SelfDecision | None, model: BeamModel) -> np.ndarray | None:
+def _unformed_cells(decision: SelfDecision, model: BeamModel) -> np.ndarray:
     """The cells whose echoes ``finish_returns`` need not form (its ``replaced_cells``): those the
     body replaces; with the truth only those it returns from, since a blocked cell's truth reads
     the echoes the body hid."""
-    if decision is None:
-        return None
     return decision.body_cells if model.truth else decision.replaced_cells
 
 
 def emitter_corrections(returns: Returns, cells: FiringCells, at: np.ndarray | None = None) -> Returns:
-    """The emitters' own corrections of a scan's returns (seed 004), in place where there are any
+    """The emitters' own corrections of a scan's returns (the attribute list), in place where there are any
     (``at``: the returns are those of these cells only, one slice's).
 
     * An ROI state's emitter that does not fire at a tick (``cells.fires`` False) has no return.

@@ -85,15 +85,15 @@ def test_a_live_change_applies_from_the_next_scan(plane_tracer):
 
 def test_a_pattern_change_is_rebuilt_between_scans_and_the_run_goes_on(plane_tracer):
     scanner = Scanner(small_sensor(), tracer=plane_tracer, options=OPTIONS)
-    first = scanner.scan(AT_REST, 10**9)
-    echoes_first = scanner.last_echoes.cell.size
+    first, echoes = scanner.scan_echoes(AT_REST, 10**9)
+    echoes_first = echoes.cell.size
     assert scanner.set_runtime_config({"columns": 72}) is True
-    second = scanner.scan(AT_REST, 2 * 10**9)
+    second, echoes = scanner.scan_echoes(AT_REST, 2 * 10**9)
     assert (first.columns, second.columns) == (36, 72) and second.returns.valid.shape[0] == 144
     assert second.index == first.index + 1  # the scan numbers go on
     # The noise stream goes on too: two outputs per echo of both scans from the seed's start.
     stream = Pcg32(3 + NOISE_STATE_OFFSET, NOISE_SEQUENCE)
-    stream.advance(2 * (echoes_first + scanner.last_echoes.cell.size))
+    stream.advance(2 * (echoes_first + echoes.cell.size))
     assert scanner.streams.noise.state == stream.state
     np.testing.assert_allclose(second.returns.range_m[::2, 0], 1.9 / np.sin(np.radians(30.0)), atol=0.15)
 
@@ -147,7 +147,7 @@ def test_the_loop_applies_the_same_rules(plane_tracer):
 
 
 def test_the_scanning_principle_and_the_emitters_block_are_fixed():
-    # Seed 004: scanType needs the model recreated; the emitters block sets the cells' identity.
+    # The attribute list: scanType needs the model recreated; the emitters block sets the cells' identity.
     config = small_sensor()
     with pytest.raises(ConfigError, match=r"lidar\.scan_type cannot change while running: the model is built"):
         plan_update(config, {"scan_type": "solid_state"})

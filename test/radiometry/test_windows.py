@@ -98,7 +98,7 @@ def columns_in(firing_start, firing_end, offset_deg=0.0, sweep_start_deg=0.0):
 @pytest.mark.parametrize("options", [NO_RADIOMETRY, CLEAN], ids=["nearest_hit", "radiometry"])
 def test_the_window_is_measured_on_the_firing_angle_clockwise(plane_tracer, options):
     assert valid_columns(ring_sensor(), plane_tracer, options)[0] == list(range(36))
-    # Seed 004: with no offset, a window from 0 to 90 deg delivers azimuths from -90 to 0 deg.
+    # The attribute list: with no offset, a window from 0 to 90 deg delivers azimuths from -90 to 0 deg.
     got, scan = valid_columns(
         ring_sensor(valid_start_azimuth_deg=0.0, valid_end_azimuth_deg=90.0), plane_tracer, options
     )
@@ -122,7 +122,7 @@ def test_the_window_includes_the_ring_offset_and_is_measured_before_the_start_of
     # The firing angle is the tick (column) plus the emitter's (ring's) azimuth: -(10 c + 5).
     config = ring_sensor(valid_start_azimuth_deg=0.0, valid_end_azimuth_deg=90.0, azimuth_offsets_deg=[5.0])
     assert valid_columns(config, plane_tracer)[0] == columns_in(0, 90, offset_deg=5.0) == list(range(27, 36))
-    # Seed 004's start azimuth offset is our sweep start alpha_s (docs/sensors.md): the window is
+    # The attribute list's start azimuth offset is our sweep start alpha_s (docs/sensors.md): the window is
     # measured before it, clockwise from where the sweep starts. From alpha_s = 90 deg (left), the
     # window 0 .. 90 holds the columns at 90, 80, ... 10 deg.
     later = ring_sensor(valid_start_azimuth_deg=0.0, valid_end_azimuth_deg=90.0, scan_start_azimuth_deg=90.0)
@@ -133,10 +133,9 @@ def test_dropped_echoes_keep_their_reason_and_draw_their_noise(plane_tracer):
     config = ring_sensor(valid_start_azimuth_deg=0.0, valid_end_azimuth_deg=90.0)
     windowed = Scanner(config, tracer=plane_tracer, options=ScanOptions(self_returns=False))
     full = Scanner(ring_sensor(), tracer=plane_tracer, options=ScanOptions(self_returns=False))
-    a, b = windowed.scan(AT_REST, 10**9), full.scan(AT_REST, 10**9)
-    assert windowed.last_echoes is not None and full.last_echoes is not None
-    echoes = windowed.last_echoes
-    np.testing.assert_array_equal(echoes.cell, full.last_echoes.cell)  # same echoes, same draws
+    (a, echoes), (b, full_echoes) = windowed.scan_echoes(AT_REST, 10**9), full.scan_echoes(AT_REST, 10**9)
+    assert echoes is not None and full_echoes is not None
+    np.testing.assert_array_equal(echoes.cell, full_echoes.cell)  # same echoes, same draws
     assert windowed.streams.noise.state == full.streams.noise.state
     out = ~np.isin(echoes.cell, columns_in(0, 90))
     assert (echoes.outside_window[out] == WINDOW_AZIMUTH).all() and (echoes.outside_window[~out] == 0).all()
@@ -262,12 +261,11 @@ def test_the_separation_is_a_second_near_limit_when_asked(options):
     tracer = Tracer(builder.build())
     config = level_sensor(min_return_separation_m=0.75)
     scan = Scanner(config, tracer=tracer, options=options).scan(AT_REST, 10**9)
-    assert scan.returns.range_m[0, 0] == pytest.approx(0.6, abs=0.03)  # off (seed 000): min_range_m alone
+    assert scan.returns.range_m[0, 0] == pytest.approx(0.6, abs=0.03)  # off (the spec): min_range_m alone
     scanner = Scanner(config.with_overrides({"separation_near_limit": True}), tracer=tracer, options=options)
-    scan = scanner.scan(AT_REST, 10**9)
+    scan, echoes = scanner.scan_echoes(AT_REST, 10**9)
     assert not scan.returns.valid[0].any()
     if options.radiometry:
-        echoes = scanner.last_echoes
         assert echoes is not None
         first = np.flatnonzero(echoes.cell == 0)[0]
         assert echoes.outside_window[first] == WINDOW_SEPARATION
@@ -282,7 +280,7 @@ def test_near_and_far_reasons_follow_the_band():
 
 
 def test_nothing_farther_along_a_firing_is_reported_behind_a_near_first_echo():
-    # Seed 004: a first return nearer than the separation is dropped, and so is everything farther
+    # The attribute list: a first return nearer than the separation is dropped, and so is everything farther
     # along that firing: a shrub 0.6 m ahead passes half the light to a wall 6 m ahead.
     from acres_lidar_ros.tracing.trace import Tracer
 

@@ -384,7 +384,6 @@ def lidar_node(node_module, monkeypatch):
     StandInScanner.instances = []
     monkeypatch.setattr(node_module, "Scanner", StandInScanner)
     monkeypatch.setattr(node_module.LidarNode, "_load_scene", lambda self, seed: None)
-    monkeypatch.setattr(node_module, "trace_pool", InlineExecutor)  # deterministic: work runs in the call
     import acres_lidar_ros.runtime.messages as messages
 
     monkeypatch.setattr(
@@ -397,7 +396,7 @@ def lidar_node(node_module, monkeypatch):
 
     def make(**overrides):
         FakeNode.overrides = overrides
-        node = node_module.LidarNode()
+        node = node_module.LidarNode(executors=InlineExecutor)  # deterministic: work runs in the call
         made.append(node)
         return node
 

@@ -131,8 +131,8 @@ def test_scans_match_the_goldens(case, farm):
     golden_scans = goldens.load_golden(GOLDEN / f"{case[0]}.npz")
     assert len(golden_scans) == len(stamps_ns)
     for stamp_ns, golden in zip(stamps_ns, golden_scans):
-        scan = scanner.scan(tour, stamp_ns)
-        compare(scanner, scan, golden, scanner.last_echoes)
+        scan, echoes = scanner.scan_echoes(tour, stamp_ns)
+        compare(scanner, scan, golden, echoes)
 
 
 @pytest.mark.parametrize("name", ["polaris_rain_seed3", "default_foliage_seed0"])

@@ -1,10 +1,10 @@
-"""Partial output (seed 004 ``partialOutputs``): each slice of a sweep finished on its own, the
+"""Partial output (the attribute list's ``partialOutputs``): each slice of a sweep finished on its own, the
 noise and rain streams taken slice by slice in time order (docs/outputs.md "Partial output").
 
 The expectations come from the spec's text: the pairs ``(n1, n2)`` of the PCG32 stream (state
 seed + 2018, sequence 3) are taken echo by echo in range order, beams in ring-major sequence
-within each slice, slices in time order; ``R_meas = R_e + sigma_R n2`` with seed 000's
-``sigma_R``. With one slice this is seed 000's order.
+within each slice, slices in time order; ``R_meas = R_e + sigma_R n2`` with the spec's
+``sigma_R``. With one slice this is the spec's order.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def scans(config, tracer, n=2, rain_mm_per_h=0.0):
     )
     out = []
     for i in range(n):
-        out.append((scanner.scan(moving(), int(0.1e9 * (i + 1))), scanner.last_echoes))
+        out.append(scanner.scan_echoes(moving(), int(0.1e9 * (i + 1))))
     return out
 
 
@@ -69,7 +69,7 @@ def same_scan(a, b):
 
 @pytest.mark.parametrize("rain_mm_per_h", [0.0, 25.0])
 def test_one_slice_is_the_whole_scan_bit_for_bit(polaris, plane_tracer, rain_mm_per_h):
-    """partial_slices = 1 draws in seed 000's order: the scans (noise and rain clutter) are the
+    """partial_slices = 1 draws in the spec's order: the scans (noise and rain clutter) are the
     full-scan mode's, bit for bit, and the stream goes on alike into the next scan."""
     whole = scans(polaris, plane_tracer, rain_mm_per_h=rain_mm_per_h)
     one = scans(partial(polaris, 1), plane_tracer, rain_mm_per_h=rain_mm_per_h)
@@ -88,7 +88,7 @@ def test_partial_scans_are_the_same_run_to_run(polaris, plane_tracer, rain_mm_pe
 
 
 def sigma_r(config, signal):
-    """Seed 000's range sigma of an echo of mean signal ``S``, written out here."""
+    """The spec's range sigma of an echo of mean signal ``S``, written out here."""
     rad = config.radiometry
     snr = signal / np.sqrt(signal + rad.ambient_counts)
     snr_spec = rad.signal_at_10pct_counts / math.sqrt(rad.signal_at_10pct_counts + rad.ambient_counts)
@@ -128,7 +128,7 @@ def test_the_noise_pairs_are_taken_slice_by_slice_in_ring_major_order(polaris, p
 
 def test_partial_range_noise_follows_the_spec_sigma(polaris, plane_tracer):
     """A flat ground: the normalised range errors of partial output's returns have mean 0 and
-    standard deviation 1 (seed 000's sigma_R), over two scans."""
+    standard deviation 1 (the spec's sigma_R), over two scans."""
     z = []
     for scan, echoes in scans(partial(polaris, 10), plane_tracer):
         per_cell = np.bincount(echoes.cell, minlength=scan.columns * scan.rings)

@@ -347,12 +347,11 @@ def test_echoes_the_body_replaces_draw_their_noise_but_are_not_formed(polaris, f
     poses = PoseHistory.from_arrays(times, positions, quaternions)
     with_body = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, **weather), self_table=table)
     without = Scanner(polaris, tracer=tracer, options=ScanOptions(seed=3, self_returns=False, **weather))
-    scan, plain = with_body.scan(poses, stamp_ns), without.scan(poses, stamp_ns)
+    (scan, echoes), (plain, all_echoes) = with_body.scan_echoes(poses, stamp_ns), without.scan_echoes(poses, stamp_ns)
     reference = apply_self_returns(table, plain.returns, scan_index=0, seed=3, std_m=polaris.std_m).returns
     _assert_same_returns(scan.returns, reference)
     streams = (with_body.streams.noise.state, with_body.streams.rain.state)
     assert streams == (without.streams.noise.state, without.streams.rain.state)
-    echoes, all_echoes = with_body.last_echoes, without.last_echoes
     assert echoes is not None and all_echoes is not None
     np.testing.assert_array_equal(echoes.cell, all_echoes.cell)  # the same echoes, the same draws
     replaced = np.isin(echoes.cell, decide_self_returns(table, 0, 3, polaris.std_m).replaced_cells)

@@ -154,8 +154,7 @@ def test_peak_power_scales_the_signal_of_the_range_equation(tmp_path, ground):
     config = sensor(tmp_path, {**ROTARY, "states": [state]}, peak_power_w=10.0, min_return_separation_m=0.3)
     still = PoseHistory.from_arrays(np.zeros(1), np.array([[0.0, 0.0, 2.0]]), [[0, 0, 0, 1]])
     scanner = Scanner(config, tracer=ground, options=ScanOptions(noise=False, self_returns=False, weather=False))
-    scanner.scan(still, STAMP_NS)
-    echoes = scanner.last_echoes
+    _, echoes = scanner.scan_echoes(still, STAMP_NS)
     assert echoes is not None
     per_cell = np.full(8, np.nan)
     per_cell[echoes.cell] = echoes.signal_counts
