@@ -213,6 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="base_footprint poses in the world (TUM: t x y z qx qy qz qw); default: the farm tour",
     )
     record.add_argument("--duration", type=float, metavar="S", help="seconds to record (default: whole trajectory)")
+    record.add_argument(
+        "--still-start",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="wait S s at the first pose (an IMU's rest: docs/imu.md)",
+    )
     record.add_argument("--out", type=Path, help="new run directory (default runs/record_<UTC time>)")
     _add_point_type(record, "/lidar/points and the PCD files")
     record.add_argument("--files", choices=("pcd", "ply", "both", "none"), help="point files (default: lidar.output)")
@@ -422,10 +429,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.cmd_record import record_drive
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
-    from acres_lidar_ros.sensor.poses import PoseHistory
+    from acres_lidar_ros.sensor.poses import PoseHistory, check_still_start, with_still_start
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
+    check_still_start(args.still_start)
     if args.point_type is not None:
         run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
     require_trajectory(args, BUILT_IN_FARMS)
@@ -440,6 +448,8 @@ def cmd_record(args: argparse.Namespace) -> int:
         times, positions, quaternions = read_tum(Path(args.trajectory))
         trajectory = PoseHistory.from_arrays(times, positions, quaternions, where=args.trajectory)
         warn_off_ground(scene, positions_in_scene(args, positions), f"--trajectory {args.trajectory}", times)
+    if args.still_start:
+        trajectory = with_still_start(trajectory, args.still_start)
     boxes_at, track_ids = None, []
     if args.boxes is not None:
         from acres_lidar_ros.scene.box_tracks import load_box_tracks

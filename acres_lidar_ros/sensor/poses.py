@@ -7,13 +7,14 @@ holds the first pose. Quaternions are ``(x, y, z, w)`` as in ROS and TUM files.
 
 from __future__ import annotations
 
+import math
 from typing import Literal, get_args
 
 import numba
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.errors import PoseError
+from acres_lidar_ros.errors import ConfigError, PoseError
 
 UNIT_QUATERNION_TOLERANCE = 1e-3
 
@@ -210,6 +211,39 @@ class PoseHistory:
         T[:, :3, 3] = positions
         T[:, 3, 3] = 1.0
         return T
+
+
+MAX_STILL_START_S = 600.0
+"""Longest wait at the first pose that ``with_still_start`` adds (ten minutes)."""
+
+
+def check_still_start(still_s: float, where: str = "--still-start") -> None:
+    """``ConfigError`` unless ``still_s`` is a wait ``with_still_start`` takes."""
+    if not (isinstance(still_s, int | float) and math.isfinite(still_s) and 0.0 <= still_s <= MAX_STILL_START_S):
+        raise ConfigError(f"{where} {still_s!r}: expected seconds >= 0 and <= {MAX_STILL_START_S:g}")
+
+
+def with_still_start(trajectory: PoseHistory, still_s: float, where: str = "--still-start") -> PoseHistory:
+    """``trajectory`` with the vehicle waiting ``still_s`` seconds at its first pose before it drives.
+
+    The wait is sampled at the trajectory's first sample interval, from its start time, and every
+    sample after it is ``still_s`` later: the drive is the same, it starts ``still_s`` later. LiDAR-
+    inertial front ends calibrate the IMU at rest (DLIO averages its first ``imu_calib_time`` of
+    3 s, FAST-LIO its first 10 samples: docs/imu.md), so a drive recorded for them starts still.
+    """
+    check_still_start(still_s, where)
+    times, positions, quaternions = trajectory._times_s, trajectory._positions_m, trajectory._quaternions_xyzw
+    if still_s == 0.0 or len(times) == 0:
+        return PoseHistory.from_arrays(times, positions, quaternions, where=where)
+    step_s = float(times[1] - times[0]) if len(times) > 1 else 0.01
+    n = math.ceil(still_s / step_s - 1e-9)
+    wait_s = times[0] + still_s * np.arange(n) / n
+    return PoseHistory.from_arrays(
+        np.concatenate([wait_s, times + still_s]),
+        np.concatenate([np.repeat(positions[:1], n, axis=0), positions]),
+        np.concatenate([np.repeat(quaternions[:1], n, axis=0), quaternions]),
+        where=where,
+    )
 
 
 def pose_matrix(position_m: np.ndarray, roll_pitch_yaw_rad: np.ndarray) -> np.ndarray:

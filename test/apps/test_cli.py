@@ -150,6 +150,7 @@ def test_scan_writes_the_pcd_in_the_point_type(tmp_path, capsys):
         (["scan", "--rain", "900"], "rain_mm_per_h = 900.0 is out of range"),
         (["scan", "--visibility", "5"], "visibility_m = 5.0 is out of range"),
         (["record", "--duration", "-1"], "--duration -1.0: expected a number of seconds > 0"),
+        (["record", "--still-start", "-3"], "--still-start -3.0: expected seconds >= 0 and <= 600"),
         (["record", "--trajectory", "missing.tum"], "missing.tum"),
         (["bench", "--scans", "0"], "--scans 0: expected an integer >= 1"),
         (

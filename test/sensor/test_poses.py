@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from acres_lidar_ros.errors import PoseError
-from acres_lidar_ros.sensor.poses import PoseHistory
+from acres_lidar_ros.errors import ConfigError, PoseError
+from acres_lidar_ros.sensor.poses import PoseHistory, with_still_start
 
 
 def yaw_quat(deg):
@@ -98,3 +98,29 @@ def test_sweep_coverage_tells_start_end_and_gaps_apart():
     assert sweep_coverage(t, 1.05, 1.05) == "covered"  # without motion distortion: the stamp only
     assert sweep_coverage(np.array([0.0, MAX_POSE_GAP_S]), 0.0, MAX_POSE_GAP_S) == "covered"  # at the limit
     assert sweep_coverage(np.array([0.0, MAX_POSE_GAP_S + 1e-6]), 0.0, 0.1) == "gap"
+
+
+def test_a_still_start_waits_at_the_first_pose_then_drives_the_same_poses_later():
+    times = 5.0 + 0.01 * np.arange(50)  # a 100 Hz drive from t = 5 s, moving and turning
+    positions = np.stack([times**2, np.sin(times), 0.1 * times], axis=1)
+    quats = [yaw_quat(10.0 * t) for t in times]
+    drive = PoseHistory.from_arrays(times, positions, quats)
+    still = with_still_start(drive, 0.255)
+    assert still.start_s == 5.0 and still.end_s == pytest.approx(times[-1] + 0.255)
+    assert np.diff(still.times_s).max() <= 0.01 + 1e-12  # sampled at least as finely as the drive
+    p_wait, R_wait = still.interpolate([5.0, 5.1, 5.2, 5.255])
+    np.testing.assert_allclose(p_wait, [positions[0]] * 4, atol=1e-12)
+    np.testing.assert_allclose(R_wait, [Rotation.from_quat(quats[0]).as_matrix()] * 4, atol=1e-12)
+    t = np.array([5.003, 5.1, 5.37, times[-1]])
+    p_late, R_late = still.interpolate(t + 0.255)
+    p_then, R_then = drive.interpolate(t)
+    np.testing.assert_allclose(p_late, p_then, atol=1e-9)
+    np.testing.assert_allclose(R_late, R_then, atol=1e-9)
+    np.testing.assert_array_equal(with_still_start(drive, 0.0).times_s, times)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), 601.0])
+def test_a_bad_still_start_is_refused_with_its_value(bad):
+    drive = PoseHistory.from_arrays([0.0, 1.0], [[0, 0, 0]] * 2, [[0, 0, 0, 1]] * 2)
+    with pytest.raises(ConfigError, match=r"--still-start .*expected seconds >= 0 and <= 600"):
+        with_still_start(drive, bad)
