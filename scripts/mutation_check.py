@@ -54,8 +54,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "node_point_type",
         "acres_lidar_ros/ros/node.py",
-        'stamp = shaped.header_stamp_ns(stamps_sweep_start(s["point_type"], s["ts_first_point"]))\n'
-        '        return pack_scan(shaped, s["point_type"], stamp, cloud_message)',
+        'stamp = shaped.header_stamp_ns(stamps_sweep_start(point_type, self.settings["ts_first_point"]))\n'
+        "        return pack_scan(shaped, point_type, stamp, cloud_message)",
         'stamp = shaped.header_stamp_ns(False)\n        return pack_scan(shaped, "XYZI", stamp, cloud_message)',
         ("test/ros/test_ros_outputs.py",),
         "the node publishes XYZI stamped at the sweep end, whatever point_type and ts_first_point say",
@@ -63,10 +63,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "node_stamp",
         "acres_lidar_ros/ros/node.py",
-        'stamp = shaped.header_stamp_ns(stamps_sweep_start(s["point_type"], s["ts_first_point"]))',
+        'stamp = shaped.header_stamp_ns(stamps_sweep_start(point_type, self.settings["ts_first_point"]))',
         "stamp = shaped.header_stamp_ns(False)",
         ("test/ros/test_ros_outputs.py",),
         "the node stamps every cloud at the sweep end, whatever ts_first_point and the point type say",
+    ),
+    Mutation(
+        "set_seed",
+        "acres_lidar_ros/runtime/lidar_set.py",
+        "seed = options.seed + i if seeds is None else int(seeds[i])",
+        "seed = options.seed if seeds is None else int(seeds[i])",
+        ("test/runtime/test_lidar_set.py",),
+        "every sensor of a LiDAR set draws the same noise stream (seed, not seed + i)",
     ),
     Mutation(
         "layer_checker",
