@@ -143,7 +143,8 @@ class LidarSetLoop:
     Each loop keeps its sensor's schedule (its ``lidar.hz`` and ``delay_s``), pose history, scan
     numbers, diagnostics and log throttle; the loops share the clock and, through their scanners,
     the one ``Tracer``. The pose checks are the same for every sensor, so the events of a pose
-    sample and of the terrain (``ground``) come from the first loop only; every loop counts them.
+    sample come from the first loop only (every loop counts them), and the terrain check (``ground``)
+    runs in the first loop only.
 
     Parameters
     ----------
