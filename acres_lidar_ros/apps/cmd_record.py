@@ -214,26 +214,9 @@ def _drive_imu(
     """The drive's IMU samples (``sensor.imu``) for an ``ImuConfig``, or (None, None)."""
     if config is None:
         return None, None
-    from acres_lidar_ros.sensor.imu import NOISE_FREE, ImuNoise, ideal_imu, noisy_imu
+    from acres_lidar_ros.sensor.imu import imu_of_drive
 
-    ideal = ideal_imu(
-        times_s,
-        positions_m,
-        quaternions_xyzw,
-        config.rate_hz,
-        config.position_flu_m,
-        config.rpy_rad,
-        config.gravity_mps2,
-    )
-    noise = NOISE_FREE
-    if config.noise:
-        noise = ImuNoise(
-            config.gyroscope_noise_density,
-            config.gyroscope_random_walk,
-            config.accelerometer_noise_density,
-            config.accelerometer_random_walk,
-        )
-    return config, noisy_imu(ideal, noise, config.rate_hz, int(seed))
+    return config, imu_of_drive(config, times_s, positions_m, quaternions_xyzw, int(seed))
 
 
 def record_drive(

@@ -72,30 +72,13 @@ class TourDrive:
 def tour_imu(drive: TourDrive, imu: str, seed: int) -> tuple[Any, Any]:
     """The IMU file's config and the samples of one loop of the tour (``sensor.imu``)."""
     from acres_lidar_ros.config.imu_file import load_imu_config
-    from acres_lidar_ros.sensor.imu import NOISE_FREE, ImuNoise, ideal_imu, noisy_imu
+    from acres_lidar_ros.sensor.imu import imu_of_drive
 
     config = load_imu_config(imu)
     h = drive.history
     positions, rotations = h.interpolate(h.times_s)
-    times = h.times_s - h.start_s
-    ideal = ideal_imu(
-        times,
-        positions,
-        Rotation.from_matrix(rotations).as_quat(),
-        config.rate_hz,
-        config.position_flu_m,
-        config.rpy_rad,
-        config.gravity_mps2,
-    )
-    noise = NOISE_FREE
-    if config.noise:
-        noise = ImuNoise(
-            config.gyroscope_noise_density,
-            config.gyroscope_random_walk,
-            config.accelerometer_noise_density,
-            config.accelerometer_random_walk,
-        )
-    return config, noisy_imu(ideal, noise, config.rate_hz, seed)
+    quaternions_xyzw = Rotation.from_matrix(rotations).as_quat()
+    return config, imu_of_drive(config, h.times_s - h.start_s, positions, quaternions_xyzw, seed)
 
 
 def tour_of_builtin_farm(seed: int = 0) -> TourDrive:

@@ -110,7 +110,10 @@ class CoreScanner(Scanner):
         """The sweep ending at ``stamp_ns`` as the node's loop traces it: a core scan has no columns
         to trace ahead (every beam is cast from the pose at the stamp), so the whole scan is traced
         by its ``finish`` (``CoreSweep``)."""
-        return CoreSweep(self, int(stamp_ns), tuple(boxes), self._next_index if index is None else int(index))
+        if index is None:
+            index = self._next_index
+        self._next_index = int(index) + 1
+        return CoreSweep(self, int(stamp_ns), tuple(boxes), int(index))
 
     @property
     def motion_on(self) -> bool:
@@ -128,20 +131,8 @@ class CoreScanner(Scanner):
         """Nothing to compile: the core model's passes are numpy and Embree (0 s)."""
         return 0.0
 
-    def scan_echoes(
-        self,
-        poses: PoseHistory,
-        stamp_ns: int,
-        boxes: Sequence = (),
-        index: int | None = None,
-        extrapolate: bool = False,
-    ) -> tuple[Scan, None]:
-        """One ACRES Core scan stamped ``stamp_ns``, every beam from the pose at the stamp (it has no
-        echoes of the full model's)."""
-        if index is None:
-            index = self._next_index
-        self._next_index = index + 1
-        T_world_base = poses.transforms(np.array([stamp_ns * 1e-9]), extrapolate=extrapolate)[0]
+    def core_scan(self, T_world_base: np.ndarray, stamp_ns: int, boxes: tuple, index: int) -> Scan:
+        """Scan ``index`` of ACRES Core stamped ``stamp_ns``, every beam from the base pose at the stamp."""
         core = self.core
         out = core.scan(T_world_base, index, tuple(boxes), self.core_options)
         beams, hits = out.beams, out.beams.hits
@@ -184,7 +175,7 @@ class CoreScanner(Scanner):
             cells=self.pattern.cells,
         )
         assert scan.returns.range_m.shape == (n, 1)
-        return scan, None
+        return scan
 
 
 def model_scanner(
@@ -207,7 +198,7 @@ def model_scanner(
 class CoreSweep(Sweep):
     """A core scan as the node's loop traces a sweep (``runtime.sweeps.SweepTracer``): nothing is
     traced ahead of the stamp (``trace_covered`` traces no column: every beam is cast from the pose
-    at the stamp), and ``finish`` traces the whole scan (``CoreScanner.scan``). One slice: partial
+    at the stamp), and ``finish`` traces the whole scan (``CoreScanner.core_scan``). One slice: partial
     output is the full model's (its columns are traced as their firing time comes). Nothing of the
     full model's sweep (its plan, blocks, noise draws) is built: ``Sweep.__init__`` is not called, and
     its block path (``trace_columns``, ``scan_so_far``) is refused."""
@@ -221,6 +212,7 @@ class CoreSweep(Sweep):
         self.index = index
         self.traced = np.zeros(scanner.config.columns, bool)
         self.slices = [(0, np.arange(scanner.config.columns))]
+        self.echoes = None  # the full model's echoes: a core scan has none
 
     @property
     def done(self) -> bool:
@@ -241,6 +233,7 @@ class CoreSweep(Sweep):
 
     def finish(self, poses: PoseHistory, extrapolate: bool = False) -> Scan:
         """The whole core scan of this sweep, from the pose at its stamp."""
-        scan = self.scanner.scan(poses, self.stamp_ns, self.boxes, index=self.index, extrapolate=extrapolate)
+        T_world_base = poses.transforms(np.array([self.stamp_ns * 1e-9]), extrapolate=extrapolate)[0]
+        scan = self.scanner.core_scan(T_world_base, self.stamp_ns, self.boxes, self.index)
         self.traced[:] = True
         return scan

@@ -44,6 +44,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
+from acres_lidar_ros.config.imu_file import ImuConfig
 from acres_lidar_ros.errors import ConfigError, PoseError
 from acres_lidar_ros.sensor.pattern import mount_rotation
 
@@ -191,6 +192,31 @@ def noisy_imu(ideal: ImuSamples, noise: ImuNoise, rate_hz: float, seed: int) -> 
         gyro_bias,
         accel_bias,
     )
+
+
+def imu_of_drive(
+    config: ImuConfig, times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, seed: int
+) -> ImuSamples:
+    """The samples an IMU file's sensor gives along a drive's base poses: ``ideal_imu`` at its
+    mount and rate, with its noise (``noisy_imu``) where the file turns it on."""
+    ideal = ideal_imu(
+        times_s,
+        positions_m,
+        quaternions_xyzw,
+        config.rate_hz,
+        config.position_flu_m,
+        config.rpy_rad,
+        config.gravity_mps2,
+    )
+    noise = NOISE_FREE
+    if config.noise:
+        noise = ImuNoise(
+            config.gyroscope_noise_density,
+            config.gyroscope_random_walk,
+            config.accelerometer_noise_density,
+            config.accelerometer_random_walk,
+        )
+    return noisy_imu(ideal, noise, config.rate_hz, seed)
 
 
 def lidar_imu_extrinsics(
