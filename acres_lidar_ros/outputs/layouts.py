@@ -271,8 +271,24 @@ def _ouster(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
     cloud["t"] = grid(time_ns)
     cloud["reflectivity"] = grid(np.where(valid, returns.intensity[beams, slot], 0))
     cloud["ring"] = np.arange(rings)[:, None]
-    cloud["range"] = grid(np.where(valid, np.rint(np.nan_to_num(returns.range_m[beams, slot]) * 1e3), 0))
+    # ouster_ros's range is the packet's: mm from the lidar origin, |o| more than ours from the beam origin o
+    range_m = np.nan_to_num(returns.range_m[beams, slot]) + _beam_origin_distance_m(shaped)
+    cloud["range"] = grid(np.where(valid, np.rint(range_m * 1e3), 0))
     return cloud
+
+
+def _beam_origin_distance_m(shaped: ShapedScan) -> np.ndarray:
+    """(cells,) float64: how far each of ``shaped``'s beams starts from the sensor origin, ``|o|``
+    of the sensors file's ``hor_offset_m`` and ``vert_offset_m`` (0 for a scan built by hand).
+
+    Ouster measures range from the lidar origin and places a point at ``(r - |o|) d + o``
+    (ouster-sdk ``make_xyz_lut``: ``n`` the beam origin's Euclidean distance); our traced range
+    counts from ``o``, so Ouster's is ours plus ``|o|``."""
+    scan = shaped.scan
+    if scan.cells is None:
+        return np.zeros(shaped.columns * shaped.rings)
+    origin = np.asarray(scan.cells.origin_sensor_m, dtype=np.float64)[np.asarray(shaped.column_ids, dtype=np.int64)]
+    return np.linalg.norm(origin, axis=-1).reshape(-1)
 
 
 def _nebula(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:

@@ -12,7 +12,7 @@ This module needs numpy only, so the CLI and the node's parameters list the prof
 * ``VELODYNE``: velodyne_pointcloud's ``PointXYZIRT``, as LIO-SAM and FAST-LIO read it (``XYZI``
   + ring uint16 + time float32, s after the header stamp; 22 bytes).
 * ``OUSTER``: ouster_ros's ``Point`` (PCL point with a padded xyz; t uint32 ns after the header
-  stamp, reflectivity, ring, ambient, range mm; 48 bytes).
+  stamp, reflectivity, ring, ambient, range mm from the lidar origin as Ouster counts it; 48 bytes).
 * ``NEBULA``: nebula's (Autoware's) ``PointXYZIRCAEDT`` (32 bytes).
 * ``HESAI``: HesaiLidar_ROS_2.0's cloud (``XYZI`` + ring uint16, the channel index, + timestamp
   float64, absolute s; 26 bytes, packed: the fields of ``XYZIRT``, in a dense cloud).

@@ -12,7 +12,9 @@ project's decoder, a reader that does what ``sensor_msgs_py.point_cloud2.read_po
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -370,3 +372,58 @@ def test_pcd_of_each_profile_names_its_fields(point_type):
 def test_unknown_point_type_lists_the_profiles(bad):
     with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula, hesai$"):
         point_types.point_profile(bad)
+
+
+# Ouster's published lidar-range-to-XYZ (ouster-sdk ``ouster_core/src/xyzlut.cpp`` ``make_xyz_lut``;
+# the OS1 user manual's "Lidar Range to XYZ"): for pixel i of measurement m of W,
+#   x = (r - n) cos(theta_e + theta_a) cos(phi) + n cos(theta_e)
+#   y = (r - n) sin(theta_e + theta_a) cos(phi) + n sin(theta_e)
+#   z = (r - n) sin(phi)
+# theta_e = 2 pi (1 - m / W), theta_a = -2 pi azimuth_i / 360, phi = 2 pi altitude_i / 360, r the
+# packet's range, from the lidar origin, and n = lidar_origin_to_beam_origin_mm. The gen-1 OS1-64
+# defaults (ouster-sdk ``sensor_info.cpp``: GEN1_AZIMUTH_ANGLES, default_lidar_origin_to_beam_origin):
+OS1_BEAM_AZIMUTH_DEG = np.tile([3.164, 1.055, -1.055, -3.164], 16)
+OS1_BEAM_ORIGIN_M = 0.015806
+
+
+def _ouster_xyz(range_m, altitude_deg, width):
+    """(rings, width, 3) points of Ouster's formula for a (rings, width) range image (m)."""
+    theta_e = 2 * np.pi * (1 - np.arange(width) / width)[None, :]
+    theta_a = -np.radians(OS1_BEAM_AZIMUTH_DEG)[:, None]
+    phi = np.radians(np.asarray(altitude_deg))[:, None]
+    n, r = OS1_BEAM_ORIGIN_M, range_m
+    return np.stack(
+        [
+            (r - n) * np.cos(theta_e + theta_a) * np.cos(phi) + n * np.cos(theta_e),
+            (r - n) * np.sin(theta_e + theta_a) * np.cos(phi) + n * np.sin(theta_e),
+            (r - n) * np.sin(phi),
+        ],
+        axis=-1,
+    )
+
+
+def test_ouster_range_is_ouster_ros_range_from_the_lidar_origin(plane_tracer):
+    """ouster_ros publishes the packet's range, which counts from the lidar origin: Ouster's
+    formula applied to our cloud's ``range`` (and the OS1's beam angles) gives the cloud's own
+    points, within the 1 mm step; a range from the beam origin would miss them by n = 15.8 mm."""
+    from acres_lidar_ros.config.sensors import load_sensor_config
+    from acres_lidar_ros.outputs.shaping import as_shaped, slice_scan
+    from acres_lidar_ros.scan import Scanner, ScanOptions
+    from acres_lidar_ros.sensor.poses import PoseHistory
+
+    config = load_sensor_config("os1_64").with_overrides({"sub_rays": 1, "position_flu_m": [0.0, 0.0, 1.9]})
+    poses = PoseHistory.from_arrays(np.array([0.0, 10.0]), np.zeros((2, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (2, 1)))
+    scan = Scanner(config, tracer=plane_tracer, options=ScanOptions(seed=3)).scan(poses, STAMP_NS)
+    cloud = layouts.point_cloud(scan, "ouster")
+    has = cloud["range"] > 0
+    assert 10_000 < has.sum() < has.size  # the ground, and the sky above it
+    sensors_file = json.loads((Path(__file__).resolve().parents[2] / "config" / "sensors_os1_64.json").read_text())
+    altitude_deg = sensors_file["lidar"]["emitters"]["states"][0]["elevation_deg"]  # Ouster's, pixel i = row i
+    expected = _ouster_xyz(cloud["range"] * 1e-3, altitude_deg, cloud.shape[1])
+    ours = np.stack([cloud[k] for k in "xyz"], axis=-1).astype(np.float64)
+    error_m = np.linalg.norm(expected - ours, axis=-1)[has]
+    assert error_m.max() <= 0.0005 + 1e-5  # half the 1 mm step, plus float32 x, y, z at 60 m
+    assert np.isnan(ours[~has]).all()
+    # A slice of the scan carries the same ranges as its columns of the whole cloud.
+    part = slice_scan(as_shaped(scan), 4, config.period_s)[2]
+    np.testing.assert_array_equal(layouts.point_cloud(part, "ouster")["range"], cloud["range"][:, part.column_ids])

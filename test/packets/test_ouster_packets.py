@@ -21,6 +21,7 @@ from packet_scans import scans_of
 
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.bag import BagWriter
+from acres_lidar_ros.outputs.layouts import point_cloud
 from acres_lidar_ros.packets.formats import (
     PcapRecorder,
     UdpStreamer,
@@ -121,6 +122,10 @@ def test_ouster_sdk_gives_our_points(tmp_path):
     _, scans, _ = _record(tmp_path)
     decoded = _decode(tmp_path / "packets.pcap", tmp_path / "sensor_metadata.json", tmp_path / "decoded.npz")
     _assert_our_points(decoded, scans)
+    # ouster_ros's ``range`` is ouster-sdk's ChanField.RANGE (point_cloud_compose.h copies it), and
+    # our ``ouster`` cloud's is the same pixel for pixel (rows = pixels, columns = measurement ids).
+    for k, scan in enumerate(scans):
+        np.testing.assert_array_equal(point_cloud(scan, "ouster")["range"], decoded["range_mm"][k])
 
 
 @needs_ouster_sdk
