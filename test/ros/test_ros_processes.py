@@ -13,6 +13,7 @@ file order and the last one ends it with SIGINT.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -195,6 +196,64 @@ def test_with_tf2_ros_the_node_takes_its_mount_from_tf():
                 executor.spin_once(timeout_sec=0.01)  # the node's poll looks the mount up
             assert node._mount_from_tf
             assert list(node.config.position_flu_m) == pytest.approx([1.5, 0.0, 1.8])
+        finally:
+            executor.shutdown()
+            node.close()
+            node.destroy_node()
+            helper.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def test_with_tf2_ros_each_sensor_of_a_set_takes_its_own_mount_from_tf(tmp_path, repo_root):
+    """Runs in a ROS 2 install: a node with two sensors (``lidar_set``, frames ``front`` and
+    ``rear``) takes each mount from its own static TF base_footprint -> frame, and only that
+    sensor's; a flat scene file of its own (docs/scene_format.md) keeps it cheap."""
+    tf2_ros = pytest.importorskip(
+        "tf2_ros",
+        reason="no tf2_ros (not among the PyPI wheels): runs in a ROS 2 Jazzy install (README, 'Run it, test it')",
+    )
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.executors import SingleThreadedExecutor
+
+    from acres_lidar_ros.ros.node import LidarNode
+
+    scene = tmp_path / "flat.json"
+    scene.write_text(
+        json.dumps({"terrain": {"origin_xy_m": [-50.0, -50.0], "cell_m": 100.0, "height_m": [[0, 0], [0, 0]]}})
+    )
+    files, mounts = [], {"front": (1.5, 0.0, 1.8), "rear": (-2.0, 0.5, 1.2)}
+    for frame in mounts:
+        files.append(str(tmp_path / f"{frame}.json"))
+        lidar = {"topic": f"/{frame}/points", "frame_id": frame}
+        Path(files[-1]).write_text(json.dumps({"extends": str(repo_root / "config" / "sensors.json"), "lidar": lidar}))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        overrides = [Parameter("lidar_set", value=files), Parameter("scene", value=str(scene))]
+        node = LidarNode(context=context, parameter_overrides=overrides)
+        helper = rclpy.create_node("acres_lidar_test_static_tf_set", context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        executor.add_node(helper)
+        broadcaster = tf2_ros.StaticTransformBroadcaster(helper)
+        sent = []
+        for frame, (x, y, z) in mounts.items():
+            mount = TransformStamped()
+            mount.header.frame_id, mount.child_frame_id = "base_footprint", frame
+            t = mount.transform.translation
+            t.x, t.y, t.z = x, y, z
+            mount.transform.rotation.w = 1.0
+            sent.append(mount)
+        broadcaster.sendTransform(sent)
+        try:
+            for _ in range(MAX_STEPS):  # bounded: each spin_once waits at most 10 ms
+                if node._mount_from_tf:
+                    break
+                executor.spin_once(timeout_sec=0.01)  # the node's poll looks each mount up
+            assert node._mount_from_tf
+            got = {loop.config.frame_id: list(loop.config.position_flu_m) for loop in node.lidars.loops}
+            assert got == {frame: pytest.approx(list(m)) for frame, m in mounts.items()}
         finally:
             executor.shutdown()
             node.close()
