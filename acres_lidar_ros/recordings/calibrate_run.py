@@ -41,7 +41,7 @@ from acres_lidar_ros.recordings.lidar_stats import (
     points_per_scan,
     return_rate_per_ring,
 )
-from acres_lidar_ros.recordings.recorded_scans import Recording, beam_table, read_recording
+from acres_lidar_ros.recordings.recorded_scans import Recording, beam_table, read_recording, retimed
 
 SENSORS_NAME = "sensors_calibrated.json"
 SELF_TABLE_NAME = "self_table.f32"
@@ -110,6 +110,9 @@ def calibrate(
         tracer = Tracer(scene)
         geometry = calibrated_overlay("", beams, recording.T_base_sensor, None, None, start.columns)["lidar"]
         measured = start.with_overrides(geometry)
+        # The column times came from START's column order; the fitted order may be the other one.
+        recording = retimed(recording, measured)
+        scans = recording.scans
         skip = body_margin((body.p_self + body.p_block) > 0, start.columns, start.rings)
         cells = ground_cells(scans, measured, tracer, skip_cells=skip)
         ground = fit_ground(cells, measured)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import minimize
 from scipy.spatial.transform import Rotation
 from scipy.stats import norm
 
@@ -36,6 +36,8 @@ from acres_lidar_ros.tracing.trace import Tracer
 
 GROUND_MATCH_M = 0.3
 R10_BOUNDS_M = (1.0, 500.0)
+R10_MIN_GAIN = 3.0
+"""The least log-likelihood gain over the start's R10 that a ring's fit must show to replace it."""
 BODY_MARGIN_COLUMNS = 5
 """The ground fit leaves out the body's cells and this many columns on each side of them in their ring:
 at the body's edge a beam is stopped in some scans without any body return (``p_block``)."""
@@ -43,6 +45,13 @@ NOISE_RANGE_M = 10.0
 MIN_GROUND_POINTS = 20
 MAD_TO_SIGMA = 1.4826
 ROUGHNESS_COS_MIN = 0.05
+FIT_BEAMS = 10_000
+"""The most beams of one surface that the albedo fit takes, evenly thinned; the noise fit takes
+``NOISE_FIT_BEAMS`` of each surface and the R10 fit ``R10_FIT_BEAMS`` of each ring (their likelihoods
+are integrals over the micro-slope, 5 to 25 times dearer per beam)."""
+NOISE_FIT_BEAMS = 3_000
+R10_FIT_BEAMS = 2_500
+MICRO_SLOPE_MAX_DEG = 30.0
 
 
 @dataclass(frozen=True)
@@ -181,117 +190,232 @@ class SignalModel:
         return signal_counts(rho, range_m, g, self.s10, r10_m, self.overlap_m)
 
     def detection(
-        self, rho: np.ndarray, range_m: np.ndarray, cos_theta: np.ndarray, s_rho: np.ndarray, r10_m: float
+        self,
+        rho: np.ndarray,
+        range_m: np.ndarray,
+        cos_theta: np.ndarray,
+        s_rho: np.ndarray,
+        r10_m: float,
+        sigma_t_rad: np.ndarray | float = 0.0,
     ) -> np.ndarray:
-        """P(S' >= S_T), averaged over the albedo texture's lognormal factor (Gauss-Hermite, 9 nodes)."""
-        x, w = np.polynomial.hermite_e.hermegauss(9)
-        w = w / w.sum()
+        """P(S' >= S_T), averaged over the albedo texture's lognormal factor and the micro-slope's tilt of
+        the incidence (``theta' = theta + sigma_t z``; Gauss-Hermite, 5 x 3 nodes)."""
+        x, w = _nodes(5)
+        zt, wt = _nodes(3)
         p = np.zeros(np.shape(range_m))
-        for xk, wk in zip(x, w, strict=True):
-            a = np.exp(s_rho * xk - 0.5 * s_rho**2)
-            s = self.signal(rho * a, range_m, cos_theta, r10_m)
-            p += wk * norm.cdf((s - self.threshold) / np.sqrt(np.maximum(s + self.ambient, 1e-9)))
+        for zk, wk in zip(zt, wt, strict=True):
+            cos_k = tilted_cos(cos_theta, sigma_t_rad, zk)
+            for xk, vk in zip(x, w, strict=True):
+                a = np.exp(s_rho * xk - 0.5 * s_rho**2)
+                s = self.signal(rho * a, range_m, cos_k, r10_m)
+                p += wk * vk * norm.cdf((s - self.threshold) / np.sqrt(np.maximum(s + self.ambient, 1e-9)))
         return np.clip(p, 1e-9, 1 - 1e-9)
+
+
+def _nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes and weights (summing to 1) of the expectation over a standard normal."""
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / w.sum()
+
+
+def tilted_cos(cos_theta: np.ndarray, sigma_t_rad: np.ndarray | float, z: float) -> np.ndarray:
+    """``cos theta'`` of the spec's micro-slope, ``theta' = clamp(theta + sigma_t z, 0, pi/2 - 1e-4)``."""
+    theta = np.arccos(np.clip(np.abs(cos_theta), 0.0, 1.0))
+    return np.cos(np.clip(theta + np.asarray(sigma_t_rad) * z, 0.0, np.pi / 2 - 1e-4))
 
 
 def fit_ground(cells: GroundCells, config: SensorConfig) -> dict:
     """The radiometry from the ground beams (maximum likelihood, docs/calibration.md "Calibration").
 
-    Per ground material with at least ``MIN_GROUND_POINTS`` detected beams: ``reflectivity`` the median
-    intensity / 100; ``R10`` per ring from the detection of its ground beams; ``reflectivity_sd`` from the
-    spread of log intensity less the shot noise and the byte rounding; then ``std_m``,
-    ``range_std_low_snr_m`` and each surface's ``roughness_m`` together from the range residuals below 10 m.
+    Per ground material with at least ``MIN_GROUND_POINTS`` matched beams: ``reflectivity`` the median
+    intensity / 100; ``reflectivity_sd`` from the intensity bytes (``_fit_albedo_sd``); ``std_m``,
+    ``range_std_low_snr_m``, each surface's ``roughness_m`` and ``micro_slope_deg`` together from the range
+    residuals below 10 m (``_fit_noise``); then ``R10`` per ring from the detection of its ground beams, with
+    that albedo texture and micro-slope (``_fit_r10``).
     """
     model = SignalModel.of(config)
     det = cells.matched
+    surfaces, rho = _surfaces(cells)
+    s_rho = np.zeros(cells.ring.size)
+    sigma_t = np.zeros(cells.ring.size)
+    r10_start = np.array(config.radiometry.ring_range_at_10pct_m, dtype=np.float64)
+    for name, v in surfaces.items():
+        of = cells.material_id == MATERIAL_NAMES.index(name)
+        v["reflectivity_sd"] = _fit_albedo_sd(cells, model, v["reflectivity"], r10_start, of & det)
+        s_rho[of] = v["reflectivity_sd"]
+    noise = _fit_noise(cells, model, rho, r10_start, surfaces)  # with sigma_t of each surface
+    for name, v in surfaces.items():
+        sigma_t[cells.material_id == MATERIAL_NAMES.index(name)] = np.deg2rad(v.get("micro_slope_deg", 0.0))
+    known = np.isfinite(rho) & (cells.ground_range_m <= model.range_max_m)
+    r10 = _fit_r10(cells, model, rho, s_rho, sigma_t, known, config)
+    return {"surfaces": surfaces, "ring_range_at_10pct_m": r10.tolist(), **noise}
+
+
+def _surfaces(cells: GroundCells) -> tuple[dict[str, dict], np.ndarray]:
+    """The ground materials with at least ``MIN_GROUND_POINTS`` matched beams, each with its ``reflectivity``
+    (the median intensity / 100, as the Polaris overlay has it), and each beam's rho (NaN for the others)."""
     surfaces: dict[str, dict] = {}
     rho = np.full(cells.ring.size, np.nan)
-    s_rho = np.zeros(cells.ring.size)
     for material in np.unique(cells.material_id):
-        sel = (cells.material_id == material) & det
+        sel = (cells.material_id == material) & cells.matched
         if sel.sum() < MIN_GROUND_POINTS:
             continue
         name = MATERIAL_NAMES[int(material)]
         surfaces[name] = {"points": int(sel.sum()), "reflectivity": float(np.median(cells.intensity[sel]) / 100.0)}
         rho[cells.material_id == material] = surfaces[name]["reflectivity"]
-    known = np.isfinite(rho) & (cells.ground_range_m <= model.range_max_m)
-    r10 = _fit_r10(cells, model, rho, s_rho, known, config)
-    r10_of = r10[cells.ring]
-    for name, v in surfaces.items():
-        sel = (cells.material_id == MATERIAL_NAMES.index(name)) & det & (cells.intensity > 0)
-        s_mean = (
-            model.signal(v["reflectivity"], cells.ground_range_m[sel], cells.cos_incidence[sel], 1.0) * r10_of[sel] ** 2
-        )
-        shot = np.mean((s_mean + model.ambient) / np.maximum(s_mean, 1e-9) ** 2)
-        rounding = np.mean(1.0 / (12.0 * cells.intensity[sel] ** 2))
-        spread = _robust_sigma(np.log(cells.intensity[sel])) ** 2 - shot - rounding
-        v["reflectivity_sd"] = float(np.sqrt(max(spread, 0.0)))
-        s_rho[cells.material_id == MATERIAL_NAMES.index(name)] = v["reflectivity_sd"]
-    noise = _fit_noise(cells, model, rho, r10_of, surfaces)
-    return {"surfaces": surfaces, "ring_range_at_10pct_m": r10.tolist(), **noise}
+    return surfaces, rho
 
 
-def _fit_r10(cells: GroundCells, model: SignalModel, rho, s_rho, known, config: SensorConfig) -> np.ndarray:
-    """Each ring's R10 maximising the Bernoulli likelihood of its ground beams' detection; a ring with fewer
-    than ``MIN_GROUND_POINTS`` ground beams keeps the start's value."""
+def fit_range_noise(cells: GroundCells, config: SensorConfig) -> dict:
+    """The range-noise part of ``fit_ground`` alone (``_fit_noise``), with ``config``'s R10 per ring:
+    ``{"surfaces": {name: {..., roughness_m, micro_slope_deg}}, "std_m", "range_std_low_snr_m", ...}``."""
+    surfaces, rho = _surfaces(cells)
+    r10 = np.array(config.radiometry.ring_range_at_10pct_m, dtype=np.float64)
+    return {"surfaces": surfaces, **_fit_noise(cells, SignalModel.of(config), rho, r10, surfaces)}
+
+
+def _every(selection: np.ndarray, most: int) -> np.ndarray:
+    """The indices of ``selection``, evenly thinned to at most ``most`` (deterministic)."""
+    idx = np.flatnonzero(selection)
+    return idx if idx.size <= most else idx[np.linspace(0, idx.size - 1, most).round().astype(np.int64)]
+
+
+def _fit_albedo_sd(cells: GroundCells, model: SignalModel, rho: float, r10: np.ndarray, sel: np.ndarray) -> float:
+    """``s_rho`` by maximum likelihood of the intensity bytes of the matched beams (diffuse, 1 to 100).
+
+    The byte is ``round(100 rho a S' / S)`` (spec "Reflectivity, Signal and Intensity"): its log is
+    about normal with the mean ``mu`` and the variance ``s_rho^2 + (S + B) / S^2`` (albedo texture and
+    shot noise), and a byte ``k`` is that log between ``log(k - 1/2)`` and ``log(k + 1/2)``. The
+    rounding is thus in the likelihood: a robust spread of the bytes of a dark surface (10 +- 1) is
+    set by the byte steps, not by ``s_rho``."""
+    idx = _every(sel & (cells.intensity >= 1) & (cells.intensity <= 100), FIT_BEAMS)
+    if idx.size < MIN_GROUND_POINTS:
+        return 0.0
+    k = np.rint(cells.intensity[idx])
+    s = model.signal(np.full(idx.size, rho), cells.ground_range_m[idx], cells.cos_incidence[idx], 1.0)
+    s = s * r10[cells.ring[idx]] ** 2
+    shot = (s + model.ambient) / np.maximum(s, 1e-9) ** 2
+    lo, hi = np.log(np.maximum(k - 0.5, 1e-3)), np.log(k + 0.5)
+
+    def nll(x: np.ndarray) -> float:
+        sd = np.sqrt(np.exp(2 * x[1]) + shot)
+        p = norm.cdf((hi - x[0]) / sd) - norm.cdf((lo - x[0]) / sd)
+        return float(-np.sum(np.log(np.maximum(p, 1e-300))))
+
+    start = np.array([np.log(max(np.median(k), 1.0)), np.log(0.1)])
+    result = minimize(nll, start, method="L-BFGS-B", bounds=[(None, None), (np.log(1e-3), np.log(2.0))])
+    return float(np.exp(result.x[1]))
+
+
+def _fit_r10(cells: GroundCells, model: SignalModel, rho, s_rho, sigma_t, known, config: SensorConfig) -> np.ndarray:
+    """Each ring's R10 by maximum likelihood of its ground beams' detection: a beam is detected with the
+    probability ``(1 - delta) P(S' >= S_T)``, ``delta`` (fitted per ring) the share lost for reasons the
+    model does not have (water, an edge of the body's shadow), which would otherwise read as a weak
+    signal. A ring keeps the start's value where its beams do not tell R10: fewer than
+    ``MIN_GROUND_POINTS`` beams, an optimum at a bound, or a likelihood gain over the start's value below
+    ``R10_MIN_GAIN`` (nearly all beams seen at any R10, as the near rings' are)."""
     r10 = np.array(config.radiometry.ring_range_at_10pct_m, dtype=np.float64)
     det = cells.detected
+    lo, hi = np.log(R10_BOUNDS_M[0]), np.log(R10_BOUNDS_M[1])
     for ring in range(config.rings):
-        sel = known & (cells.ring == ring)
-        if sel.sum() < MIN_GROUND_POINTS:
+        sel = _every(known & (cells.ring == ring), R10_FIT_BEAMS)
+        if sel.size < MIN_GROUND_POINTS:
             continue
-        rho_r, range_r, cos_r, s_r, d = (
+        rho_r, range_r, cos_r, s_r, t_r, d = (
             rho[sel],
             cells.ground_range_m[sel],
             cells.cos_incidence[sel],
             s_rho[sel],
+            sigma_t[sel],
             det[sel],
         )
 
-        def nll(log_r10: float, rho_r=rho_r, range_r=range_r, cos_r=cos_r, s_r=s_r, d=d) -> float:
-            p = model.detection(rho_r, range_r, cos_r, s_r, float(np.exp(log_r10)))
+        def nll(x: np.ndarray, rho_r=rho_r, range_r=range_r, cos_r=cos_r, s_r=s_r, t_r=t_r, d=d) -> float:
+            delta = 1.0 / (1.0 + np.exp(-x[1]))
+            p = np.clip(
+                (1 - delta) * model.detection(rho_r, range_r, cos_r, s_r, float(np.exp(x[0])), t_r), 1e-9, 1 - 1e-9
+            )
             return float(-np.sum(np.where(d, np.log(p), np.log1p(-p))))
 
-        lo, hi = np.log(R10_BOUNDS_M[0]), np.log(R10_BOUNDS_M[1])
-        result = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
-        if lo + 0.01 < result.x < hi - 0.01:  # at a bound the ring's beams do not tell R10 (all or none seen)
-            r10[ring] = float(np.exp(result.x))
+        delta_bounds = (np.log(1e-6), np.log(0.5))
+        start = np.log(r10[ring])
+        at_start = minimize(
+            lambda y, start=start: nll(np.array([start, y[0]])), [-5.0], method="L-BFGS-B", bounds=[delta_bounds]
+        )
+        best = minimize(nll, [start, at_start.x[0]], method="L-BFGS-B", bounds=[(lo, hi), delta_bounds])
+        inside = lo + 0.01 < best.x[0] < hi - 0.01
+        if inside and at_start.fun - best.fun >= R10_MIN_GAIN:
+            r10[ring] = float(np.exp(best.x[0]))
     return r10
 
 
-def _fit_noise(cells: GroundCells, model: SignalModel, rho, r10_of, surfaces: dict) -> dict:
-    """``std_m``, ``range_std_low_snr_m`` and ``roughness_m`` per surface maximising the normal likelihood
-    of the range residuals below ``NOISE_RANGE_M``: variance ``s0^2 + (s_low SNR_spec / SNR)^2 +
-    (s_h / c^1.5)^2`` (spec "Range Noise", "Ground Relief and Texture")."""
+def _fit_noise(cells: GroundCells, model: SignalModel, rho, r10: np.ndarray, surfaces: dict) -> dict:
+    """``std_m``, ``range_std_low_snr_m``, and per surface ``roughness_m`` and ``micro_slope_deg``, by
+    maximum likelihood of the range residuals below ``NOISE_RANGE_M`` (docs/calibration.md,
+    "Calibration"). A residual (return minus ground hit, the median removed) is normal with the variance
+    ``s0^2 + (s_low SNR_spec / SNR')^2 + (s_h / c'^1.5)^2`` (spec "Range Noise", "Ground Relief and
+    Texture"), where the micro-slope tilts the incidence, ``theta' = theta + sigma_t z``, which changes
+    ``c' = clamp(cos theta', 0.05, 1)`` and the echo stretch in ``SNR'`` (expectation over ``z``:
+    Gauss-Hermite, 5 nodes); with the probability ``eps`` (fitted) it is a return the model does not
+    describe, spread evenly over the match window. Near grazing incidence the micro-slope gives the
+    residuals heavy tails; a fit without it widens ``s_h`` for them and the simulator's spread comes out
+    wider than the recording's.
+    ``r10`` (rings,) the R10 of each ring."""
     names = list(surfaces)
-    sel = cells.matched & (cells.ground_range_m < NOISE_RANGE_M) & np.isfinite(rho)
-    if sel.sum() < MIN_GROUND_POINTS or not names:
+    near = cells.matched & (cells.ground_range_m < NOISE_RANGE_M) & np.isfinite(rho)
+    names = [
+        n for n in names if np.count_nonzero(near & (cells.material_id == MATERIAL_NAMES.index(n))) >= MIN_GROUND_POINTS
+    ]
+    parts = [_every(near & (cells.material_id == MATERIAL_NAMES.index(n)), NOISE_FIT_BEAMS) for n in names]
+    idx = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if idx.size < MIN_GROUND_POINTS:
         return {"std_m": None, "range_std_low_snr_m": None}
-    residual = (cells.return_range_m - cells.ground_range_m)[sel]
-    residual = residual - np.median(residual)
-    s = model.signal(rho[sel], cells.ground_range_m[sel], cells.cos_incidence[sel], 1.0) * r10_of[sel] ** 2
-    snr = s / np.sqrt(s + model.ambient)
+    residual = (cells.return_range_m - cells.ground_range_m)[idx]
+    r2 = (residual - np.median(residual)) ** 2
+    surface = np.concatenate([np.full(p.size, k) for k, p in enumerate(parts)])
+    rho_i, range_i, cos_i, ring_i = rho[idx], cells.ground_range_m[idx], cells.cos_incidence[idx], cells.ring[idx]
+    r10_i = np.asarray(r10, dtype=np.float64)[ring_i]
     snr_spec = model.s10 / np.sqrt(model.s10 + model.ambient)
-    low = (snr_spec / np.maximum(snr, 1e-3)) ** 2
-    c3 = np.clip(np.abs(cells.cos_incidence[sel]), ROUGHNESS_COS_MIN, 1.0) ** 3
-    surface = np.array(
-        [names.index(MATERIAL_NAMES[int(m)]) if MATERIAL_NAMES[int(m)] in names else -1 for m in cells.material_id[sel]]
-    )
-    ok = surface >= 0
-    residual, low, c3, surface = residual[ok], low[ok], c3[ok], surface[ok]
-    r2 = residual**2
+    z, w = _nodes(5)
+    log_uniform = -np.log(2.0 * GROUND_MATCH_M)
+    n = len(names)
 
     def nll(x: np.ndarray) -> float:
-        s0, s_low, *s_h = np.exp(x)
-        var = s0**2 + s_low**2 * low + np.asarray(s_h)[surface] ** 2 / c3 + 1e-12
-        return float(np.sum(np.log(var) + r2 / var))
+        eps = 1.0 / (1.0 + np.exp(-x[0]))
+        s0, s_low = np.exp(x[1:3])
+        s_h, s_t = np.exp(x[3 : 3 + n])[surface], x[3 + n : 3 + 2 * n][surface]
+        density = np.zeros(idx.size)
+        for zk, wk in zip(z, w, strict=True):
+            c = tilted_cos(cos_i, s_t, zk)
+            s = model.signal(rho_i, range_i, c, r10_i)
+            snr = s / np.sqrt(s + model.ambient)
+            var = (
+                s0**2 + (s_low * snr_spec / np.maximum(snr, 1e-3)) ** 2 + s_h**2 / np.maximum(c, ROUGHNESS_COS_MIN) ** 3
+            )
+            density += wk * np.exp(-0.5 * r2 / var) / np.sqrt(2 * np.pi * var)
+        return float(-np.sum(np.log((1 - eps) * density + eps * np.exp(log_uniform) + 1e-300)))
 
-    start = np.log(np.array([0.002, 0.03] + [0.001] * len(names)))
-    result = minimize(nll, start, method="L-BFGS-B", bounds=[(np.log(1e-5), np.log(0.2))] * len(start))
-    s0, s_low, *s_h = np.exp(result.x)
-    for name, value in zip(names, s_h, strict=True):
-        surfaces[name]["roughness_m"] = float(value)
-    return {"std_m": float(s0), "range_std_low_snr_m": float(s_low)}
+    start = np.concatenate(
+        [
+            [np.log(0.01 / 0.99)],
+            np.log([0.002, 0.03]),
+            np.log([0.001] * n),
+            [np.deg2rad(3.0)] * n,
+        ]
+    )
+    bounds = (
+        [(np.log(1e-6), np.log(1.0))]
+        + [(np.log(1e-5), np.log(0.2))] * 2
+        + [(np.log(1e-5), np.log(0.2))] * n
+        + [(0.0, np.deg2rad(MICRO_SLOPE_MAX_DEG))] * n
+    )
+    result = minimize(nll, start, method="L-BFGS-B", bounds=bounds)
+    eps = 1.0 / (1.0 + np.exp(-result.x[0]))
+    s0, s_low = np.exp(result.x[1:3])
+    for k, name in enumerate(names):
+        surfaces[name]["roughness_m"] = float(np.exp(result.x[3 + k]))
+        surfaces[name]["micro_slope_deg"] = float(np.rad2deg(result.x[3 + n + k]))
+    return {"std_m": float(s0), "range_std_low_snr_m": float(s_low), "noise_outlier_share": float(eps)}
 
 
 def mount_keys(T_base_sensor: np.ndarray) -> dict:
@@ -329,6 +453,8 @@ def calibrated_overlay(
                 entry["reflectivity_sd"] = round(v["reflectivity_sd"], 4)
             if "roughness_m" in v:
                 entry["roughness_m"] = round(v["roughness_m"], 5)
+            if "micro_slope_deg" in v:
+                entry["micro_slope_deg"] = round(v["micro_slope_deg"], 3)
             materials[name] = entry
         lidar["materials"] = materials
         if ground.get("std_m") is not None:

@@ -151,6 +151,18 @@ def _worst(values: list[float]) -> float | None:
     return max(finite) if finite else None
 
 
+def _worst_name(values: dict[str, float]) -> str | None:
+    finite = {k: v for k, v in values.items() if np.isfinite(v)}
+    return max(finite, key=lambda k: finite[k]) if finite else None
+
+
+def _worst_bin(differences: np.ndarray) -> str | None:
+    if not np.isfinite(differences).any():
+        return None
+    k = int(np.nanargmax(differences))
+    return f"{k * DETECTION_BIN_M:g} to {(k + 1) * DETECTION_BIN_M:g} m"
+
+
 def score(
     real: Sequence[RecordedScan],
     real_config: SensorConfig,
@@ -177,6 +189,22 @@ def score(
     noise = [abs(s_sim[m]["sigma"] - s_real[m]["sigma"]) / s_real[m]["sigma"] for m in common if s_real[m]["sigma"] > 0]
     hist_real, hist_sim = _range_histogram(real, real_config), _range_histogram(sim, sim_config)
     curves = {
+        "worst_case": {
+            "ground_detection_vs_range_worst_bin": _worst_bin(det),
+            "ground_intensity_median_worst_surface": _worst_name(
+                {m: abs(s_sim[m]["median"] - s_real[m]["median"]) for m in common}
+            ),
+            "ground_intensity_histogram_worst_surface_js": _worst_name(
+                {m: _js(s_sim[m]["hist"], s_real[m]["hist"]) for m in common}
+            ),
+            "range_noise_below_10m_worst_surface_relative": _worst_name(
+                {
+                    m: abs(s_sim[m]["sigma"] - s_real[m]["sigma"]) / s_real[m]["sigma"]
+                    for m in common
+                    if s_real[m]["sigma"] > 0
+                }
+            ),
+        },
         "return_rate_per_ring": (rate_real, rate_sim),
         "body_mask": (mask_real, mask_sim),
         "range_histogram": (hist_real, hist_sim),
@@ -241,6 +269,11 @@ def score_configs(
             "before": results["before"][name],
             "after": results["after"][name],
             "within_limit": within(results["after"][name], limit, kind),
+            **(
+                {"worst_case": {k: curves[k]["worst_case"][name] for k in ("before", "after")}}
+                if name in curves["after"]["worst_case"]
+                else {}
+            ),
         }
         for name, limit, kind in METRICS
     ]
@@ -266,6 +299,8 @@ def write_report(out: Path, metrics: list[dict], recording: Recording, plots: Se
     for m in metrics:
         limit = f"{m['limit']:g}" + (" minimum" if m["limit_kind"] == "min" else "")
         after = _fmt(m["after"]) + ("" if m["within_limit"] else " (not in limit)")
+        if m.get("worst_case", {}).get("after"):
+            after += f", {m['worst_case']['after']}"
         lines.append(f"| {m['name']} | {limit} | {_fmt(m['before'])} | {after} |")
     lines += ["", 'Each metric is defined in docs/calibration.md ("Metrics").', ""]
     for name in plots:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -78,6 +78,7 @@ class Recording:
     unassigned: int = 0
     merged: int = 0
     poses: VehiclePoses | None = None
+    stamp_at: str = "sweep_end"
 
     @property
     def unassigned_share(self) -> float:
@@ -97,6 +98,22 @@ class Recording:
             "unassigned_share": self.unassigned_share,
             "merged_points": self.merged,
         }
+
+
+def retimed(recording: Recording, config: SensorConfig) -> Recording:
+    """The recording with each column's firing time and pose taken again from ``config``, for the
+    scans whose points carry no time of their own: their column times come from the sensors file's
+    column order, spin and start azimuth, and the file a recording was first read with may have
+    the wrong column order (``cw`` against ``ccw`` puts a column's firing time at the other end of
+    the sweep, and its pose up to a sweep's travel away)."""
+    if recording.poses is None:
+        return recording
+    scans = []
+    for scan in recording.scans:
+        times = _column_times(scan.cells, scan.stamp_ns, config, recording.stamp_at)
+        T = firing_poses(recording.poses, recording.T_base_sensor, times)
+        scans.append(RecordedScan(scan.index, scan.stamp_ns, scan.cells, times, T, scan.source))
+    return replace(recording, scans=scans)
 
 
 def beam_table(config: SensorConfig) -> BeamTable:
@@ -269,4 +286,5 @@ def _assemble(
         int(totals[1]),
         int(totals[2]),
         vehicle,
+        stamp_at,
     )
