@@ -38,8 +38,9 @@ class RosPacketSink:
     """Publishes each scan's packets as the driver's messages: ``rslidar_msg/msg/RslidarPacket`` on
     ``/rslidar_packets`` (one a packet, reliable, depth 100), ``velodyne_msgs/msg/VelodyneScan`` on
     ``/velodyne_packets`` (one a scan, depth 10) or ``ouster_sensor_msgs/msg/PacketMsg`` on
-    ``/ouster/lidar_packets`` (one a lidar packet, reliable, depth 10: ouster-ros's subscribers, sensor
-    data or system default QoS, both take it), as ``packets.packet_bag`` writes them into a bag."""
+    ``/ouster/lidar_packets`` (one a lidar packet, reliable, depth 128: a scan's 64 packets are
+    published at once; ouster-ros's subscribers, sensor data or system default QoS, both take it), as
+    ``packets.packet_bag`` writes them into a bag."""
 
     def __init__(self, node: Node, encoder: Any, driver: str, frame_id: str, qos: Callable[[int], Any]) -> None:
         import importlib
@@ -59,7 +60,8 @@ class RosPacketSink:
         if driver == "rslidar":
             self.pub = node.create_publisher(self.msg.RslidarPacket, "/rslidar_packets", qos(100))
         elif driver == "ouster":
-            self.pub = node.create_publisher(self.msg.PacketMsg, OUSTER_TOPIC, qos(10))
+            # A scan's 64 packets leave at once: a history of two scans keeps a reliable reader whole.
+            self.pub = node.create_publisher(self.msg.PacketMsg, OUSTER_TOPIC, qos(128))
         else:
             self.pub = node.create_publisher(self.msg.VelodyneScan, "/velodyne_packets", qos(10))
 
