@@ -1,7 +1,8 @@
 """launch/lidar.launch.py for any sensor: its plan (``ros.launch_plan``) as plain Python, checked
 against the sensors files, a URDF of another vehicle, several sensors in one node and the node's
-parameter declarations; the launch file itself by syntax. Launching it needs ROS 2's launch,
-launch_ros, tf2_ros and robot_state_publisher, which the PyPI wheels lack; it is not launched here."""
+parameter declarations; the launch file itself by syntax, and, where ROS 2's launch and launch_ros
+import, by the nodes its description makes. Launching it needs tf2_ros and robot_state_publisher as
+well, which the PyPI wheels lack: test_launch.py's smoke tests do that in a full ROS 2."""
 
 from __future__ import annotations
 
@@ -131,3 +132,37 @@ def test_the_launch_file_compiles_and_declares_the_plans_arguments(tmp_path):
     assert {"LAUNCH_ARGUMENTS", "lidar_launch_plan", "OpaqueFunction"} <= imported
     assert [name for name, _, _ in LAUNCH_ARGUMENTS][:2] == ["sensors", "urdf"]
     assert (ROOT / "launch" / "polaris.launch.py").is_file()  # the Polaris's shortcut stays
+
+
+def test_launch_itself_makes_one_node_for_two_sensors_and_the_static_tf_the_urdf_lacks(repo_root):
+    """With ROS 2's launch and launch_ros importable (not among the PyPI wheels): the launch
+    description's OpaqueFunction, visited in a LaunchContext with sensors:=polaris,vlp16 and the
+    Polaris URDF, gives one lidar_node, robot_state_publisher and one static_transform_publisher,
+    of vlp16's mount of ``velodyne``. Nothing is started."""
+    launch = pytest.importorskip("launch", reason="no launch (not among the PyPI wheels): runs in a ROS 2 install")
+    pytest.importorskip("launch_ros", reason="no launch_ros (not among the PyPI wheels): runs in a ROS 2 install")
+    import importlib.util
+
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    spec = importlib.util.spec_from_file_location("lidar_launch_under_test", LAUNCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    context = launch.LaunchContext()
+    context.launch_configurations.update({"sensors": "polaris,vlp16", "urdf": str(repo_root / "urdf" / "polaris.urdf")})
+    for entity in description.entities:
+        if isinstance(entity, DeclareLaunchArgument):
+            entity.visit(context)  # the defaults of the arguments not given
+    (opaque,) = [e for e in description.entities if isinstance(e, OpaqueFunction)]
+    nodes = opaque.visit(context)
+    assert [(n.node_package, n.node_executable) for n in nodes] == [
+        ("acres_lidar_ros", "lidar_node"),
+        ("robot_state_publisher", "robot_state_publisher"),
+        ("tf2_ros", "static_transform_publisher"),
+    ]
+    tf = static_args_to_dict(nodes[2]._Node__arguments)  # launch_ros keeps the arguments it was given
+    assert (tf["--frame-id"], tf["--child-frame-id"]) == ("base_footprint", "velodyne")
+    np.testing.assert_allclose(
+        [float(tf[k]) for k in ("--x", "--y", "--z")], load_sensor_config("vlp16").position_flu_m, atol=1e-8
+    )
