@@ -258,7 +258,36 @@ def parse_emitters(
         _state(raw, f"{where}.states[{s}]", n_e, n_e_from, limit_ns, limit, peak_power_w)
         for s, raw in enumerate(states_raw)
     )
-    channels = v["number_of_channels"] if v["number_of_channels"] is not None else n_e
+    channels = _checked_channels(v["number_of_channels"], states, n_e, scan_type, range_count, where)
+    lines = _check_lines(block, states_raw, states, v["num_lines"], n_e, scan_type, where)
+    _check_roi(v, where)
+    return EmittersConfig(
+        scan_type=scan_type,
+        firing_res_deg=v["rot_pattern_firing_res_deg"] if scan_type == ROTARY else 360.0,
+        ticks=ticks,
+        tick_period_s=tick_period_s,
+        emitters=n_e,
+        number_of_channels=channels,
+        state_resolution_step=v["state_resolution_step"],
+        num_lines=v["num_lines"],
+        num_rays_per_line=lines,
+        min_azimuth_roi_deg=v["min_azimuth_roi_deg"],
+        max_azimuth_roi_deg=v["max_azimuth_roi_deg"],
+        states=states,
+    )
+
+
+def _checked_channels(
+    number_of_channels: int | None,
+    states: tuple[EmitterState, ...],
+    n_e: int,
+    scan_type: str,
+    range_count: int,
+    where: str,
+) -> int:
+    """The sensor's detectors (``number_of_channels``, or one per emitter), checked against the states'
+    channel ids and range ids."""
+    channels = number_of_channels if number_of_channels is not None else n_e
     distinct = np.unique(np.concatenate([s.channel_id for s in states]))
     if distinct.size > channels:
         raise ConfigError(
@@ -280,22 +309,7 @@ def parse_emitters(
                 f"range_count = {range_count} ({regions} region{'s' if regions > 1 else ''}; a range_count of 0 "
                 "counts as 1)"
             )
-    lines = _check_lines(block, states_raw, states, v["num_lines"], n_e, scan_type, where)
-    _check_roi(v, where)
-    return EmittersConfig(
-        scan_type=scan_type,
-        firing_res_deg=v["rot_pattern_firing_res_deg"] if scan_type == ROTARY else 360.0,
-        ticks=ticks,
-        tick_period_s=tick_period_s,
-        emitters=n_e,
-        number_of_channels=channels,
-        state_resolution_step=v["state_resolution_step"],
-        num_lines=v["num_lines"],
-        num_rays_per_line=lines,
-        min_azimuth_roi_deg=v["min_azimuth_roi_deg"],
-        max_azimuth_roi_deg=v["max_azimuth_roi_deg"],
-        states=states,
-    )
+    return channels
 
 
 def _array(raw: dict, name: str, where: str, n_e: int, n_e_from: str, required: bool) -> list | None:

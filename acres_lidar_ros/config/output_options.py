@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from acres_lidar_ros.config.param import Param
+
 COORDINATES: tuple[str, ...] = ("cartesian", "spherical")
 OUTPUT_FRAMES: tuple[str, ...] = ("sensor", "world", "custom")
 OUTPUT_KEYS: tuple[str, ...] = (
@@ -73,11 +75,11 @@ class OutputConfig:
         return cls(**kwargs)
 
 
-def output_params(P: Callable[..., Any]) -> tuple[Any, ...]:
+def output_params(P: Callable[..., Param]) -> tuple[Param, ...]:
     """The schema's declarations of the output keys, made with ``schema.P`` (every one
     ``runtime``: the attribute list lets output settings change at the next scan)."""
 
-    def runtime(name: str, kind: str, default: Any, unit: str = "", **kw: Any) -> Any:
+    def runtime(name: str, kind: str, default: object, unit: str = "", **kw: Any) -> Param:
         return P(name, kind, default, unit, runtime=True, **kw)
 
     return (

@@ -470,7 +470,7 @@ def _check_joint_keys(v: dict[str, Any]) -> None:
         )
 
 
-def _materials(entries: Any, wavelength_nm: float) -> tuple[MaterialTable, dict[str, dict[str, Any]]]:
+def _materials(entries: object, wavelength_nm: float) -> tuple[MaterialTable, dict[str, dict[str, Any]]]:
     """The material table at ``wavelength_nm`` and each material's effective entry (its numbers,
     or its spectrum with the resolved numbers under the comment key ``_resolved``)."""
     if not isinstance(entries, dict):

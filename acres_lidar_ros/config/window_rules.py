@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from acres_lidar_ros.errors import ConfigError
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.config.sensors import SensorConfig
 
 FULL_TURN_DEG = 360.0
 
@@ -176,7 +179,7 @@ def mechanical_noise_config(v: dict[str, Any]) -> MechanicalNoiseConfig:
     )
 
 
-def trace_key(config: Any, foliage: bool, seed: int) -> tuple:
+def trace_key(config: SensorConfig, foliage: bool, seed: int) -> tuple:
     """What a scan's traced rays and hits depend on besides the poses (the trace's limits, the
     range offset, the mechanical noise and its seed, the foliage switch) for a ``SensorConfig``:
     a sweep traces a block traced under another key again (a runtime change between the block
