@@ -135,18 +135,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _point_profile(name: str, where: str = "point_type") -> Any:
-    from acres_lidar_ros.outputs.point_types import point_profile
-
-    return point_profile(name, where)
-
-
 def _point_type(args: argparse.Namespace, config: SensorConfig) -> str:
-    """``--point-type``, or the sensors file's ``lidar.point_type`` (its driver's layout), checked."""
-    if args.point_type is not None:
-        return str(args.point_type)
-    _point_profile(config.point_type, f"lidar.point_type of {config.source}")
-    return config.point_type
+    """``--point-type``, or the sensors file's ``lidar.point_type`` (its driver's layout, which the
+    config layer checked)."""
+    return config.point_type if args.point_type is None else str(args.point_type)
 
 
 def _point_type_key(args: argparse.Namespace, config: SensorConfig) -> str:

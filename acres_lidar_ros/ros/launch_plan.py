@@ -125,8 +125,8 @@ def lidar_launch_plan(arguments: dict[str, str]) -> LaunchPlan:
     base frame, ``topic`` or ``frame_id`` is given for several sensors, or two sensors share a
     topic or a frame (the message says which argument or key fixes it).
     """
+    from acres_lidar_ros.config.schema import LIDAR_PARAM
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.outputs.point_types import PROFILES
 
     args = {name: default for name, default, _ in LAUNCH_ARGUMENTS} | {k: str(v) for k, v in arguments.items()}
     unknown = sorted(set(args) - {name for name, _, _ in LAUNCH_ARGUMENTS})
@@ -142,8 +142,8 @@ def lidar_launch_plan(arguments: dict[str, str]) -> LaunchPlan:
                 f"launch argument {name} = {args[name]!r} with {len(names)} sensors ({args['sensors']}): each sensor "
                 f"takes its own from its sensors file (lidar.{name}); leave {name} empty"
             )
-    if args["point_type"] and args["point_type"] not in PROFILES:
-        raise ConfigError(f"launch argument point_type = {args['point_type']!r}: allowed: {', '.join(PROFILES)}")
+    if args["point_type"]:  # the sensors file's rule for the key
+        LIDAR_PARAM["point_type"].validate(args["point_type"], "launch argument point_type")
     sim_time = _flag(args["use_sim_time"], "use_sim_time")
     robot = None
     robot_description = None

@@ -117,7 +117,9 @@ def test_launch_arguments_override_the_sensors_file_and_bad_ones_are_refused():
     assert plan.lidar_parameters["topic"] == "/points" and plan.lidar_parameters["point_type"] == "XYZIRT"
     assert plan.lidar_parameters["lidar.frame_id"] == "top"
     assert static_args_to_dict(plan.static_transform)["--child-frame-id"] == "top"
-    with pytest.raises(ConfigError, match="point_type = 'PointXYZ': allowed: XYZI"):
+    with pytest.raises(
+        ConfigError, match="launch argument point_type = 'PointXYZ': expected a point layout: one of XYZI"
+    ):
         lidar_launch_plan({"point_type": "PointXYZ"})
     with pytest.raises(ConfigError, match="use_sim_time = 'yes': expected true or false"):
         lidar_launch_plan({"use_sim_time": "yes"})
