@@ -91,6 +91,7 @@ class GroundCells:
     material_id: np.ndarray
     return_range_m: np.ndarray
     intensity: np.ndarray
+    wetness: np.ndarray  # the scene's wetness w of the ground hit (soil: its water model; spec "Ground")
 
     @property
     def detected(self) -> np.ndarray:
@@ -136,12 +137,13 @@ def ground_cells(
                 hits.material_id[on, 0].astype(np.int64),
                 stack_ranges([scan], table)[0][cells],
                 scan.cells.intensity[cells].astype(np.float64),
+                hits.wetness[on, 0].astype(np.float64),
             )
         )
     if not parts:
         e = np.zeros(0)
-        return GroundCells(np.zeros(0, np.int64), e, e, np.zeros(0, np.int64), e, e)
-    return GroundCells(*(np.concatenate([p[k] for p in parts]) for k in range(6)))
+        return GroundCells(np.zeros(0, np.int64), e, e, np.zeros(0, np.int64), e, e, e)
+    return GroundCells(*(np.concatenate([p[k] for p in parts]) for k in range(7)))
 
 
 def body_margin(body_cells: np.ndarray, columns: int, rings: int) -> np.ndarray:
@@ -235,13 +237,13 @@ def fit_ground(cells: GroundCells, config: SensorConfig) -> dict:
     """
     model = SignalModel.of(config)
     det = cells.matched
-    surfaces, rho = _surfaces(cells)
+    surfaces, rho = _surfaces(cells, config)
     s_rho = np.zeros(cells.ring.size)
     sigma_t = np.zeros(cells.ring.size)
     r10_start = np.array(config.radiometry.ring_range_at_10pct_m, dtype=np.float64)
     for name, v in surfaces.items():
         of = cells.material_id == MATERIAL_NAMES.index(name)
-        v["reflectivity_sd"] = _fit_albedo_sd(cells, model, v["reflectivity"], r10_start, of & det)
+        v["reflectivity_sd"] = _fit_albedo_sd(cells, model, rho, v["reflectivity"], r10_start, of & det)
         s_rho[of] = v["reflectivity_sd"]
     noise = _fit_noise(cells, model, rho, r10_start, surfaces)  # with sigma_t of each surface
     for name, v in surfaces.items():
@@ -251,25 +253,37 @@ def fit_ground(cells: GroundCells, config: SensorConfig) -> dict:
     return {"surfaces": surfaces, "ring_range_at_10pct_m": r10.tolist(), **noise}
 
 
-def _surfaces(cells: GroundCells) -> tuple[dict[str, dict], np.ndarray]:
-    """The ground materials with at least ``MIN_GROUND_POINTS`` matched beams, each with its ``reflectivity``
-    (the median intensity / 100, as the Polaris overlay has it), and each beam's rho (NaN for the others)."""
+def _surfaces(cells: GroundCells, config: SensorConfig) -> tuple[dict[str, dict], np.ndarray]:
+    """The ground materials with at least ``MIN_GROUND_POINTS`` matched beams, each with its ``reflectivity``,
+    and each beam's reflectance as the sensor sees it (NaN for the other materials).
+
+    ``reflectivity`` is the median intensity / 100 (as the Polaris overlay has it) of the dry surface: each
+    beam's intensity divided by the wetness loss ``max(0, 1 - a_w w)`` of its hit (spec "Backscatter"; ``a_w``
+    the material's ``wet_darkening`` of ``config``, ``w`` the scene's wetness there), so a simulator that
+    darkens wet ground again does not darken it twice; a beam's reflectance is that times its loss."""
     surfaces: dict[str, dict] = {}
     rho = np.full(cells.ring.size, np.nan)
+    loss = np.maximum(0.0, 1.0 - config.materials.wet_darkening[cells.material_id] * cells.wetness)
     for material in np.unique(cells.material_id):
-        sel = (cells.material_id == material) & cells.matched
+        of = cells.material_id == material
+        sel = of & cells.matched & (loss > 0.05)
         if sel.sum() < MIN_GROUND_POINTS:
             continue
         name = MATERIAL_NAMES[int(material)]
-        surfaces[name] = {"points": int(sel.sum()), "reflectivity": float(np.median(cells.intensity[sel]) / 100.0)}
-        rho[cells.material_id == material] = surfaces[name]["reflectivity"]
+        dry = float(np.median(cells.intensity[sel] / loss[sel]) / 100.0)
+        surfaces[name] = {
+            "points": int(sel.sum()),
+            "reflectivity": dry,
+            "wet_share": float(np.mean(cells.wetness[sel] > 0)),
+        }
+        rho[of] = dry * loss[of]
     return surfaces, rho
 
 
 def fit_range_noise(cells: GroundCells, config: SensorConfig) -> dict:
     """The range-noise part of ``fit_ground`` alone (``_fit_noise``), with ``config``'s R10 per ring:
     ``{"surfaces": {name: {..., roughness_m, micro_slope_deg}}, "std_m", "range_std_low_snr_m", ...}``."""
-    surfaces, rho = _surfaces(cells)
+    surfaces, rho = _surfaces(cells, config)
     r10 = np.array(config.radiometry.ring_range_at_10pct_m, dtype=np.float64)
     return {"surfaces": surfaces, **_fit_noise(cells, SignalModel.of(config), rho, r10, surfaces)}
 
@@ -280,26 +294,30 @@ def _every(selection: np.ndarray, most: int) -> np.ndarray:
     return idx if idx.size <= most else idx[np.linspace(0, idx.size - 1, most).round().astype(np.int64)]
 
 
-def _fit_albedo_sd(cells: GroundCells, model: SignalModel, rho: float, r10: np.ndarray, sel: np.ndarray) -> float:
+def _fit_albedo_sd(
+    cells: GroundCells, model: SignalModel, rho: np.ndarray, dry: float, r10: np.ndarray, sel: np.ndarray
+) -> float:
     """``s_rho`` by maximum likelihood of the intensity bytes of the matched beams (diffuse, 1 to 100).
 
     The byte is ``round(100 rho a S' / S)`` (spec "Reflectivity, Signal and Intensity"): its log is
     about normal with the mean ``mu`` and the variance ``s_rho^2 + (S + B) / S^2`` (albedo texture and
     shot noise), and a byte ``k`` is that log between ``log(k - 1/2)`` and ``log(k + 1/2)``. The
-    rounding is thus in the likelihood: a robust spread of the bytes of a dark surface (10 +- 1) is
+    rounding is thus in the likelihood (``rho`` each beam's reflectance, ``dry`` the material's: a wet
+    beam's mean is lower by ``log(rho / dry)``): a robust spread of the bytes of a dark surface (10 +- 1) is
     set by the byte steps, not by ``s_rho``."""
     idx = _every(sel & (cells.intensity >= 1) & (cells.intensity <= 100), FIT_BEAMS)
     if idx.size < MIN_GROUND_POINTS:
         return 0.0
     k = np.rint(cells.intensity[idx])
-    s = model.signal(np.full(idx.size, rho), cells.ground_range_m[idx], cells.cos_incidence[idx], 1.0)
+    offset = np.log(np.maximum(rho[idx], 1e-6) / dry)
+    s = model.signal(rho[idx], cells.ground_range_m[idx], cells.cos_incidence[idx], 1.0)
     s = s * r10[cells.ring[idx]] ** 2
     shot = (s + model.ambient) / np.maximum(s, 1e-9) ** 2
     lo, hi = np.log(np.maximum(k - 0.5, 1e-3)), np.log(k + 0.5)
 
     def nll(x: np.ndarray) -> float:
         sd = np.sqrt(np.exp(2 * x[1]) + shot)
-        p = norm.cdf((hi - x[0]) / sd) - norm.cdf((lo - x[0]) / sd)
+        p = norm.cdf((hi - x[0] - offset) / sd) - norm.cdf((lo - x[0] - offset) / sd)
         return float(-np.sum(np.log(np.maximum(p, 1e-300))))
 
     start = np.array([np.log(max(np.median(k), 1.0)), np.log(0.1)])
