@@ -51,6 +51,9 @@ FIT_BEAMS = 10_000
 are integrals over the micro-slope, 5 to 25 times dearer per beam)."""
 NOISE_FIT_BEAMS = 3_000
 R10_FIT_BEAMS = 2_500
+MIN_NOISE_RING_BEAMS = 200
+"""The fewest beams of a ring among the noise fit's for its R10 to be fitted from its noise (or to pin
+``range_std_low_snr_m``): a ring that meets the ground far away has few beams below 10 m, on slopes."""
 MICRO_SLOPE_MAX_DEG = 30.0
 
 
@@ -249,7 +252,10 @@ def fit_ground(cells: GroundCells, config: SensorConfig) -> dict:
     for name, v in surfaces.items():
         sigma_t[cells.material_id == MATERIAL_NAMES.index(name)] = np.deg2rad(v.get("micro_slope_deg", 0.0))
     known = np.isfinite(rho) & (cells.ground_range_m <= model.range_max_m)
-    r10 = _fit_r10(cells, model, rho, s_rho, sigma_t, known, config)
+    r10, told = _fit_r10(cells, model, rho, s_rho, sigma_t, known, config)
+    if noise["std_m"] is not None:
+        r10, noise["range_std_low_snr_m"], from_noise = _fit_low_snr(cells, model, rho, r10, ~told, surfaces, noise)
+        noise["r10_rings_from_noise"] = from_noise
     return {"surfaces": surfaces, "ring_range_at_10pct_m": r10.tolist(), **noise}
 
 
@@ -325,14 +331,18 @@ def _fit_albedo_sd(
     return float(np.exp(result.x[1]))
 
 
-def _fit_r10(cells: GroundCells, model: SignalModel, rho, s_rho, sigma_t, known, config: SensorConfig) -> np.ndarray:
+def _fit_r10(
+    cells: GroundCells, model: SignalModel, rho, s_rho, sigma_t, known, config: SensorConfig
+) -> tuple[np.ndarray, np.ndarray]:
     """Each ring's R10 by maximum likelihood of its ground beams' detection: a beam is detected with the
     probability ``(1 - delta) P(S' >= S_T)``, ``delta`` (fitted per ring) the share lost for reasons the
     model does not have (water, an edge of the body's shadow), which would otherwise read as a weak
     signal. A ring keeps the start's value where its beams do not tell R10: fewer than
     ``MIN_GROUND_POINTS`` beams, an optimum at a bound, or a likelihood gain over the start's value below
-    ``R10_MIN_GAIN`` (nearly all beams seen at any R10, as the near rings' are)."""
+    ``R10_MIN_GAIN`` (nearly all beams seen at any R10, as the near rings' are). Returns R10 per ring and
+    (rings,) bool: the rings whose detection told it."""
     r10 = np.array(config.radiometry.ring_range_at_10pct_m, dtype=np.float64)
+    told = np.zeros(config.rings, bool)
     det = cells.detected
     lo, hi = np.log(R10_BOUNDS_M[0]), np.log(R10_BOUNDS_M[1])
     for ring in range(config.rings):
@@ -364,7 +374,69 @@ def _fit_r10(cells: GroundCells, model: SignalModel, rho, s_rho, sigma_t, known,
         inside = lo + 0.01 < best.x[0] < hi - 0.01
         if inside and at_start.fun - best.fun >= R10_MIN_GAIN:
             r10[ring] = float(np.exp(best.x[0]))
-    return r10
+            told[ring] = True
+    return r10, told
+
+
+def _noise_beams(cells: GroundCells, rho, surfaces: dict) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The noise fits' beams: matched, below ``NOISE_RANGE_M``, ``NOISE_FIT_BEAMS`` of each surface that has
+    ``MIN_GROUND_POINTS``; their surfaces' names, indices, surface numbers and squared residuals (median
+    removed)."""
+    near = cells.matched & (cells.ground_range_m < NOISE_RANGE_M) & np.isfinite(rho)
+    names = [
+        n
+        for n in surfaces
+        if np.count_nonzero(near & (cells.material_id == MATERIAL_NAMES.index(n))) >= MIN_GROUND_POINTS
+    ]
+    parts = [_every(near & (cells.material_id == MATERIAL_NAMES.index(n)), NOISE_FIT_BEAMS) for n in names]
+    idx = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    residual = (cells.return_range_m - cells.ground_range_m)[idx]
+    r2 = (residual - np.median(residual)) ** 2 if idx.size else residual
+    surface = np.concatenate([np.full(p.size, k) for k, p in enumerate(parts)]) if parts else idx
+    return names, idx, surface, r2
+
+
+def _fit_low_snr(
+    cells: GroundCells, model: SignalModel, rho, r10: np.ndarray, free: np.ndarray, surfaces: dict, noise: dict
+) -> tuple[np.ndarray, float, list[int]]:
+    """``range_std_low_snr_m`` again, with the R10 of the rings whose detection did not tell it (``free``)
+    fitted from their range noise: the low-SNR term of a beam is ``s_low SNR_spec / SNR``, ``SNR`` about
+    ``sqrt(S)`` and ``S`` proportional to ``R10^2``, so a ring's noise tells ``s_low / R10``, and the rings
+    whose R10 the detection told pin ``s_low``. ``std_m``, the roughness, the micro-slope and ``eps`` stay
+    those of ``_fit_noise``. Returns R10 per ring, ``s_low`` and the rings fitted here."""
+    names, idx, surface, r2 = _noise_beams(cells, rho, surfaces)
+    ring_i = cells.ring[idx]
+    seen = np.bincount(ring_i, minlength=r10.size) >= MIN_NOISE_RING_BEAMS
+    free_rings = np.flatnonzero(seen & free)
+    if not (seen & ~free).any():  # nothing pins s_low: keep the first fit
+        return r10, float(noise["range_std_low_snr_m"]), []
+    s_h = np.array([surfaces[n]["roughness_m"] for n in names])[surface]
+    s_t = np.deg2rad(np.array([surfaces[n]["micro_slope_deg"] for n in names]))[surface]
+    eps, s0 = noise["noise_outlier_share"], noise["std_m"]
+    rho_i, range_i, cos_i = rho[idx], cells.ground_range_m[idx], cells.cos_incidence[idx]
+    snr_spec = model.s10 / np.sqrt(model.s10 + model.ambient)
+    z, w = _nodes(5)
+    tilted = [tilted_cos(cos_i, s_t, zk) for zk in z]
+    rough = [s_h**2 / np.maximum(c, ROUGHNESS_COS_MIN) ** 3 for c in tilted]
+    unit = [model.signal(rho_i, range_i, c, 1.0) for c in tilted]  # S at R10 = 1 m: S scales with R10^2
+
+    def nll(x: np.ndarray) -> float:
+        ring_r10 = r10.copy()
+        ring_r10[free_rings] = np.exp(x[1:])
+        r10_sq = ring_r10[ring_i] ** 2
+        density = np.zeros(idx.size)
+        for wk, u, rk in zip(w, unit, rough, strict=True):
+            s = u * r10_sq
+            var = s0**2 + (np.exp(x[0]) * snr_spec * np.sqrt(s + model.ambient) / np.maximum(s, 1e-9)) ** 2 + rk
+            density += wk * np.exp(-0.5 * r2 / var) / np.sqrt(2 * np.pi * var)
+        return float(-np.sum(np.log((1 - eps) * density + eps / (2.0 * GROUND_MATCH_M) + 1e-300)))
+
+    start = np.concatenate([[np.log(noise["range_std_low_snr_m"])], np.log(r10[free_rings])])
+    bounds = [(np.log(1e-5), np.log(0.2))] + [(np.log(R10_BOUNDS_M[0]), np.log(R10_BOUNDS_M[1]))] * free_rings.size
+    result = minimize(nll, start, method="L-BFGS-B", bounds=bounds)
+    fitted = r10.copy()
+    fitted[free_rings] = np.exp(result.x[1:])
+    return fitted, float(np.exp(result.x[0])), free_rings.tolist()
 
 
 def _fit_noise(cells: GroundCells, model: SignalModel, rho, r10: np.ndarray, surfaces: dict) -> dict:
@@ -379,18 +451,9 @@ def _fit_noise(cells: GroundCells, model: SignalModel, rho, r10: np.ndarray, sur
     residuals heavy tails; a fit without it widens ``s_h`` for them and the simulator's spread comes out
     wider than the recording's.
     ``r10`` (rings,) the R10 of each ring."""
-    names = list(surfaces)
-    near = cells.matched & (cells.ground_range_m < NOISE_RANGE_M) & np.isfinite(rho)
-    names = [
-        n for n in names if np.count_nonzero(near & (cells.material_id == MATERIAL_NAMES.index(n))) >= MIN_GROUND_POINTS
-    ]
-    parts = [_every(near & (cells.material_id == MATERIAL_NAMES.index(n)), NOISE_FIT_BEAMS) for n in names]
-    idx = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    names, idx, surface, r2 = _noise_beams(cells, rho, surfaces)
     if idx.size < MIN_GROUND_POINTS:
         return {"std_m": None, "range_std_low_snr_m": None}
-    residual = (cells.return_range_m - cells.ground_range_m)[idx]
-    r2 = (residual - np.median(residual)) ** 2
-    surface = np.concatenate([np.full(p.size, k) for k, p in enumerate(parts)])
     rho_i, range_i, cos_i, ring_i = rho[idx], cells.ground_range_m[idx], cells.cos_incidence[idx], cells.ring[idx]
     r10_i = np.asarray(r10, dtype=np.float64)[ring_i]
     snr_spec = model.s10 / np.sqrt(model.s10 + model.ambient)
