@@ -81,12 +81,11 @@ def test_metrics_before_and_after(calibrated):
     summary, out = calibrated
     metrics = json.loads((out / "metrics.json").read_text())["metrics"]
     assert [m["name"] for m in metrics] == [m["name"] for m in summary["metrics"]] and len(metrics) == 11
-    by_name = {m["name"]: m for m in metrics}
-    for name in ("ring_azimuth_offset_worst_ring_deg", "body_mask_iou", "return_rate_per_ring_mae_points"):
-        m = by_name[name]
+    for m in metrics:  # all 11 within their limits after the calibration
         assert m["within_limit"], m
         before_ok = m["before"] >= m["limit"] if m["limit_kind"] == "min" else m["before"] <= m["limit"]
-        assert not before_ok, m
+        # before: all outside but the elevations, which the nominal helios5515 shares with the Polaris
+        assert before_ok == (m["name"] == "beam_elevation_worst_ring_deg"), m
     report = (out / "report.md").read_text()
     assert "| Metric (Worst Case) | Limit | Before | Calibrated |" in report
 
