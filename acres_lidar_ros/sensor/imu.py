@@ -225,9 +225,9 @@ def lidar_imu_extrinsics(
     """The LiDAR-IMU extrinsics LIO front ends ask for, from the two mounts on base_footprint.
 
     Returns ``R_lidar_imu``, ``t_lidar_imu_m`` (the IMU's axes and origin in LiDAR coordinates:
-    LIO-SAM's ``extrinsicRot`` / ``extrinsicRPY`` and ``extrinsicTrans``) and ``R_imu_lidar``,
-    ``t_imu_lidar_m`` (the LiDAR's in IMU coordinates: FAST-LIO's ``extrinsic_R`` and
-    ``extrinsic_T``, "Lidar_R_wrt_IMU")."""
+    LIO-SAM's ``extrinsicRot`` and ``extrinsicTrans``) and ``R_imu_lidar``, ``t_imu_lidar_m`` (the
+    LiDAR's in IMU coordinates: LIO-SAM's ``extrinsicRPY``, FAST-LIO's ``extrinsic_R`` and
+    ``extrinsic_T``, "Lidar_R_wrt_IMU"); docs/imu.md, "LIO-SAM and FAST-LIO on the Polaris"."""
     R_bl = mount_rotation(np.asarray(lidar_rpy_rad, dtype=np.float64))
     R_bi = mount_rotation(np.asarray(imu_rpy_rad, dtype=np.float64))
     t_bl = np.asarray(lidar_position_m, dtype=np.float64)
