@@ -8,8 +8,12 @@ per case:
 * return counts, flags, classes, materials and objects (the discrete fields of a cell) are
   identical on at least 99.99 % of the beams, and every beam that differs is explained: one of
   its echoes has a measured signal within 1e-9 (relative) of the detection threshold;
-* ranges within 1e-6 m, reflectivity within 1e-6 relative, signal and intensity within one count
-  (they are rounded from floats), on the beams whose discrete fields agree;
+* on the beams whose discrete fields agree: ranges within 1e-6 m plus 4 float32 ulps of the
+  distance (Embree's float32 hit distance differs by an ulp or two between CPUs' instruction
+  sets), reflectivity within 1e-6 relative, signal and intensity within one count (they are
+  rounded from floats); a beam outside these is explained: it has a ground hit within that
+  tolerance of a line of the ground's place-hash grids, where the ulp moves it into the next
+  cell (another albedo and micro-slope), and such beams are at most 0.01 %;
 * the same seed gives bit-identical scans run to run, whole or traced in column blocks.
 """
 
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from acres_lidar_ros.radiometry.echoes import ALBEDO_CELL_M, GROUND_CLASS, MICRO_SLOPE_CELL_M
 from acres_lidar_ros.scene import build_default_farm, default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
@@ -61,7 +66,43 @@ def near_threshold_beams(scanner, scan, echoes) -> np.ndarray:
     return np.unique(echoes.cell[near])
 
 
-def compare(scanner, scan, golden: dict, echoes) -> tuple[int, int]:
+def record_blocks(sweep) -> list:
+    """The column blocks ``sweep`` traces from now on (whole-scan finish included), kept as
+    they are traced: finishing consumes them."""
+    blocks: list = []
+    trace_columns = sweep.trace_columns
+
+    def traced(*args, **kwargs):
+        before = {id(block) for block in sweep._blocks}
+        trace_columns(*args, **kwargs)
+        blocks.extend(block for block in sweep._blocks if id(block) not in before)
+
+    sweep.trace_columns = traced
+    return blocks
+
+
+def hash_line_beams(tracer, blocks) -> np.ndarray:
+    """Cells with a ground hit within 4 float32 ulps of its range (+1e-6 m) of a line of the
+    ground's place-hash grids (micro-slope and albedo cells, hashed by the hit's x and y): an
+    ulp of range there moves the hit into the next cell, with another micro-slope and albedo."""
+    cells = []
+    for block in blocks:
+        hits = block.hits
+        origins, directions = tracer.to_scene(block.origins, block.directions)
+        range_m = np.where(hits.valid, hits.range_m, 0.0)
+        xy = origins[:, None, :2] + range_m[..., None] * directions[:, None, :2]
+        margin_m = 1e-6 + 4.0 * np.spacing(np.abs(range_m).astype(np.float32)).astype(np.float64)
+        near = np.zeros(hits.valid.shape, bool)
+        for cell_m in (MICRO_SLOPE_CELL_M, ALBEDO_CELL_M):
+            q = xy / cell_m
+            near |= (np.abs(q - np.round(q)) * cell_m <= margin_m[..., None]).any(axis=-1)
+        near &= hits.valid & (hits.class_id == GROUND_CLASS)
+        per_cell = near.reshape(len(block.cells), -1).any(axis=1)  # a cell's sub-rays are consecutive rows
+        cells.append(block.cells[per_cell])
+    return np.concatenate(cells) if cells else np.empty(0, np.int64)
+
+
+def compare(scanner, scan, golden: dict, echoes, on_hash_lines: np.ndarray) -> tuple[int, int]:
     """Assert the golden check on one scan; return (beams, beams that differ)."""
     returns = scan.returns
     n_beams = returns.valid.shape[0]
@@ -76,18 +117,32 @@ def compare(scanner, scan, golden: dict, echoes) -> tuple[int, int]:
         unexplained = np.setdiff1d(differ, near_threshold_beams(scanner, scan, echoes))
         assert unexplained.size == 0, f"beams {unexplained[:10].tolist()} differ from the golden, not at the threshold"
     assert differ.size <= 1e-4 * n_beams
-    # Continuous fields on the beams that agree (their valid slots line up one to one).
-    valid = returns.valid
-    keep = np.repeat(same[:, None], valid.shape[1], axis=1)[valid]
-    golden_keep = np.repeat(same[:, None], valid.shape[1], axis=1)[golden["valid"]]
-    now_range = np.asarray(returns.range_m)[valid][keep]
-    then_range = golden["range_m"][golden_keep]
-    np.testing.assert_allclose(now_range, then_range, rtol=0.0, atol=1e-6)
-    now_rho = np.asarray(returns.reflectivity)[valid][keep]
-    np.testing.assert_allclose(now_rho, golden["reflectivity"][golden_keep].astype(np.float64), rtol=1e-6, atol=1e-12)
+    # Continuous fields on the beams that agree: their valid slots line up one to one.
+    valid = np.asarray(returns.valid)
+    slots = valid & same[:, None]
+    golden_at = np.full(valid.shape, -1, np.int64)
+    golden_at[golden["valid"]] = np.arange(int(golden["valid"].sum()))
+    at = golden_at[slots]
+    # Embree returns the hit distance in float32, and CPUs with other instruction sets (AVX-512
+    # against AVX2) round it differently by an ulp or two: allowed, 4 float32 ulps of the distance.
+    now_range, then_range = np.asarray(returns.range_m)[slots], golden["range_m"][at]
+    range_atol_m = 1e-6 + 4.0 * np.spacing(np.abs(then_range).astype(np.float32)).astype(np.float64)
+    off = np.abs(now_range - then_range) > range_atol_m
+    now_rho, then_rho = np.asarray(returns.reflectivity)[slots], golden["reflectivity"][at].astype(np.float64)
+    off |= np.abs(now_rho - then_rho) > 1e-12 + 1e-6 * np.abs(then_rho)
     for name in ("signal", "intensity"):
-        now, then = np.asarray(getattr(returns, name)).astype(np.int64), golden[name].astype(np.int64)
-        assert np.abs(now - then)[same].max(initial=0) <= 1, name
+        now, then = np.asarray(getattr(returns, name))[slots].astype(np.int64), golden[name][slots].astype(np.int64)
+        off |= np.abs(now - then) > 1
+    # Such an ulp moves a ground hit on a line of the place-hash grids into the next cell: another
+    # albedo and micro-slope, so another signal and range noise. Those beams only may differ.
+    beams_off = np.unique(np.nonzero(slots)[0][off])
+    unexplained = np.setdiff1d(beams_off, on_hash_lines)
+    assert unexplained.size == 0, (
+        f"beams {unexplained[:10].tolist()} differ from the golden in range, reflectivity, signal or intensity "
+        f"(largest range difference {np.abs(now_range - then_range).max(initial=0.0):.3g} m), "
+        "not on a line of the ground's place-hash grids"
+    )
+    assert beams_off.size <= 1e-4 * n_beams
     return n_beams, int(differ.size)
 
 
@@ -131,8 +186,10 @@ def test_scans_match_the_goldens(case, farm):
     golden_scans = goldens.load_golden(GOLDEN / f"{case[0]}.npz")
     assert len(golden_scans) == len(stamps_ns)
     for stamp_ns, golden in zip(stamps_ns, golden_scans):
-        scan, echoes = scanner.scan_echoes(tour, stamp_ns)
-        compare(scanner, scan, golden, echoes)
+        sweep = scanner.start_sweep(stamp_ns)
+        blocks = record_blocks(sweep)
+        scan = sweep.finish(tour)  # as scanner.scan_echoes
+        compare(scanner, scan, golden, sweep.echoes, hash_line_beams(farm[1], blocks))
 
 
 @pytest.mark.parametrize("name", ["polaris_rain_seed3", "default_foliage_seed0"])
@@ -143,10 +200,11 @@ def test_scans_traced_in_column_blocks_match_the_goldens_too(name, farm):
     times_s, positions, quaternions = default_tour(farm[0], layout="v1")
     for stamp_ns, golden in zip(stamps_ns, goldens.load_golden(GOLDEN / f"{name}.npz")):
         sweep = scanner.start_sweep(stamp_ns)
+        blocks = record_blocks(sweep)
         for cut in np.quantile(sweep.firing_time_s, [0.2, 0.45, 0.7, 0.9]):
             covered = times_s <= cut
             sweep.trace_covered(PoseHistory.from_arrays(times_s[covered], positions[covered], quaternions[covered]))
-        compare(scanner, sweep.finish(tour), golden, sweep.echoes)
+        compare(scanner, sweep.finish(tour), golden, sweep.echoes, hash_line_beams(farm[1], blocks))
 
 
 def _fields(scan) -> dict[str, bytes]:
