@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-import numpy as np
-
 from acres_lidar_ros.errors import ConfigError
 
 Block = TypeVar("Block")
@@ -164,6 +162,8 @@ def typed_block(cls: type[Block], values: Mapping[str, object], prefix: str = ""
     own (resolved from several keys) and wins over a key of the same name. A field with neither is a
     ``TypeError``: the dataclass and the schema disagree, which every load of a sensors file shows.
     """
+    import numpy as np  # here, not at the top: the CLI module imports this layer before main (no numpy yet)
+
     kwargs: dict[str, object] = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = field.name
@@ -186,6 +186,8 @@ def typed_block(cls: type[Block], values: Mapping[str, object], prefix: str = ""
 
 
 def _as_field(value: object) -> object:
+    import numpy as np
+
     return np.asarray(value, dtype=np.float64) if isinstance(value, list) else value
 
 
