@@ -40,7 +40,8 @@ def test_farm_seeds_take_a_list_or_first_and_count(tmp_path):
 @pytest.mark.parametrize(
     ("top", "message"),
     [
-        ({"packets": True}, "packets = True: the sensors' own packets are not a dataset output yet"),
+        ({"packets": True}, "packets = True: allowed: pcap, bag (record --packets; udp sends live) or null"),
+        ({"packets": "udp"}, "packets = 'udp': allowed: pcap, bag"),
         ({"layouts": ["semantic_kitti"]}, "labels = False: layouts semantic_kitti needs the labels"),
         (
             {"layouts": ["nuscenes"]},
