@@ -35,7 +35,9 @@ MICROSECONDS_PER_HOUR = 3_600_000_000
 
 
 def quantise(value: np.ndarray, step: float, what: str, limit: int = 65535) -> np.ndarray:
-    """``value / step`` rounded to the nearest integer, as uint16 (NaN -> 0); ``OutputError`` past ``limit``.
+    """``value / step`` rounded to the nearest integer (NaN -> 0); ``OutputError`` past ``limit``.
+    uint16 for a limit that fits one (RoboSense's and Velodyne's 16-bit distances), uint32 for a
+    wider field (Ouster's 20-bit range in mm, past 65.535 m).
 
     A packet field cannot hold a larger value; the real sensor reports nothing that far.
     """
@@ -47,4 +49,4 @@ def quantise(value: np.ndarray, step: float, what: str, limit: int = 65535) -> n
             f"{what} {worst:.3f} does not fit the packet's field (0 to {limit} steps of {step}): "
             f"lower lidar.range_m to at most {limit * step:.3f}"
         )
-    return counts.astype(np.uint16)
+    return counts.astype(np.uint16 if limit <= 0xFFFF else np.uint32)

@@ -9,6 +9,7 @@ ouster-sdk pins rosbags==0.9.23, which conflicts with ours, so it lives in a ven
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import socket
@@ -68,6 +69,28 @@ def test_existing_metadata_is_refused(tmp_path):
     with pytest.raises(OutputError, match="sensor_metadata.json exists"):
         _record(tmp_path)
     assert not (tmp_path / "packets.pcap").exists()
+
+
+def test_ranges_past_65_535_m_fill_the_20_bit_field():
+    """Ouster's range is 20 bits of mm (up to 1048.575 m): a range past 16 bits is not wrapped."""
+    config, scans = scans_of("os1_64")
+    scan = copy.deepcopy(scans[0])
+    returns = scan.returns
+    beams = np.arange(scan.columns * scan.rings)
+    slot = returns.primary_index()
+    valid = returns.valid[beams, slot]
+    returns.range_m[beams[valid], slot[valid]] += 100.0  # every hit 100 m farther
+    encoder = packet_encoder("os1_64", config)
+    range_mm = encoder.lidar_packets(scan)["columns"]["pixels"]["range_mm"].reshape(-1)
+    expected_mm = np.rint((returns.range_m[beams, slot] + encoder.beam_origin_m) * 1e3)
+    assert range_mm.dtype == np.dtype("<u4") and range_mm[valid].min() > 0xFFFF
+    np.testing.assert_array_equal(range_mm[valid], expected_mm[valid])
+    assert not range_mm[~valid].any()
+    returns.range_m[beams[valid][:1], slot[valid][:1]] = 1048.6  # past 2^20 - 1 mm: refused
+    with pytest.raises(
+        OutputError, match=r"Ouster range_m 1048\.6[0-9]* does not fit the packet.s field \(0 to 1048575 steps"
+    ):
+        encoder.lidar_packets(scan)
 
 
 needs_ouster_sdk = pytest.mark.skipif(
