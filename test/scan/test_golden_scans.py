@@ -66,6 +66,12 @@ def near_threshold_beams(scanner, scan, echoes) -> np.ndarray:
     return np.unique(echoes.cell[near])
 
 
+def range_tolerance_m(range_m: np.ndarray) -> np.ndarray:
+    """1e-6 m plus 4 float32 ulps of each distance: Embree returns the hit distance in float32,
+    and CPUs with other instruction sets (AVX-512 against AVX2) round it differently by an ulp or two."""
+    return 1e-6 + 4.0 * np.spacing(np.abs(range_m).astype(np.float32)).astype(np.float64)
+
+
 def record_blocks(sweep) -> list:
     """The column blocks ``sweep`` traces from now on (whole-scan finish included), kept as
     they are traced: finishing consumes them."""
@@ -82,7 +88,7 @@ def record_blocks(sweep) -> list:
 
 
 def hash_line_beams(tracer, blocks) -> np.ndarray:
-    """Cells with a ground hit within 4 float32 ulps of its range (+1e-6 m) of a line of the
+    """Cells with a ground hit within ``range_tolerance_m`` of its range of a line of the
     ground's place-hash grids (micro-slope and albedo cells, hashed by the hit's x and y): an
     ulp of range there moves the hit into the next cell, with another micro-slope and albedo."""
     cells = []
@@ -91,7 +97,7 @@ def hash_line_beams(tracer, blocks) -> np.ndarray:
         origins, directions = tracer.to_scene(block.origins, block.directions)
         range_m = np.where(hits.valid, hits.range_m, 0.0)
         xy = origins[:, None, :2] + range_m[..., None] * directions[:, None, :2]
-        margin_m = 1e-6 + 4.0 * np.spacing(np.abs(range_m).astype(np.float32)).astype(np.float64)
+        margin_m = range_tolerance_m(range_m)
         near = np.zeros(hits.valid.shape, bool)
         for cell_m in (MICRO_SLOPE_CELL_M, ALBEDO_CELL_M):
             q = xy / cell_m
@@ -123,11 +129,8 @@ def compare(scanner, scan, golden: dict, echoes, on_hash_lines: np.ndarray) -> t
     golden_at = np.full(valid.shape, -1, np.int64)
     golden_at[golden["valid"]] = np.arange(int(golden["valid"].sum()))
     at = golden_at[slots]
-    # Embree returns the hit distance in float32, and CPUs with other instruction sets (AVX-512
-    # against AVX2) round it differently by an ulp or two: allowed, 4 float32 ulps of the distance.
     now_range, then_range = np.asarray(returns.range_m)[slots], golden["range_m"][at]
-    range_atol_m = 1e-6 + 4.0 * np.spacing(np.abs(then_range).astype(np.float32)).astype(np.float64)
-    off = np.abs(now_range - then_range) > range_atol_m
+    off = np.abs(now_range - then_range) > range_tolerance_m(then_range)
     now_rho, then_rho = np.asarray(returns.reflectivity)[slots], golden["reflectivity"][at].astype(np.float64)
     off |= np.abs(now_rho - then_rho) > 1e-12 + 1e-6 * np.abs(then_rho)
     for name in ("signal", "intensity"):
