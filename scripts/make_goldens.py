@@ -71,17 +71,20 @@ FIELDS = ("valid", "return_flags", "class_id", "material_id", "object_id", "sign
 
 def _api():
     """(load_sensor_config, Scanner, ScanOptions, PoseHistory, build_default_farm, default_tour)."""
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
 
     try:
         from acres_lidar_ros.config.sensors import load_sensor_config
-        from acres_lidar_ros.scan import Scanner, ScanOptions
+        from acres_lidar_ros.scan.scan_types import ScanOptions
+        from acres_lidar_ros.scan.scanner import Scanner
         from acres_lidar_ros.sensor.poses import PoseHistory
     except ImportError:  # the flat layout of d376a36
         from acres_lidar_ros.poses import PoseHistory
 
         from acres_lidar_ros.config import load_sensor_config
-        from acres_lidar_ros.scan import Scanner, ScanOptions
+        from acres_lidar_ros.scan.scan_types import ScanOptions
+        from acres_lidar_ros.scan.scanner import Scanner
     return load_sensor_config, Scanner, ScanOptions, PoseHistory, build_default_farm, default_tour
 
 

@@ -34,8 +34,10 @@ from acres_lidar_ros.config.material_table import CLASS_ID
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.radiometry.equations import detection_threshold, signal_counts
 from acres_lidar_ros.radiometry.weather import atmosphere
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import build_default_farm, default_tour
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
+from acres_lidar_ros.scene.tour import default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

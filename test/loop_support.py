@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.tracing.trace import Tracer
 
 MS = 1_000_000

@@ -235,7 +235,8 @@ def write_ros1(path: Path, config, drive, clouds, frame: str = "rslidar") -> Pat
 
 def two_surface_scene(half_m: float = 120.0):
     """Flat ground at z = 0: grass, with an asphalt road 8 m wide along the x axis."""
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
 
     terrain = TerrainGrid(np.array([-half_m, -half_m]), 2 * half_m, np.zeros((2, 2)))
     road = np.array([[-half_m, -4.0], [half_m, -4.0], [half_m, 4.0], [-half_m, 4.0]])
@@ -247,7 +248,7 @@ def simulated_drive(path: Path, config: SensorConfig, scene, scans: int, speed_m
     road at ``speed_m_s``, written as ``acres-lidar record`` writes its bag (XYZIRT, /odom, /tf_static)."""
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.scan import Scanner
+    from acres_lidar_ros.scan.scanner import Scanner
     from acres_lidar_ros.sensor.pattern import mount_rotation
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.trace import Tracer

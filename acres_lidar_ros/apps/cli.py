@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _options(args):
-    from acres_lidar_ros.scan import ScanOptions
+    from acres_lidar_ros.scan.scan_types import ScanOptions
 
     return ScanOptions(
         noise=not args.no_noise,
@@ -320,7 +320,8 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
     ``lidar.enabled: false`` is refused before the scene is built."""
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.scene import build_default_farm, load_scene
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.scene_file import load_scene
     from acres_lidar_ros.tracing.trace import Tracer
 
     options = _options(args)
@@ -353,7 +354,7 @@ def _load(args, overrides: dict | None = None, need_lidar: str = ""):
 
 
 def _tour(scene, args: argparse.Namespace):
-    from acres_lidar_ros.scene import default_tour
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     times, positions, quaternions = default_tour(scene, layout=BUILT_IN_FARMS.get(args.scene, "v2"))

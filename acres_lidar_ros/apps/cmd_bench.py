@@ -32,7 +32,8 @@ import numpy as np
 from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud
 from acres_lidar_ros.outputs.pointcloud2 import pointcloud2_message
 from acres_lidar_ros.outputs.truth_cloud import truth_cloud
-from acres_lidar_ros.scan import Scan, Scanner
+from acres_lidar_ros.scan.scan_types import Scan
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 
@@ -83,7 +84,9 @@ class Against:
 def against_setup(scanner: Scanner, scene_arg: str, layout: str | None) -> Against:
     """The bench's scanner on another scene: the built-in farm ``layout`` ("v1", "v2") or, for
     None, the scene file ``scene_arg``; along that farm's tour (a scene file: the v2 tour)."""
-    from acres_lidar_ros.scene import build_default_farm, default_tour, load_scene
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.scene_file import load_scene
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.tracing.trace import Tracer
 
     started = time.perf_counter()

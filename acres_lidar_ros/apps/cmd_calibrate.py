@@ -54,7 +54,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.progress_line import ProgressLine
     from acres_lidar_ros.errors import ConfigError
     from acres_lidar_ros.recordings.calibrate_run import calibrate
-    from acres_lidar_ros.scene import build_default_farm, load_scene
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.scene_file import load_scene
 
     for name in ("max_scans", "render_scans"):
         value = getattr(args, name)

@@ -70,8 +70,9 @@ ADDRESS_TIMEOUT_S = 3.0
 def shard_scene(scene_source: str, farm_seed: int | None, world: dict) -> Scene:
     """A shard's scene: the built-in farm of ``farm_seed`` with its drawn crops and wetness
     (``world``: ``crop_growth``, ``harvested``, ``soil_wetness``), or a scene file."""
-    from acres_lidar_ros.scene import build_default_farm, load_scene
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
     from acres_lidar_ros.scene.farm_variation import vary_farm
+    from acres_lidar_ros.scene.scene_file import load_scene
 
     if scene_source != "default":
         return load_scene(Path(scene_source))
@@ -166,10 +167,11 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
     from acres_lidar_ros.outputs.json_files import write_json
     from acres_lidar_ros.outputs.tum import read_tum
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
-    from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import default_tour
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
     from acres_lidar_ros.scene.box_tracks import BoxTracks, load_box_tracks
     from acres_lidar_ros.scene.farm_variation import vehicle_tracks
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     started_s, started_cpu, started_thread = time.perf_counter(), _cpu_s(), time.thread_time()

@@ -26,7 +26,8 @@ from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
 from acres_lidar_ros.outputs.scan_files import PREVIEW_RANGE_M
-from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.scene.instances import InstanceTable, instance_table
 
 if TYPE_CHECKING:

@@ -34,7 +34,8 @@ def cmd_scene_preview(args: argparse.Namespace, built_in_farms: dict[str, str]) 
     from acres_lidar_ros.outputs.files import refuse_existing
     from acres_lidar_ros.outputs.scene_picture import scene_picture_png, write_scene_picture
     from acres_lidar_ros.outputs.tum import read_tum
-    from acres_lidar_ros.scene import build_default_farm, load_scene
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.scene_file import load_scene
 
     refuse_existing(args.out)
     if args.centre is not None and not all(math.isfinite(v) for v in args.centre):

@@ -90,8 +90,9 @@ def cmd_trajectory(args: argparse.Namespace, built_in_farms: dict[str, str]) -> 
 
     from acres_lidar_ros.outputs.files import refuse_existing
     from acres_lidar_ros.outputs.tum import write_tum
-    from acres_lidar_ros.scene import build_default_farm, load_scene
     from acres_lidar_ros.scene.drives import read_waypoints
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.scene_file import load_scene
     from acres_lidar_ros.scene.tour import TOUR_RATE_HZ, check_corners, drive_along
 
     if not (math.isfinite(args.speed) and 0.1 <= args.speed <= 50.0):

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acres_lidar_ros.scan import Scanner
+    from acres_lidar_ros.scan.scanner import Scanner
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def make_scanner(args: argparse.Namespace, config: Any, options: Any, tracer: An
     """The run's ``Scanner``: the full model's, or ACRES Core's with ``--model core`` or the sensors
     file's ``lidar.model: core`` (the flag wins)."""
     from acres_lidar_ros.errors import ConfigError
-    from acres_lidar_ros.scan import Scanner
+    from acres_lidar_ros.scan.scanner import Scanner
 
     model = getattr(args, "model", None) or config.model
     if model != config.model:

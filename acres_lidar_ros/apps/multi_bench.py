@@ -43,8 +43,9 @@ def peak_rss_mb() -> float:
 def one_process(sensors: list[str], scans: int) -> dict:
     """In this process: the farm once, a ``LidarSet`` of ``sensors`` over it, ``scans`` scans each."""
     from acres_lidar_ros.runtime.lidar_set import LidarSet
-    from acres_lidar_ros.scan import ScanOptions
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.trace import Tracer
 

@@ -43,8 +43,10 @@ def run_packet_bench(args: argparse.Namespace) -> int:
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
     from acres_lidar_ros.packets.formats import default_addresses, packet_encoder, scan_records
-    from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.trace import Tracer
 

@@ -9,7 +9,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from acres_lidar_ros.scan import Scan
+    from acres_lidar_ros.scan.scan_types import Scan
 
 
 def add_truth_argument(parser: argparse.ArgumentParser) -> None:

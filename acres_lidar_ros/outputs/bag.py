@@ -42,7 +42,7 @@ from acres_lidar_ros.outputs.files import refuse_existing
 from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud
 from acres_lidar_ros.outputs.point_types import SPHERICAL_POINT_TYPES, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message, qos_profile_dict, time_message
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 
 CLOUD_TOPIC = "/lidar/points"
 TF_TOPIC = "/tf"

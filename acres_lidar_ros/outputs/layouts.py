@@ -29,7 +29,7 @@ from acres_lidar_ros.outputs.point_types import (
 )
 from acres_lidar_ros.outputs.shaping import ShapedScan, as_shaped, spherical
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 __all__ = [

@@ -16,7 +16,7 @@ import numpy as np
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.outputs.layouts import organised_cloud
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 
 _PCD_TYPE_OF_KIND = {"f": "F", "i": "I", "u": "U"}
 _KIND_OF_PCD_TYPE = {"F": "f", "I": "i", "U": "u"}

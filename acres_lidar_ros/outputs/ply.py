@@ -16,7 +16,7 @@ from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.outputs.layouts import all_returns
 from acres_lidar_ros.outputs.shaping import ShapedScan, as_shaped
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 
 _PLY_TYPE_OF_SCALAR = {
     ("i", 1): "char",

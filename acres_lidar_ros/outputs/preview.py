@@ -22,7 +22,7 @@ from acres_lidar_ros.config.material_table import CLASS_NAMES
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.outputs.preview_overlay import draw_legend, draw_scale_bar
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 
 BACKGROUND_RGB = np.array([16, 16, 20], np.uint8)
 RANGE_RING_RGB = np.array([64, 64, 72], np.uint8)

@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.config.material_table import CLASS_NAMES, IS_FOLIAGE_CLASS, MATERIAL_NAMES, MATERIAL_OF_CLASS
 from acres_lidar_ros.errors import OutputError
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.scene.instances import InstanceTable
 
 # One short text per model part, for episode.json.

@@ -24,7 +24,7 @@ from acres_lidar_ros.outputs.preview_overlay import scale_bar_length_m
 from acres_lidar_ros.outputs.records import scan_row
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.outputs.truth_cloud import truth_file_name, write_truth_npz
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 
 OUTPUT_MODES = ("ply", "pcd", "both")
 #: The preview's range when none is given: from the sensor to the image's edges, m.

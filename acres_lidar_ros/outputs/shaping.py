@@ -28,7 +28,7 @@ import numpy as np
 from acres_lidar_ros.config.output_options import OutputConfig
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.radiometry.returns import Returns
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.sensor.poses import PoseHistory, pose_matrix
 from acres_lidar_ros.sensor.timing import column_slices, slice_span_ns
 

@@ -37,7 +37,7 @@ from acres_lidar_ros.config.material_table import CLASS_NAMES, MATERIAL_NAMES
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
 from acres_lidar_ros.radiometry.cell_truth import REASON_NAMES, CellTruth
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 
 TRUTH_LAYOUT = "acres_lidar_truth/1"
 

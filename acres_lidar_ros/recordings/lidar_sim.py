@@ -69,7 +69,7 @@ def render(
     """The simulator's scans (``config``, its self-return table) at the recorded scans' stamps and poses;
     ``progress(done, total)`` after each."""
     from acres_lidar_ros.body.self_returns import sensor_self_table
-    from acres_lidar_ros.scan import Scanner
+    from acres_lidar_ros.scan.scanner import Scanner
 
     if recording.poses is None:
         raise ValueError("render needs a recording read with its poses")

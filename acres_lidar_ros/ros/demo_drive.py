@@ -82,7 +82,8 @@ def tour_imu(drive: TourDrive, imu: str, seed: int) -> tuple[Any, Any]:
 
 
 def tour_of_builtin_farm(seed: int = 0) -> TourDrive:
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
 
     return TourDrive(*default_tour(build_default_farm(seed)))
 

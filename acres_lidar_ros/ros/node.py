@@ -72,8 +72,9 @@ from acres_lidar_ros.runtime.pose_tracker import GroundWatch
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import GIL_SWITCH_INTERVAL_S, freeze_startup_objects
 from acres_lidar_ros.runtime.tf_inputs import boxes_from_markers, mount_overrides
-from acres_lidar_ros.scan import Scanner, ScanOptions
 from acres_lidar_ros.scan.core_scanner import CoreScanner
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
 from acres_lidar_ros.tracing.trace import Tracer
 
@@ -311,10 +312,10 @@ class LidarNode(Node):
 
     def _load_scene(self, seed: int):
         if self.settings["scene"] not in ("", "default"):  # "default": the CLI's name of the built-in farm
-            from acres_lidar_ros.scene import load_scene
+            from acres_lidar_ros.scene.scene_file import load_scene
 
             return load_scene(self.settings["scene"])
-        from acres_lidar_ros.scene import build_default_farm
+        from acres_lidar_ros.scene.farm_v1 import build_default_farm
 
         return build_default_farm(seed)
 

@@ -24,7 +24,8 @@ from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, no_job_inputs
 from acres_lidar_ros.runtime.pose_tracker import GroundWatch
 from acres_lidar_ros.runtime.scheduler import ScanJob
-from acres_lidar_ros.scan import Scan, Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import first_scan_at_or_after, scan_stamp_ns
 

@@ -45,7 +45,9 @@ from acres_lidar_ros.runtime.events import Clock, Event, LogThrottle
 from acres_lidar_ros.runtime.pose_tracker import MAX_ACCELERATION_MPS2, MAX_SPEED_MPS, GroundWatch, PoseTracker
 from acres_lidar_ros.runtime.scheduler import PollResult, ScanJob, ScanScheduler
 from acres_lidar_ros.runtime.sweeps import SweepTracer
-from acres_lidar_ros.scan import Scan, Scanner, Sweep
+from acres_lidar_ros.scan.scan_types import Scan
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scan.sweep import Sweep
 from acres_lidar_ros.sensor.poses import MAX_POSE_GAP_S, PoseHistory
 from acres_lidar_ros.sensor.timing import slice_span_ns
 

@@ -27,7 +27,7 @@ from acres_lidar_ros.errors import AcresLidarError
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import freeze_startup_objects, gil_switch_interval
-from acres_lidar_ros.scan import Scanner
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.units import NS_PER_S
 
@@ -271,8 +271,9 @@ def run_schedule_benchmark(
     from acres_lidar_ros.outputs.layouts import point_cloud
     from acres_lidar_ros.outputs.point_types import stamps_sweep_start
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
-    from acres_lidar_ros.scan import ScanOptions
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
 
     config = load_sensor_config(sensors)
     scene = build_default_farm(seed)

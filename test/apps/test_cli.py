@@ -216,7 +216,8 @@ def test_ctrl_c_leaves_a_readable_bag(tmp_path, monkeypatch):
 
 
 def test_record_puts_other_vehicles_from_box_tracks_in_the_scans(tmp_path, capsys):
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
 
     times, positions, quaternions = default_tour(build_default_farm())
     x, y, z, w = quaternions[0]
@@ -306,7 +307,7 @@ def test_bench_json_reports_stages_and_the_ratio_to_a_bare_cast(capsys):
 
 
 def test_bench_against_scans_the_other_farm_alternately_and_reports_the_paired_ratio(capsys, tmp_path):
-    from acres_lidar_ros.scene import build_default_farm
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
 
     code, out, _ = run(capsys, "bench", "--sensor", "default", "--scans", "3", "--json", "--against", "farm-v1")
     assert code == 0

@@ -11,8 +11,8 @@ import pytest
 
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import load_scene
 from acres_lidar_ros.scene.cloud_surface import cloud_surface
+from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.tracing.trace import Tracer
 
 

@@ -14,8 +14,8 @@ from scipy.spatial.transform import Rotation
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.errors import SceneError
 from acres_lidar_ros.outputs.tum import read_tum
-from acres_lidar_ros.scene import load_scene
 from acres_lidar_ros.scene.drives import check_ground, read_waypoints
+from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.scene.tour import LATERAL_ACCEL_M_S2, LONGITUDINAL_ACCEL_M_S2
 
 SLOPE = 0.1  # the test terrain: z = 0.1 x, a 10 % climb towards +x

@@ -22,8 +22,8 @@ import pytest
 
 from acres_lidar_ros.apps import cli
 from acres_lidar_ros.outputs.tum import write_tum
-from acres_lidar_ros.scene import build_default_farm, default_tour
-from acres_lidar_ros.scene.tour import TOUR_V2_STOPS
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
+from acres_lidar_ros.scene.tour import TOUR_V2_STOPS, default_tour
 
 ROOT = Path(__file__).resolve().parents[2]
 EVALIO_PYTHON = Path(os.environ.get("ACRES_EVALIO_PYTHON", ROOT / ".venv-evalio" / "bin" / "python"))

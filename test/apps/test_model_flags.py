@@ -37,9 +37,10 @@ def test_core_noise_needs_the_core_model():
 def test_the_sensors_file_key_selects_the_model_and_the_flag_wins(tmp_path):
     import numpy as np
 
-    from acres_lidar_ros.scan import Scanner
     from acres_lidar_ros.scan.core_scanner import CoreScanner
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
     from acres_lidar_ros.tracing.trace import Tracer
 
     tracer = Tracer(SceneBuilder(TerrainGrid([-8.0, -8.0], 4.0, np.zeros((5, 5)))).build())

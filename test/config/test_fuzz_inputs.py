@@ -41,8 +41,8 @@ from acres_lidar_ros.ros.params import (
     option_values,
     startup_overrides,
 )
-from acres_lidar_ros.scene import load_scene
 from acres_lidar_ros.scene.box_tracks import load_box_tracks
+from acres_lidar_ros.scene.scene_file import load_scene
 
 EXAMPLES = int(os.environ.get("ACRES_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(

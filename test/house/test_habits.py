@@ -111,13 +111,18 @@ def passed_on_imports(source: str, where: str, module_names: dict[str, set[str]]
 
 
 def test_each_name_is_imported_from_the_module_that_defines_it():
+    # A package's __init__ counts as its package: ``from acres_lidar_ros.scan import Scanner`` would be
+    # a second path to scan.scanner's name. The top package's API is loaded on first use (PEP 562), so
+    # its __init__ imports nothing at its top level and passes the rule.
     modules = {
-        ".".join(path.relative_to(ROOT.parent).with_suffix("").parts): imported_only(path.read_text(encoding="utf-8"))
+        ".".join(path.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__"): imported_only(
+            path.read_text(encoding="utf-8")
+        )
         for path in ROOT.rglob("*.py")
-        if path.name != "__init__.py"
     }
     found = []
-    for path in sorted([*ROOT.rglob("*.py"), *TESTS.rglob("*.py")]):
+    users = [*ROOT.rglob("*.py"), *TESTS.rglob("*.py"), *(ROOT.parent / "scripts").rglob("*.py")]
+    for path in sorted([*users, *(ROOT.parent / "launch").rglob("*.py")]):
         found += passed_on_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT.parent)), modules)
     assert found == [], "names imported from a module that only imports them:\n" + "\n".join(found)
 

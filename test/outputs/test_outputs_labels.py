@@ -25,7 +25,8 @@ from acres_lidar_ros.outputs.point_types import (
 )
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.outputs.records import episode_dict
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.scene.instances import instance_table
 
 # (name, offset, numpy type) of docs/outputs.md's XYZIRT_labels: packed, 31 bytes.

@@ -408,7 +408,8 @@ def test_ouster_range_is_ouster_ros_range_from_the_lidar_origin(plane_tracer):
     points, within the 1 mm step; a range from the beam origin would miss them by n = 15.8 mm."""
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.shaping import as_shaped, slice_scan
-    from acres_lidar_ros.scan import Scanner, ScanOptions
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     config = load_sensor_config("os1_64").with_overrides({"sub_rays": 1, "position_flu_m": [0.0, 0.0, 1.9]})

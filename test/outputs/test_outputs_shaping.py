@@ -15,8 +15,10 @@ from acres_lidar_ros.outputs.layouts import all_returns, organised_cloud, point_
 from acres_lidar_ros.outputs.point_types import POINT_TYPES, SPHERICAL_POINT_TYPES, point_dtype
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense
 from acres_lidar_ros.outputs.shaping import shape_scan, shaped_outputs, slice_scan
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 S = 1_000_000_000  # ns

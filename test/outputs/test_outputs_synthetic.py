@@ -12,7 +12,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.radiometry.returns import FLAG_FIRST, FLAG_LAST, FLAG_SECOND_STRONGEST, FLAG_STRONGEST, Returns
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 
 STAMP_NS = 1_700_000_123_456_789_012

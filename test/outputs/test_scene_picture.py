@@ -11,7 +11,7 @@ from acres_lidar_ros.apps import cli
 from acres_lidar_ros.config.material_table import CLASS_ID
 from acres_lidar_ros.outputs.scene_picture import top_classes
 from acres_lidar_ros.outputs.tum import write_tum
-from acres_lidar_ros.scene import load_scene
+from acres_lidar_ros.scene.scene_file import load_scene
 
 
 @pytest.fixture()

@@ -20,8 +20,10 @@ from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.radiometry.cell_truth import REASON, REASON_NAMES
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.scene.instances import BODY_INSTANCE, NO_INSTANCE
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer

@@ -8,9 +8,10 @@ from functools import lru_cache
 import numpy as np
 
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scan.scan_types import Scan
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

@@ -185,8 +185,10 @@ def test_record_writes_the_pcap_and_its_metadata(tmp_path):
     from acres_lidar_ros.apps.cmd_record import record_drive
     from acres_lidar_ros.apps.packet_flags import packet_sink
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.trace import Tracer
 

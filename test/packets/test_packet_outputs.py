@@ -21,8 +21,10 @@ from acres_lidar_ros.packets.formats import PcapRecorder, UdpStreamer, default_a
 from acres_lidar_ros.packets.helios import DIFOP_PORT, MSOP_PORT
 from acres_lidar_ros.packets.packet_types import PacketGroup
 from acres_lidar_ros.packets.udp_stream import UdpSender
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

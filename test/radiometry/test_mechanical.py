@@ -10,8 +10,10 @@ from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.config.window_rules import MechanicalNoiseConfig
 from acres_lidar_ros.radiometry.mechanical import block_rays, firing_errors, perturbed_rays
 from acres_lidar_ros.radiometry.noise import NOISE_SEQUENCE, NOISE_STATE_OFFSET, Pcg32
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 AT_REST = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))

@@ -144,8 +144,10 @@ def test_the_spec_model_is_the_default():
 
 
 def test_a_farm_scan_keeps_exactly_the_points_above_the_limit():
-    from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.trace import Tracer
 

@@ -17,7 +17,8 @@ from scipy.special import ndtri
 from acres_lidar_ros.config.material_table import CLASS_ID
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.config.share_paths import config_dir
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 OPTION = "sensors_polaris_weather_measured.json"

@@ -16,8 +16,10 @@ from acres_lidar_ros.radiometry.windows import (
     azimuth_inside,
     separation_blocked,
 )
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 HEIGHT_M = 1.9

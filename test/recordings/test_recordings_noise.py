@@ -20,7 +20,8 @@ from acres_lidar_ros.config.share_paths import config_dir
 from acres_lidar_ros.recordings.cloud_cells import CellCloud
 from acres_lidar_ros.recordings.lidar_model import fit_range_noise, ground_cells
 from acres_lidar_ros.recordings.recorded_scans import RecordedScan
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

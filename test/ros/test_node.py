@@ -31,7 +31,7 @@ from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.radiometry.returns import empty_returns
 from acres_lidar_ros.ros.demo_drive import TourDrive
 from acres_lidar_ros.runtime.loop import InlineExecutor
-from acres_lidar_ros.scan import Scan
+from acres_lidar_ros.scan.scan_types import Scan
 from acres_lidar_ros.sensor.pattern import BeamPattern
 
 TYPES = get_typestore(Stores.ROS2_JAZZY).types
@@ -911,7 +911,8 @@ def test_the_packets_parameter_sends_udp_or_refuses_ros_without_its_package(lida
 
 
 def test_the_odom_in_scene_parameter_places_the_scene_in_odom(lidar_node, node_module, monkeypatch):
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
 
     def yard(self, seed):  # flat ground at 1.5 m and a 2 x 2 x 4 m building centred at scene (30, 10)
         builder = SceneBuilder(TerrainGrid([-60.0, -60.0], 4.0, np.full((31, 31), 1.5)))

@@ -46,8 +46,9 @@ from acres_lidar_ros.outputs.pointcloud2 import point_fields  # noqa: E402
 from acres_lidar_ros.outputs.shaping import shaped_outputs  # noqa: E402
 from acres_lidar_ros.outputs.truth_cloud import TRUTH_POINT, truth_cloud  # noqa: E402
 from acres_lidar_ros.radiometry.returns import FLAG_STRONGEST  # noqa: E402
-from acres_lidar_ros.scan import Scanner, ScanOptions  # noqa: E402
-from acres_lidar_ros.scene import load_scene  # noqa: E402
+from acres_lidar_ros.scan.scan_types import ScanOptions  # noqa: E402
+from acres_lidar_ros.scan.scanner import Scanner  # noqa: E402
+from acres_lidar_ros.scene.scene_file import load_scene  # noqa: E402
 from acres_lidar_ros.sensor.poses import PoseHistory  # noqa: E402
 
 HELPER = Path(__file__).resolve().parents[1] / "ros_output_nodes.py"

@@ -28,7 +28,8 @@ from ros_sim_feed import RSLIDAR_QOS, process_output, stamp_ns  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
 
-from acres_lidar_ros.scene import build_default_farm, default_tour  # noqa: E402
+from acres_lidar_ros.scene.farm_v1 import build_default_farm  # noqa: E402
+from acres_lidar_ros.scene.tour import default_tour  # noqa: E402
 
 MAX_SPINS = 20_000  # each spin_once waits at most 10 ms
 TIME_SCALE = 2.0

@@ -14,7 +14,8 @@ from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.runtime.events import Event, LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
 from acres_lidar_ros.runtime.pose_tracker import GroundWatch
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
 
 

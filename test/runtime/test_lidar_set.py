@@ -15,7 +15,8 @@ from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.lidar_set import LidarSet, LidarSetLoop
 from acres_lidar_ros.runtime.loop import InlineExecutor
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 

@@ -17,7 +17,8 @@ from acres_lidar_ros.outputs.ply import read_ply
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 
 
 def pack(shaped, job):

@@ -13,7 +13,8 @@ from acres_lidar_ros.outputs.shaping import shape_scan, slice_scan
 from acres_lidar_ros.runtime.events import LogThrottle
 from acres_lidar_ros.runtime.loop import InlineExecutor, LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.scheduler import ScanJob
-from acres_lidar_ros.scan import Scanner, ScanOptions
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 SLICES = 4

@@ -15,8 +15,10 @@ def test_sweep_tracer_traces_columns_as_poses_arrive_and_finishes_the_same_scan(
     import numpy as np
 
     from acres_lidar_ros.config.sensors import load_sensor_config
-    from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
     from acres_lidar_ros.tracing.trace import Tracer
 
     config = load_sensor_config("polaris")

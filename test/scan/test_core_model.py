@@ -21,8 +21,9 @@ from acres_lidar_ros.scan.core_cast import (
     CoreCaster,
 )
 from acres_lidar_ros.scan.core_scan import CoreLidar, CoreOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 
 HEIGHT_M = 2.0
 
@@ -237,8 +238,8 @@ def test_the_body_replaces_cells_by_its_table_and_cast_ray_checks_its_input():
 
 def test_core_scanner_gives_the_core_scan_as_a_scan():
     from acres_lidar_ros.config.material_table import CLASS_ID
-    from acres_lidar_ros.scan import ScanOptions
     from acres_lidar_ros.scan.core_scanner import CoreScanner
+    from acres_lidar_ros.scan.scan_types import ScanOptions
     from acres_lidar_ros.sensor.poses import PoseHistory
 
     b = flat_builder()
@@ -279,8 +280,8 @@ def test_the_core_model_meets_the_scene_at_the_odom_in_scene_offset():
     frame's pose in the scene puts it; vehicle boxes stay in odom; a scan at the odom origin is the
     scan without the offset at the offset's pose."""
     from acres_lidar_ros.config.material_table import CLASS_ID
-    from acres_lidar_ros.scan import ScanOptions
     from acres_lidar_ros.scan.core_scanner import CoreScanner
+    from acres_lidar_ros.scan.scan_types import ScanOptions
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
     from acres_lidar_ros.tracing.trace import Tracer

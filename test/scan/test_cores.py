@@ -10,8 +10,10 @@ import pytest
 
 from acres_lidar_ros import cores
 from acres_lidar_ros.config.sensors import load_sensor_config
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import build_default_farm, default_tour
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
+from acres_lidar_ros.scene.tour import default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

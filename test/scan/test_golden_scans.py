@@ -29,7 +29,8 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.radiometry.echoes import ALBEDO_CELL_M, GROUND_CLASS, MICRO_SLOPE_CELL_M
-from acres_lidar_ros.scene import build_default_farm, default_tour
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
+from acres_lidar_ros.scene.tour import default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

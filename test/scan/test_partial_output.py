@@ -18,8 +18,10 @@ import pytest
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.outputs.shaping import shape_scan, shape_slice, slice_scan
 from acres_lidar_ros.radiometry.noise import NOISE_SEQUENCE, NOISE_STATE_OFFSET, Pcg32
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.sensor.timing import column_slices
 

@@ -7,8 +7,10 @@ import pytest
 
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.scene.instances import VEHICLE_INSTANCE_BASE
 from acres_lidar_ros.sensor.pattern import mount_rotation
 from acres_lidar_ros.sensor.poses import PoseHistory
@@ -154,7 +156,8 @@ RETURNS_FIELDS = (
 
 @pytest.fixture(scope="module")
 def farm_tour():
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
     from acres_lidar_ros.tracing.trace import Tracer
 
     scene = build_default_farm()
@@ -234,7 +237,8 @@ def test_a_sweep_whose_options_change_midway_forms_the_returns_from_its_hits(pol
 
 def test_planar_pattern_sees_a_wall_at_its_level(polaris):
     """ACRES Core's planar scan: 360 level beams from the Helios position, no lens, no radiometry."""
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
     from acres_lidar_ros.sensor.pattern import planar_config
     from acres_lidar_ros.tracing.trace import Tracer
 
@@ -287,7 +291,8 @@ def test_vehicle_boxes_appear_at_their_pose_with_class_vehicle(polaris, plane_tr
 def test_no_scene_point_is_nearer_than_the_body_where_the_body_always_returns(polaris):
     """With the body on, cells the table marks as always body carry only the body."""
     from acres_lidar_ros.body.self_returns import load_self_table
-    from acres_lidar_ros.scene import build_default_farm, default_tour
+    from acres_lidar_ros.scene.farm_v1 import build_default_farm
+    from acres_lidar_ros.scene.tour import default_tour
 
     table = load_self_table(polaris.self_returns, polaris.columns, polaris.rings)
     always = table.p_self >= 1.0
@@ -405,7 +410,7 @@ def test_a_scan_carries_its_own_timings(polaris, plane_tracer):
     timings are no part of the scan's value (not compared)."""
     import dataclasses
 
-    from acres_lidar_ros.scan import Scan
+    from acres_lidar_ros.scan.scan_types import Scan
 
     at_rest = PoseHistory.from_arrays(np.zeros(1), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
     scanner = Scanner(polaris, tracer=plane_tracer, options=ScanOptions(seed=1))

@@ -215,8 +215,10 @@ def test_pandar_xt32_cloud_in_its_drivers_layout():
     the channel index (0 = the +15 deg beam, which never reaches the ground) and whose timestamp
     is each point's own firing time: 50 us per block plus 1.512 us per channel."""
     from acres_lidar_ros.outputs.layouts import point_cloud
-    from acres_lidar_ros.scan import Scanner, ScanOptions
-    from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+    from acres_lidar_ros.scan.scan_types import ScanOptions
+    from acres_lidar_ros.scan.scanner import Scanner
+    from acres_lidar_ros.scene.builder import SceneBuilder
+    from acres_lidar_ros.scene.grids import TerrainGrid
     from acres_lidar_ros.sensor.poses import PoseHistory
     from acres_lidar_ros.tracing.trace import Tracer
 

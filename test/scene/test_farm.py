@@ -16,8 +16,9 @@ from acres_lidar_ros.config.material_table import (
     SPEC_CLASS_NAMES,
 )
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import build_default_farm, default_tour
 from acres_lidar_ros.scene import farm_v2_ground as ground
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
+from acres_lidar_ros.scene.tour import default_tour
 from acres_lidar_ros.tracing.trace import Tracer
 
 LAYOUTS = ("v1", "v2")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import build_default_farm
 from acres_lidar_ros.scene.box_tracks import BoxTracks
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
 from acres_lidar_ros.scene.farm_variation import vary_farm, vehicle_tracks
 
 # The spec's crop fields of the v2 farm (farm_v2 docstring): corn 2.6 m at G 0.85, soybean 0.9 m at 0.45.

@@ -12,9 +12,12 @@ from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.material_table import CLASS_ID
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid, build_default_farm, default_tour, load_scene
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.farm_v1 import build_default_farm
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.scene.instances import (
     BODY_INSTANCE,
     CLUTTER_INSTANCE,
@@ -25,6 +28,8 @@ from acres_lidar_ros.scene.instances import (
     instance_table,
     vehicle_instance,
 )
+from acres_lidar_ros.scene.scene_file import load_scene
+from acres_lidar_ros.scene.tour import default_tour
 from acres_lidar_ros.sensor.poses import PoseHistory
 from acres_lidar_ros.tracing.trace import Tracer
 

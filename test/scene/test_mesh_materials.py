@@ -11,7 +11,7 @@ import pytest
 
 from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import load_scene
+from acres_lidar_ros.scene.scene_file import load_scene
 
 FLAT = {"origin_xy_m": [-50.0, -50.0], "cell_m": 100.0, "height_m": [[0.0, 0.0], [0.0, 0.0]]}
 

@@ -12,8 +12,9 @@ import open3d as o3d
 import pytest
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import load_scene, shapes
+from acres_lidar_ros.scene import shapes
 from acres_lidar_ros.scene.object_pose import rotation_rpy
+from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.tracing.trace import Tracer
 
 FLAT = {"origin_xy_m": [-50.0, -50.0], "cell_m": 100.0, "height_m": [[0.0, 0.0], [0.0, 0.0]]}

@@ -10,8 +10,10 @@ import pytest
 
 from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid, load_scene, shapes
-from acres_lidar_ros.scene.grids import points_in_polygon
+from acres_lidar_ros.scene import shapes
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid, points_in_polygon
+from acres_lidar_ros.scene.scene_file import load_scene
 
 GRASS, SOIL, ASPHALT, CONCRETE, GRAVEL, WATER = (
     MATERIAL_ID[m] for m in ("grass", "soil", "asphalt", "concrete", "gravel", "water")

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import dem, load_scene
+from acres_lidar_ros.scene import dem
+from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.tracing.trace import Tracer
 
 REASON = "tifffile (the [dem] extra) is not installed"

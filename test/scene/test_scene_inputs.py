@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import load_scene, scene_limits
+from acres_lidar_ros.scene import scene_limits
 from acres_lidar_ros.scene.box_tracks import load_box_tracks
+from acres_lidar_ros.scene.scene_file import load_scene
 
 
 def doc(**top):

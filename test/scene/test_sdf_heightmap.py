@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import load_scene
+from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.tracing.trace import Tracer
 
 PIL = pytest.importorskip("PIL.Image", reason="pillow (the [test] extra) writes the test images")

@@ -13,7 +13,8 @@ import pytest
 
 from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_ID
 from acres_lidar_ros.errors import SceneError
-from acres_lidar_ros.scene import load_scene, shapes
+from acres_lidar_ros.scene import shapes
+from acres_lidar_ros.scene.scene_file import load_scene
 from acres_lidar_ros.tracing.trace import Tracer
 
 FLAT = {"origin_xy_m": [-50.0, -50.0], "cell_m": 100.0, "height_m": [[0.0, 0.0], [0.0, 0.0]]}

@@ -16,7 +16,7 @@ from acres_lidar_ros.config.material_table import (
     SPEC_CLASS_NAMES,
     USER_CLASS_NAMES,
 )
-from acres_lidar_ros.scene import load_scene
+from acres_lidar_ros.scene.scene_file import load_scene
 
 #: The spec's "Materials" table (class number, class), as the specification writes it.
 SPEC_TABLE = {

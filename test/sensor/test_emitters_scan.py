@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from acres_lidar_ros.config.sensors import load_sensor_config
-from acres_lidar_ros.scan import Scanner, ScanOptions
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
+from acres_lidar_ros.scan.scan_types import ScanOptions
+from acres_lidar_ros.scan.scanner import Scanner
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.sensor.poses import PoseHistory
 
 GEOMETRY = {"position_flu_m": [0.0, 0.0, 0.0], "rpy_deg": [0.0, 0.0, 0.0], "sub_rays": 1, "hz": 10.0}

@@ -8,8 +8,9 @@ import pytest
 
 from acres_lidar_ros.config.material_table import CLASS_ID
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.scene import SceneBuilder, TerrainGrid
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import TerrainGrid
 from acres_lidar_ros.tracing.scene_frame import odom_in_scene_transform
 from acres_lidar_ros.tracing.trace import Tracer
 

@@ -8,8 +8,9 @@ import pytest
 
 from acres_lidar_ros.config.material_table import CLASS_ID, IS_FOLIAGE_CLASS, MATERIAL_ID
 from acres_lidar_ros.errors import ConfigError
-from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid
 from acres_lidar_ros.scene.boxes import VehicleBox
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.scene.instances import VEHICLE_INSTANCE_BASE
 from acres_lidar_ros.scene.scene_model import (
     CROP_CELL_HEIGHT_FRACTION,

@@ -9,7 +9,8 @@ import threading
 import numpy as np
 from numba import njit
 
-from acres_lidar_ros.scene import CellGrid, SceneBuilder, TerrainGrid
+from acres_lidar_ros.scene.builder import SceneBuilder
+from acres_lidar_ros.scene.grids import CellGrid, TerrainGrid
 from acres_lidar_ros.tracing import trace_kernel as kernel
 from acres_lidar_ros.tracing.trace import Tracer
 
