@@ -141,7 +141,7 @@ def truth_of_primary_slots(scan_echoes: ScanEchoes, primary_slot: np.ndarray, mo
         none if t.unformed is None else t.unformed,
         echoes.cell,
         echoes.range_m,
-        np.full(echoes.cell.size, np.nan) if echoes.cos_incidence is None else echoes.cos_incidence,
+        echoes.cos_incidence if echoes.cos_incidence.size == echoes.cell.size else np.full(echoes.cell.size, np.nan),
         echoes.class_id,
         echoes.material_id,
         echoes.instance,

@@ -46,10 +46,11 @@ import numpy as np
 from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.clutter import kept_slabs
 from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
-from acres_lidar_ros.radiometry.echoes import BeamBlock, Contributions, Echoes, form_echoes
+from acres_lidar_ros.radiometry.echoes import BeamBlock, Echoes, form_echoes
 from acres_lidar_ros.radiometry.equation_kernels import intensity_byte as intensity_byte_of
 from acres_lidar_ros.radiometry.equation_kernels import measured_signal_counts, measured_signal_counts_ufunc
 from acres_lidar_ros.radiometry.equations import reflectance_limit
+from acres_lidar_ros.radiometry.hit_passes import Contributions
 from acres_lidar_ros.radiometry.noise import NoiseStreams
 from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.radiometry.returns import Returns, empty_returns, select_returns
@@ -236,7 +237,7 @@ def clutter_contributions(
         np.full(m, PRECIPITATION_CLASS, np.uint8),
         np.full(m, PRECIPITATION_MATERIAL, np.uint8),
         np.full(m, CLUTTER_INSTANCE, np.uint32),
-        np.full(m, np.nan) if model.truth else None,  # a slab has no surface, so no incidence
+        np.full(m if model.truth else 0, np.nan),  # a slab has no surface, so no incidence
     )
 
 

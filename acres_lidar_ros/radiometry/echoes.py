@@ -35,7 +35,6 @@ the clutter slabs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 import numba
 import numpy as np
@@ -44,12 +43,15 @@ from acres_lidar_ros.config.material_table import CLASS_ID, IS_FOLIAGE_CLASS
 from acres_lidar_ros.cores import map_parts, split_bounds
 from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
 from acres_lidar_ros.radiometry.hit_passes import (
+    Contributions,
     GroundKeying,
     GroundTerms,
     HitFields,
     PulseShape,
     SurfaceLaws,
     ground_keys,
+    joined,
+    joined_by_cell,
     lit_contributions,
     reached_hits,
 )
@@ -57,52 +59,10 @@ from acres_lidar_ros.radiometry.noise import hash_normal, place_seed_term, rough
 from acres_lidar_ros.radiometry.radiometric_model import BeamModel
 from acres_lidar_ros.tracing.hits import Hits
 
-_ByCell = TypeVar("_ByCell", bound=Any)
-
 MICRO_SLOPE_CELL_M = 0.25
 ALBEDO_CELL_M = 0.1
 MIN_ROUGH_RANGE_M = 0.01
 GROUND_CLASS = CLASS_ID["ground"]
-
-
-@dataclass(frozen=True)
-class Contributions:
-    """The lit contributions of some beams, in beam (cell) order and range order within a beam.
-
-    Attributes
-    ----------
-    cell : (m,) int64
-        Cell ``c N_r + r`` of each contribution's beam.
-    range_m, power, peak : (m,) float64
-        ``R`` (after the roughness move), ``P`` (> 0) and ``g``.
-    class_id, material_id : (m,) uint8
-    instance : (m,) uint32
-        Instance label (``scene.instances``).
-    cos_incidence : (m,) float64 or None
-        ``|cos theta|`` the backscatter used (``theta'`` on ground; NaN for clutter slabs); only
-        with ``BeamModel.truth``, None otherwise.
-    """
-
-    cell: np.ndarray
-    range_m: np.ndarray
-    power: np.ndarray
-    peak: np.ndarray
-    class_id: np.ndarray
-    material_id: np.ndarray
-    instance: np.ndarray
-    cos_incidence: np.ndarray | None = None
-
-    @staticmethod
-    def of_beams(parts: list[Contributions]) -> Contributions:
-        """The contributions of groups of different beams, beams in cell order (each beam's
-        contributions keep their order)."""
-        return _joined_by_cell(Contributions, parts)
-
-    def merged(self, other: Contributions) -> Contributions:
-        """These and ``other``'s contributions (both by beam and range) by beam and range; on a
-        tie of both, these come first."""
-        order = _merge_order(self.cell, self.range_m, other.cell, other.range_m)
-        return _joined(Contributions, [self, other], order)
 
 
 @dataclass(frozen=True)
@@ -117,8 +77,8 @@ class Echoes:
     class_id, material_id : (e,) uint8
     instance : (e,) uint32
         Instance label of the echo's largest contribution.
-    cos_incidence : (e,) float64 or None
-        The largest contribution's (``Contributions.cos_incidence``); None without it.
+    cos_incidence : (e,) float64, or (0,) when not kept
+        The largest contribution's (``Contributions.cos_incidence``); empty without it.
     """
 
     cell: np.ndarray
@@ -128,12 +88,12 @@ class Echoes:
     class_id: np.ndarray
     material_id: np.ndarray
     instance: np.ndarray
-    cos_incidence: np.ndarray | None = None
+    cos_incidence: np.ndarray
 
     @staticmethod
     def concatenate(parts: list[Echoes]) -> Echoes:
         """Echoes of several groups of beams, beams in cell order (a beam's echoes stay in order)."""
-        return _joined_by_cell(Echoes, parts)
+        return joined_by_cell(Echoes, parts)
 
 
 @dataclass(frozen=True)
@@ -228,8 +188,8 @@ def prepare_block(
     return BeamBlock(
         cells,
         np.concatenate([b.nearest_solid_m for b in blocks]),
-        _joined(Contributions, [b.contributions for b in blocks]),
-        None if model.has_clutter else _joined(Echoes, [b.echoes for b in blocks]),
+        joined(Contributions, [b.contributions for b in blocks]),
+        None if model.has_clutter else joined(Echoes, [b.echoes for b in blocks]),
         None if model.has_clutter else EchoSignals.concatenate([b.signals for b in blocks if b.signals is not None]),
     )
 
@@ -240,21 +200,6 @@ MIN_BEAMS_PER_PART = 4096
 def _hits_rows(hits: Hits, rows: slice) -> Hits:
     """The hits of some rows (views)."""
     return Hits(**{name: getattr(hits, name)[rows] for name in Hits.__dataclass_fields__})
-
-
-def _joined(kind: type[_ByCell], parts: list[Any], order: np.ndarray | None = None) -> _ByCell:
-    """The records of ``parts`` one after the other (consecutive parts of a block: the block's
-    beam order), taken in ``order`` (None: as they are). An optional field that is None in some
-    part is None in the result."""
-    joined: dict[str, np.ndarray | None] = {}
-    for name in kind.__dataclass_fields__:
-        arrays = [getattr(p, name) for p in parts]
-        if any(a is None for a in arrays):
-            joined[name] = None
-            continue
-        a = np.concatenate(arrays)
-        joined[name] = a if order is None else a[order]
-    return kind(**joined)
 
 
 def contributions_of_hits(
@@ -307,14 +252,10 @@ def contributions_of_hits(
         float(config.beam_divergence_rad),
         float(config.beam_divergence_v_rad),
     )
-    lit = lit_contributions(reached, ground, fields, laws, shape, n_sub, weights, cells, model.truth)
+    lit = lit_contributions(reached, ground, fields, laws, shape, n_sub, weights, cells, keep_incidence=model.truth)
     if lit.bad_range:
         raise ValueError("hits: every valid hit needs a finite range_m >= 0")
-    cos_out = lit.cos_theta if model.truth else None  # the truth output's incidence, only when asked
-    contributions = Contributions(
-        lit.cell, lit.range_m, lit.power, lit.peak, lit.class_id, lit.material_id, lit.instance, cos_out
-    )
-    return contributions, lit.nearest_solid
+    return lit.contributions, lit.nearest_solid
 
 
 def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
@@ -324,7 +265,7 @@ def form_echoes(contributions: Contributions, separation_m: float) -> Echoes:
     cell, range_m, rho, peak, class_id, material_id, instance, largest = _echoes_of(
         start, c.cell, c.range_m, c.power, c.peak, c.class_id, c.material_id, c.instance
     )
-    cos_incidence = None if c.cos_incidence is None else c.cos_incidence[largest]
+    cos_incidence = c.cos_incidence[largest] if c.cos_incidence.size else c.cos_incidence  # empty: not kept
     return Echoes(cell, range_m, rho, peak, class_id, material_id, instance, cos_incidence)
 
 
@@ -379,30 +320,3 @@ def _echo_opens(cell, range_m, separation_m):
         else:
             opens[i] = False
     return opens
-
-
-@numba.njit(cache=True, nogil=True)
-def _merge_order(cell_a, range_a, cell_b, range_b):
-    """Indices into ``a`` then ``b`` concatenated that merge two (cell, range)-sorted lists, ``a``
-    first on a tie."""
-    na, nb = cell_a.shape[0], cell_b.shape[0]
-    order = np.empty(na + nb, np.int64)
-    i = j = 0
-    for at in range(na + nb):
-        if j < nb and (i == na or cell_b[j] < cell_a[i] or (cell_b[j] == cell_a[i] and range_b[j] < range_a[i])):
-            order[at] = na + j
-            j += 1
-        else:
-            order[at] = i
-            i += 1
-    return order
-
-
-def _joined_by_cell(kind: type[_ByCell], parts: list[_ByCell]) -> _ByCell:
-    """Groups of different beams' records (a dataclass of equal-length arrays with a ``cell``
-    field) as one, beams in cell order; each beam's records keep their order."""
-    if len(parts) == 1:
-        return parts[0]
-    cell = np.concatenate([p.cell for p in parts])
-    in_order = cell.size < 2 or bool(np.all(cell[1:] >= cell[:-1]))
-    return _joined(kind, parts, None if in_order else np.argsort(cell, kind="stable"))

@@ -10,15 +10,18 @@ sub-rays in order, a sub-ray's hits in range order):
    formed by ``noise.hash_normals_of`` (numpy's vectorised logarithm and cosine) in one call.
 3. ``lit_contributions``: per hit the tilt, texture, roughness move, backscatter, contribution
    and echo stretch (each equation from ``scalar_physics``), the nearest solid range of each beam,
-   and the lit contributions of each beam sorted by range (stable).
+   and the lit contributions of each beam sorted by range (stable), built as ``Contributions``.
 
 The equations are those of ``scalar_physics`` and ``noise``; what is here is bookkeeping.
+``Contributions`` is the one record of the lit contributions on both sides of the compiled
+boundary (the clutter slabs join them as the same record); ``joined`` and ``joined_by_cell`` put
+such records of groups of beams together (``echoes.Echoes`` too).
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numba
 import numpy as np
@@ -35,6 +38,7 @@ from acres_lidar_ros.radiometry.equation_kernels import (
 from acres_lidar_ros.radiometry.noise import place_hash_of, roughness_hash_of
 
 _jit = numba.njit(cache=True, nogil=True)
+_Record = TypeVar("_Record", bound=Any)
 
 
 class ReachedHits(NamedTuple):
@@ -103,12 +107,24 @@ class PulseShape(NamedTuple):
     divergence_v_rad: float
 
 
-class LitContributions(NamedTuple):
-    """Pass 3's result: ``bad_range`` (a reached hit without a finite range >= 0), each beam's
-    nearest solid range, and the lit contributions (beam order, range order within a beam)."""
+class Contributions(NamedTuple):
+    """The lit contributions of some beams, in beam (cell) order and range order within a beam:
+    what ``lit_contributions`` builds and the clutter slabs join (``detection``).
 
-    bad_range: bool
-    nearest_solid: np.ndarray
+    Attributes
+    ----------
+    cell : (m,) int64
+        Cell ``c N_r + r`` of each contribution's beam.
+    range_m, power, peak : (m,) float64
+        ``R`` (after the roughness move), ``P`` (> 0) and ``g``.
+    class_id, material_id : (m,) uint8
+    instance : (m,) uint32
+        Instance label (``scene.instances``).
+    cos_incidence : (m,) float64, or (0,) when not kept
+        ``|cos theta|`` the backscatter used (``theta'`` on ground; NaN for clutter slabs); kept
+        only with ``BeamModel.truth``, an empty array otherwise (the compiled passes' "none").
+    """
+
     cell: np.ndarray
     range_m: np.ndarray
     power: np.ndarray
@@ -116,7 +132,28 @@ class LitContributions(NamedTuple):
     class_id: np.ndarray
     material_id: np.ndarray
     instance: np.ndarray
-    cos_theta: np.ndarray  # empty unless kept
+    cos_incidence: np.ndarray
+
+    @staticmethod
+    def of_beams(parts: list[Contributions]) -> Contributions:
+        """The contributions of groups of different beams, beams in cell order (each beam's
+        contributions keep their order)."""
+        return joined_by_cell(Contributions, parts)
+
+    def merged(self, other: Contributions) -> Contributions:
+        """These and ``other``'s contributions (both by beam and range) by beam and range; on a
+        tie of both, these come first."""
+        order = _merge_order(self.cell, self.range_m, other.cell, other.range_m)
+        return joined(Contributions, [self, other], order)
+
+
+class LitContributions(NamedTuple):
+    """Pass 3's result: ``bad_range`` (a reached hit without a finite range >= 0), each beam's
+    nearest solid range and the lit contributions."""
+
+    bad_range: bool
+    nearest_solid: np.ndarray
+    contributions: Contributions
 
 
 @_jit
@@ -265,12 +302,12 @@ def lit_contributions(
     n_sub: int,
     weights: np.ndarray,
     cells: np.ndarray,
-    keep_cos: bool = False,
+    keep_incidence: bool = False,
 ) -> LitContributions:
     """Pass 3: the lit contributions of the block's beams (beam order, range order within a beam,
-    stable) and each beam's nearest solid range (inf where none); with ``keep_cos`` also each
-    contribution's ``|cos theta|`` as the backscatter used it (the truth output's), else an
-    empty array."""
+    stable) and each beam's nearest solid range (inf where none); with ``keep_incidence`` also
+    each contribution's ``|cos theta|`` as the backscatter used it (the truth output's), else
+    ``Contributions.cos_incidence`` is empty."""
     flat, rows, t_front, tau, passes = reached
     ground_at, slope_at, albedo_at, rough_at, theta_ground, z = ground
     range_m, cos_incidence, class_id, material_id, instance, wetness = hits
@@ -297,7 +334,7 @@ def lit_contributions(
     out_class = np.empty(n, np.uint8)
     out_material = np.empty(n, np.uint8)
     out_object = np.empty(n, np.uint32)
-    out_cos = np.empty(n if keep_cos else 0)
+    out_cos = np.empty(n if keep_incidence else 0)
     m = 0
     start = 0  # first contribution of the current beam
     current = -1
@@ -351,22 +388,21 @@ def lit_contributions(
         out_class[m] = class_id[f]
         out_material[m] = mat
         out_object[m] = instance[f]
-        if keep_cos:
+        if keep_incidence:
             out_cos[m] = cos_theta
         m += 1
     _sort_by_range(out_range, out_power, out_peak, out_class, out_material, out_object, out_cos, start, m)
-    return LitContributions(
-        bad_range,
-        nearest_solid,
-        out_cell[:m],
-        out_range[:m],
-        out_power[:m],
-        out_peak[:m],
-        out_class[:m],
-        out_material[:m],
-        out_object[:m],
-        out_cos[:m] if keep_cos else out_cos,
+    contributions = Contributions(
+        cell=out_cell[:m],
+        range_m=out_range[:m],
+        power=out_power[:m],
+        peak=out_peak[:m],
+        class_id=out_class[:m],
+        material_id=out_material[:m],
+        instance=out_object[:m],
+        cos_incidence=out_cos[:m] if keep_incidence else out_cos,
     )
+    return LitContributions(bad_range, nearest_solid, contributions)
 
 
 @_jit
@@ -399,3 +435,46 @@ def _sort_by_range(range_m, power, peak, class_id, material_id, instance, cos, s
         instance[j + 1] = o
         if move_cos:
             cos[j + 1] = k
+
+
+def joined(kind: type[_Record], parts: list[Any], order: np.ndarray | None = None) -> _Record:
+    """The records of ``parts`` one after the other (consecutive parts of a block: the block's
+    beam order), taken in ``order`` (None: as they are). A field empty in every part (not
+    kept: ``Contributions.cos_incidence``) is empty in the result."""
+    fields: dict[str, np.ndarray] = {}
+    for name in _field_names(kind):
+        a = np.concatenate([getattr(p, name) for p in parts])
+        fields[name] = a if order is None or a.size == 0 else a[order]
+    return kind(**fields)
+
+
+def joined_by_cell(kind: type[_Record], parts: list[_Record]) -> _Record:
+    """Groups of different beams' records (a NamedTuple or dataclass of equal-length arrays with a
+    ``cell`` field) as one, beams in cell order; each beam's records keep their order."""
+    if len(parts) == 1:
+        return parts[0]
+    cell = np.concatenate([p.cell for p in parts])
+    in_order = cell.size < 2 or bool(np.all(cell[1:] >= cell[:-1]))
+    return joined(kind, parts, None if in_order else np.argsort(cell, kind="stable"))
+
+
+def _field_names(kind: type[Any]) -> tuple[str, ...]:
+    """The fields of a record type: a NamedTuple's (``Contributions``) or a dataclass's (``echoes.Echoes``)."""
+    return kind._fields if hasattr(kind, "_fields") else tuple(kind.__dataclass_fields__)
+
+
+@_jit
+def _merge_order(cell_a, range_a, cell_b, range_b):
+    """Indices into ``a`` then ``b`` concatenated that merge two (cell, range)-sorted lists, ``a``
+    first on a tie."""
+    na, nb = cell_a.shape[0], cell_b.shape[0]
+    order = np.empty(na + nb, np.int64)
+    i = j = 0
+    for at in range(na + nb):
+        if j < nb and (i == na or cell_b[j] < cell_a[i] or (cell_b[j] == cell_a[i] and range_b[j] < range_a[i])):
+            order[at] = na + j
+            j += 1
+        else:
+            order[at] = i
+            i += 1
+    return order

@@ -45,6 +45,7 @@ def echoes(cells, ranges_m, reflectances):
         class_id=np.full(n, CLASS_ID["building"], np.uint8),
         material_id=np.full(n, MATERIAL_ID["building"], np.uint8),
         instance=np.full(n, NO_INSTANCE, np.uint32),
+        cos_incidence=np.empty(0),  # not kept
     )
 
 
