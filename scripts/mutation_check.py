@@ -54,16 +54,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "node_point_type",
         "acres_lidar_ros/ros/node.py",
-        'stamp = shaped.header_stamp_ns(stamps_sweep_start(point_type, self.settings["ts_first_point"]))\n'
-        "        return pack_scan(shaped, point_type, stamp, cloud_message)",
-        'stamp = shaped.header_stamp_ns(False)\n        return pack_scan(shaped, "XYZI", stamp, cloud_message)',
+        'stamp = shaped.header_stamp_ns(profile.stamps_sweep_start(self.settings["ts_first_point"]))\n'
+        "        return pack_scan(shaped, profile, stamp, cloud_message)",
+        'stamp = shaped.header_stamp_ns(False)\n        return pack_scan(shaped, point_profile("XYZI"), stamp, cloud_message)',
         ("test/ros/test_ros_outputs.py",),
         "the node publishes XYZI stamped at the sweep end, whatever point_type and ts_first_point say",
     ),
     Mutation(
         "node_stamp",
         "acres_lidar_ros/ros/node.py",
-        'stamp = shaped.header_stamp_ns(stamps_sweep_start(point_type, self.settings["ts_first_point"]))',
+        'stamp = shaped.header_stamp_ns(profile.stamps_sweep_start(self.settings["ts_first_point"]))',
         "stamp = shaped.header_stamp_ns(False)",
         ("test/ros/test_ros_outputs.py",),
         "the node stamps every cloud at the sweep end, whatever ts_first_point and the point type say",

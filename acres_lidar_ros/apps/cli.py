@@ -41,6 +41,7 @@ from acres_lidar_ros.errors import AcresLidarError, ConfigError
 
 if TYPE_CHECKING:
     from acres_lidar_ros.config.sensors import SensorConfig
+    from acres_lidar_ros.outputs.point_types import PointProfile
 
 #: ``--scene`` names of the built-in farms -> ``build_default_farm`` layout (its tour is the default).
 BUILT_IN_FARMS = {"default": "v2", "farm-v1": "v1"}
@@ -135,14 +136,18 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _point_type(args: argparse.Namespace, config: SensorConfig) -> str:
-    """``--point-type``, or the sensors file's ``lidar.point_type`` (its driver's layout, which the
-    config layer checked)."""
-    return config.point_type if args.point_type is None else str(args.point_type)
+def _given_profile(args: argparse.Namespace) -> PointProfile | None:
+    """The profile of ``--point-type`` (with ``--labels``), resolved before the scene is built
+    (``ConfigError`` listing the profiles), or None without the option."""
+    return None if args.point_type is None else run_point_type(args.point_type, args.labels)
 
 
-def _point_type_key(args: argparse.Namespace, config: SensorConfig) -> str:
-    return "--point-type" if args.point_type is not None else f"lidar.point_type of {config.source}"
+def _run_profile(args: argparse.Namespace, config: SensorConfig, given: PointProfile | None) -> PointProfile:
+    """The run's profile: ``given`` (``--point-type``), else the sensors file's ``lidar.point_type``
+    (its driver's layout, which the config layer checked) with ``--labels``."""
+    if given is not None:
+        return given
+    return run_point_type(config.point_type, args.labels, f"lidar.point_type of {config.source}")
 
 
 def _add_point_type(parser: argparse.ArgumentParser, what: str) -> None:
@@ -380,10 +385,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from acres_lidar_ros.apps.cmd_record import single_scan
     from acres_lidar_ros.sensor.poses import pose_matrix
 
-    if args.point_type is not None:
-        run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
+    given = _given_profile(args)
     config, scene, scanner = _load(args, need_lidar="scan")
-    point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
+    profile = _run_profile(args, config, given)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar scan: stopped by {args._stop.name} before the scan; nothing written", file=sys.stderr)
         return code
@@ -403,7 +407,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         out,
         files=args.format or config.output,
         run=vars_for_json(args),
-        point_type=point_type,
+        profile=profile,
         labels=args.labels,
         preview_range_m=preview_range(args, config),
     )
@@ -427,11 +431,10 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise ConfigError(f"--duration {args.duration}: expected a number of seconds > 0")
     check_still_start(args.still_start)
-    if args.point_type is not None:
-        run_point_type(args.point_type, args.labels)  # ConfigError listing the profiles, before the scene is built
+    given = _given_profile(args)
     require_trajectory(args, BUILT_IN_FARMS)
     config, scene, scanner = _load(args)
-    point_type = run_point_type(_point_type(args, config), args.labels, _point_type_key(args, config))
+    profile = _run_profile(args, config, given)
     if (code := _stopped(args)) is not None:
         print(f"acres-lidar record: stopped by {args._stop.name} before the drive; nothing written", file=sys.stderr)
         return code
@@ -467,7 +470,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             trajectory,
             out,
             duration_s=args.duration,
-            point_type=point_type,
+            profile=profile,
             files=args.files or config.output,
             boxes_at=boxes_at,
             run=vars_for_json(args),
@@ -521,7 +524,7 @@ def cmd_materials(args: argparse.Namespace) -> int:
 COMMANDS = {
     "scan": cmd_scan,
     "record": cmd_record,
-    "bench": lambda a: run_bench(a, _load, _tour, _point_type, BUILT_IN_FARMS),
+    "bench": lambda a: run_bench(a, _load, _tour, BUILT_IN_FARMS),
     "self-table": cmd_self_table,
     "bag-repair": cmd_bag_repair,
     "materials": cmd_materials,

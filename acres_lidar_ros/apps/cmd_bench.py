@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud
+from acres_lidar_ros.outputs.point_types import PROFILES, PointProfile
 from acres_lidar_ros.outputs.pointcloud2 import pointcloud2_message
 from acres_lidar_ros.outputs.truth_cloud import truth_cloud
 from acres_lidar_ros.scan.scan_types import Scan
@@ -59,11 +60,12 @@ def plain_and_variant(scanner: Scanner, labels: bool = False) -> tuple[Scanner, 
     return plain, scanner
 
 
-def _packed_ms(scan: Scan, point_type: str) -> float:
-    """Milliseconds to pack what the node publishes of a scan: its cloud, and its truth cloud."""
+def _packed_ms(scan: Scan, profile: PointProfile) -> float:
+    """Milliseconds to pack what the node publishes of a scan: its cloud in ``profile``'s layout,
+    and its truth cloud."""
     started = time.perf_counter()
-    header_ns = default_stamp_ns(scan, point_type)
-    messages = [pointcloud2_message(point_cloud(scan, point_type, header_ns), scan.frame_id, header_ns)]
+    header_ns = default_stamp_ns(scan, profile)
+    messages = [pointcloud2_message(point_cloud(scan, profile, header_ns), scan.frame_id, header_ns)]
     if scan.truth is not None:
         messages.append(pointcloud2_message(truth_cloud(scan), scan.frame_id, scan.stamp_ns))
     return (time.perf_counter() - started) * 1e3
@@ -132,9 +134,9 @@ def bench_scans(
     scanner: Scanner,
     trajectory: PoseHistory,
     n_scans: int = 20,
-    point_type: str = "XYZI",
+    profile: PointProfile = PROFILES["XYZI"],
     variant: Scanner | None = None,
-    variant_point_type: str | None = None,
+    variant_profile: PointProfile | None = None,
     against: Against | None = None,
 ) -> dict:
     """Time ``n_scans`` scans along ``trajectory`` (motion as configured) and the bare casts.
@@ -142,10 +144,10 @@ def bench_scans(
     Returns medians in ms of each stage (``rays_ms``, ``trace_ms``, ``returns_ms``, ``points_ms``,
     ``packing_ms``), ``scan_ms_median`` (their sum per scan), ``bare_cast_ms_median`` and ``ratio``;
     with a ``variant`` scanner (``plain_and_variant``) also ``variant`` (see the module notes),
-    packed in ``variant_point_type`` (default ``point_type``); with ``against``, ``against``
+    packed in ``variant_profile``'s layout (default ``profile``'s); with ``against``, ``against``
     (see the module notes).
     """
-    variant_point_type = variant_point_type or point_type
+    variant_profile = variant_profile or profile
     period_s = scanner.config.period_s
     stages: dict[str, list[float]] = {k: [] for k in STAGES}
     variant_stages: dict[str, list[float]] = {k: [] for k in STAGES}
@@ -158,7 +160,7 @@ def bench_scans(
         assert against is not None
         stamp_ns = int(round((against.trajectory.start_s + (k + 1) * period_s) * 1e9))
         scan = against.scanner.scan(against.trajectory, stamp_ns)
-        timings = dict(scan.timings_ms, packing_ms=_packed_ms(scan, point_type))
+        timings = dict(scan.timings_ms, packing_ms=_packed_ms(scan, profile))
         origins, directions = against.scanner.pattern.rays_world(scan.T_world_sensor)
         started = time.perf_counter()
         against.scanner.tracer.cast_bare(origins, directions)
@@ -174,10 +176,10 @@ def bench_scans(
             scan_against(k)
         stamp_ns = int(round((t0 + (k + 1) * period_s) * 1e9))
         scan = scanner.scan(trajectory, stamp_ns)
-        packing_ms = _packed_ms(scan, point_type)
+        packing_ms = _packed_ms(scan, profile)
         if variant is not None:
             variant_scan = variant.scan(trajectory, stamp_ns)
-            variant_timings = dict(variant_scan.timings_ms, packing_ms=_packed_ms(variant_scan, variant_point_type))
+            variant_timings = dict(variant_scan.timings_ms, packing_ms=_packed_ms(variant_scan, variant_profile))
             if k > 0:
                 for key in STAGES:
                     variant_stages[key].append(variant_timings[key])
@@ -222,11 +224,11 @@ def bench_scans(
         }
     if variant is not None:
         on = [name for name in VARIANT_OPTIONS if getattr(variant.options, name)]
-        on += ["labels"] if variant_point_type != point_type else []
+        on += ["labels"] if variant_profile != profile else []
         median = statistics.median(variant_totals)
         result["variant"] = {
             "options": on,
-            "point_type": variant_point_type,
+            "point_type": variant_profile.name,
             **{f"{key}_median": statistics.median(values) for key, values in variant_stages.items()},
             "scan_ms_median": median,
             "overhead_pct": 100.0 * (median / result["scan_ms_median"] - 1.0),

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from acres_lidar_ros.apps.labels_cli import run_point_type
 from acres_lidar_ros.errors import ConfigError
 
 
@@ -17,11 +16,11 @@ def run_bench(
     args: argparse.Namespace,
     load: Callable[..., tuple[Any, Any, Any]],
     tour: Callable[[Any, argparse.Namespace], Any],
-    point_type_of: Callable[[argparse.Namespace, Any], str],
     built_in_farms: dict[str, str],
 ) -> int:
-    """Run ``acres-lidar bench``; ``load``, ``tour`` and ``point_type_of`` are the CLI's sensor and
-    scene loading, its built-in tour and its point type of a run (``apps.cli``)."""
+    """Run ``acres-lidar bench``; ``load`` and ``tour`` are the CLI's sensor and scene loading and
+    its built-in tour (``apps.cli``). The scans are packed in the sensors file's
+    ``lidar.point_type`` (its driver's layout), the variant's with ``--labels`` in the labelled one."""
     from acres_lidar_ros.apps.cmd_bench import (
         against_setup,
         bench_lines,
@@ -30,6 +29,7 @@ def run_bench(
         plain_and_variant,
     )
     from acres_lidar_ros.outputs.json_files import json_text, jsonable
+    from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
     from acres_lidar_ros.runtime.startup import freeze_startup_objects
 
     if args.scaling or args.deadline_ms is not None or args.plot is not None or args.packets:
@@ -45,14 +45,15 @@ def run_bench(
     build_s = time.perf_counter() - started
     poses = tour(scene, args)
     freeze_startup_objects()  # as the node and record do
-    point_type = point_type_of(argparse.Namespace(point_type=None), config)  # the sensor's driver layout
+    what = f"lidar.point_type of {config.source}"
+    profile = point_profile(config.point_type, what)  # the sensor's driver layout, which the config layer checked
     plain, variant = plain_and_variant(scanner, args.labels)
-    variant_point_type = run_point_type(point_type, args.labels, f"lidar.point_type of {config.source}")
+    variant_profile = labelled_point_type(profile, args.labels, what)
     against = None if args.against is None else against_setup(plain, args.against, built_in_farms.get(args.against))
-    result = bench_scans(plain, poses, args.scans, point_type, variant, variant_point_type, against)
+    result = bench_scans(plain, poses, args.scans, profile, variant, variant_profile, against)
     result.update(
         sensor=args.sensor,
-        point_type=point_type,
+        point_type=profile.name,
         sub_rays=scanner.sub_rays,
         scene_triangles=scene.triangle_count,
         scene_build_s=build_s,

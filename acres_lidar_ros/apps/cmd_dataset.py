@@ -106,16 +106,14 @@ def sequence_names(count: int) -> list[str]:
 
 def check_dataset(dataset: Dataset) -> None:
     """What ``load_dataset`` cannot check from the config layer: each point type with the labels
-    (``labels_cli.run_point_type``), the layouts' point types and the boxes file."""
-    from acres_lidar_ros.apps.labels_cli import run_point_type
-    from acres_lidar_ros.outputs.point_types import point_profile
+    (``point_types.labelled_point_type``), the layouts' point types and the boxes file."""
+    from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
 
     path = str(dataset.path)
     for i, pt in enumerate(dict.fromkeys(s.point_type for s in dataset.shards)):
         what = f"dataset file {path!r}: drives.point_types[{i}] ="
-        point_profile(pt, what)
-        point_type = run_point_type(pt, dataset.shards[0].labels, what)
-        if dataset.shards[0].layouts and point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+        profile = labelled_point_type(point_profile(pt, what), dataset.shards[0].labels, what)
+        if dataset.shards[0].layouts and profile.name not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
             raise ConfigError(
                 f"{what} {pt!r}: the layouts {list(dataset.shards[0].layouts)} are made from the organised PCD "
                 "files; allowed with layouts: XYZI, XYZIRT"
@@ -217,7 +215,7 @@ def record_shard(spec: ShardSpec, out_dir: str, threads: int = 1, sequence: str 
         trajectory,
         partial,
         duration_s=spec.duration_s,
-        point_type=run_point_type(spec.point_type, spec.labels),
+        profile=run_point_type(spec.point_type, spec.labels),
         files=spec.files,
         boxes_at=None if tracks is None else tracks.boxes_at,
         run={"command": "dataset", "shard": spec.shard_id, **spec.as_dict()},

@@ -25,6 +25,7 @@ from acres_lidar_ros.config.sensors import SensorConfig
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import make_directory
 from acres_lidar_ros.outputs.json_files import append_jsonl, jsonable, write_json
+from acres_lidar_ros.outputs.point_types import PROFILES, PointProfile
 from acres_lidar_ros.outputs.scan_files import PREVIEW_RANGE_M
 from acres_lidar_ros.scan.scan_types import Scan, ScanOptions
 from acres_lidar_ros.scan.scanner import Scanner
@@ -178,18 +179,17 @@ def single_scan(
     out_dir: Path,
     files: str = "both",
     run: dict | None = None,
-    point_type: str = "XYZI",
+    profile: PointProfile = PROFILES["XYZI"],
     labels: bool = False,
     preview_range_m: float = PREVIEW_RANGE_M,
 ) -> Scan:
     """One scan with the sensor at rest at ``T_world_base`` (4, 4), written into a new run dir;
-    its PCD file in ``point_type``'s layout (``layouts.point_cloud``). With ``labels`` the PLY file
+    its PCD file in ``profile``'s layout (``layouts.point_cloud``). With ``labels`` the PLY file
     has each point's instance label and ``episode.json`` the instance table (``run_instances``)."""
     from acres_lidar_ros.outputs.layouts import point_cloud
-    from acres_lidar_ros.outputs.point_types import point_dtype, stamps_sweep_start
     from acres_lidar_ros.outputs.records import episode_dict
 
-    point_dtype(point_type, scanner.config.outputs.coordinates)  # fails before the run dir exists
+    profile.dtype_in(scanner.config.outputs.coordinates)  # fails before the run dir exists
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, scanner.config, scanner.options, run or {})
     position = T_world_base[:3, 3]
@@ -198,8 +198,8 @@ def single_scan(
     stamp_ns = int(round(scanner.config.period_s * 1e9))
     scan = scanner.scan(poses, stamp_ns)
     shaped = whole_output(scanner, scan, poses)
-    header_ns = shaped.header_stamp_ns(stamps_sweep_start(point_type, False))
-    cloud = point_cloud(shaped, point_type, header_ns)
+    header_ns = shaped.header_stamp_ns(profile.stamps_sweep_start(False))
+    cloud = point_cloud(shaped, profile, header_ns)
     write_scan_outputs(
         scan, out_dir, files, scanner.config, cloud, shaped=shaped, labels=labels, preview_range_m=preview_range_m
     )
@@ -225,7 +225,7 @@ def record_drive(
     trajectory: PoseHistory,
     out_dir: Path,
     duration_s: float | None = None,
-    point_type: str = "XYZI",
+    profile: PointProfile = PROFILES["XYZI"],
     files: str = "pcd",
     boxes_at: Callable[[float], Iterable] | None = None,
     run: dict | None = None,
@@ -247,7 +247,7 @@ def record_drive(
     (``sweep.pose_coverage: before_first_pose``) and counted in ``episode.json``
     (``scans_held_first_pose``), as is a scan interpolated across a trajectory gap longer than
     ``sensor.poses.MAX_POSE_GAP_S`` (``gap``, ``scans_across_pose_gap``). The bag gets
-    ``/lidar/points`` (``point_type``'s layout, stamped as ``point_types.header_stamp_ns``: the end of
+    ``/lidar/points`` (``profile``'s layout, stamped as ``PointProfile.header_stamp_ns``: the end of
     the sweep, or its start for the profiles with relative point times), ``/tf``, ``/tf_static``,
     ``/odom`` and ``/clock``; the PCD files have the same layout. ``trajectory_gt.tum`` gets the
     ground-truth base_footprint poses. The bag is closed, readable, on any error or Ctrl-C.
@@ -270,7 +270,7 @@ def record_drive(
     ``boxes_at(t_s)`` gives the other vehicles' boxes at a scan stamp (``box_tracks``).
     ``progress(done, total)`` is called after each scan. With ``labels`` the PLY files carry each
     point's instance label and ``episode.json`` the instance table (``run_instances``, with the
-    boxes' tracks of ``vehicle_object_ids``); the clouds' layout stays ``point_type``'s.
+    boxes' tracks of ``vehicle_object_ids``); the clouds' layout stays ``profile``'s.
 
     With ``imu`` (an IMU file, or ``"default"`` for the shipped ``config/imu.json``) the bag also
     has sensor_msgs/Imu on the file's topic at its rate, made from the same trajectory samples
@@ -280,12 +280,11 @@ def record_drive(
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
     from acres_lidar_ros.outputs.layouts import point_cloud
-    from acres_lidar_ros.outputs.point_types import header_stamp_ns, point_dtype, stamps_sweep_start
     from acres_lidar_ros.outputs.shaping import slice_scan
 
     config = scanner.config
-    # An unknown point type, or spherical coordinates in one without them, fail before the run dir exists.
-    point_bytes = point_dtype(point_type, config.outputs.coordinates).itemsize
+    # Spherical coordinates in a profile without them fail before the run dir exists.
+    point_bytes = profile.dtype_in(config.outputs.coordinates).itemsize
     instances = run_instances(scanner, vehicle_object_ids) if labels else None  # bad ids fail before the run dir
     if imu is not None:  # a bad IMU file fails before the run dir too
         from acres_lidar_ros.config.imu_file import load_imu_config
@@ -310,7 +309,7 @@ def record_drive(
     # trajectory start of 0 s: ROS time has no negative stamps. That scan is left out (counted).
     # With partial_output the slices are stamped inside the sweep: a sweep starting before 0 is left out.
     sweep_ns = int(round(period_s * 1e9)) if config.outputs.partial_output else 0
-    before_zero = sum(header_stamp_ns(point_type, s, period_s) < 0 or s - sweep_ns < 0 for s in stamps_ns)
+    before_zero = sum(profile.header_stamp_ns(s, period_s) < 0 or s - sweep_ns < 0 for s in stamps_ns)
     stamps_ns = stamps_ns[before_zero:]
     n_scans = len(stamps_ns)
     sweep_s = period_s if scanner.options.motion_on(config) else 0.0
@@ -358,8 +357,8 @@ def record_drive(
         if not config.outputs.partial_output:
             write_poses_up_to(bag, release_ns)
         shaped = whole_output(scanner, scan, trajectory)  # the output keys of the sensors file
-        sweep_start = stamps_sweep_start(point_type, False)
-        cloud = point_cloud(shaped, point_type, shaped.header_stamp_ns(sweep_start))  # the bag's and the PCD's
+        sweep_start = profile.stamps_sweep_start(False)
+        cloud = point_cloud(shaped, profile, shaped.header_stamp_ns(sweep_start))  # the bag's and the PCD's
         bag_bytes = bag.size_bytes
         if config.outputs.partial_output:  # the slices on /lidar/points, the whole scan in the files
             # Each slice when the node publishes it: at its own end + delay_s, while the sweep runs.
@@ -367,7 +366,7 @@ def record_drive(
                 part_ns = part.header_stamp_ns(sweep_start)
                 part_release_ns = part.end_ns + delay_ns
                 write_poses_up_to(bag, part_release_ns)
-                part_cloud = point_cloud(part, point_type, part_ns)
+                part_cloud = point_cloud(part, profile, part_ns)
                 bag.write_cloud(part_ns, part_cloud, log_time_ns=part_release_ns, frame_id=part.frame_id)
         else:
             bag.write_cloud(
@@ -406,7 +405,7 @@ def record_drive(
             packet_sink if packet_sink is not None else nullcontext(),
             BagWriter(
                 out_dir / "bag",
-                point_type,
+                profile,
                 lidar_frame=config.frame_id,
                 cloud_topic=config.topic,
                 imu_topic=None if imu_config is None else imu_config.topic,

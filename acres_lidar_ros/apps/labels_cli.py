@@ -11,6 +11,10 @@ Light at import (argparse only): ``cli`` imports it before the signal handlers a
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acres_lidar_ros.outputs.point_types import PointProfile
 
 
 def add_labels_argument(parser: argparse.ArgumentParser) -> None:
@@ -24,10 +28,11 @@ def add_labels_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_point_type(point_type: str, labels: bool, what: str = "--point-type") -> str:
-    """The point type of the run's clouds: ``point_type`` (``--point-type`` or the sensors file's,
-    named by ``what``), or the labelled profile with ``--labels`` (``ConfigError`` for an unknown
-    profile or a layout that has no room for labels)."""
-    from acres_lidar_ros.outputs.point_types import labelled_point_type
+def run_point_type(point_type: str, labels: bool, what: str = "--point-type") -> PointProfile:
+    """The profile of the run's clouds, resolved once from the name the run was given:
+    ``point_type``'s (``--point-type``, the sensors file's or a dataset shard's, named by
+    ``what``), or the labelled profile with ``--labels`` (``ConfigError`` for an unknown profile or
+    a layout that has no room for labels)."""
+    from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
 
-    return labelled_point_type(point_type, labels, what)
+    return labelled_point_type(point_profile(point_type), labels, what)

@@ -40,7 +40,7 @@ import numpy as np
 from acres_lidar_ros.errors import OutputError, PoseError
 from acres_lidar_ros.outputs.files import refuse_existing
 from acres_lidar_ros.outputs.layouts import default_stamp_ns, point_cloud
-from acres_lidar_ros.outputs.point_types import SPHERICAL_POINT_TYPES, point_profile
+from acres_lidar_ros.outputs.point_types import PointProfile, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message, qos_profile_dict, time_message
 from acres_lidar_ros.scan.scan_types import Scan
 
@@ -112,8 +112,9 @@ class BagWriter:
     ----------
     path : str or PathLike
         Bag directory to create; must not exist.
-    point_type : str
-        Layout of the clouds, a key of ``outputs.point_types.PROFILES``.
+    point_type : PointProfile or str
+        Layout of the clouds: one of ``outputs.point_types.PROFILES``, or its name (resolved
+        here, once: the writer's ``profile``).
     odom_frame, base_frame, lidar_frame : str
         Frame names: the odometry frame, the vehicle's base_footprint, the LiDAR (cloud) frame.
     cloud_topic : str
@@ -129,7 +130,7 @@ class BagWriter:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        point_type: str = "XYZI",
+        point_type: PointProfile | str = "XYZI",
         *,
         odom_frame: str = "odom",
         base_frame: str = "base_footprint",
@@ -140,8 +141,7 @@ class BagWriter:
         typestore: Any = None,
     ) -> None:
         self.path = Path(path)
-        self.point_type = point_type
-        self.point_dtype = point_profile(point_type).dtype
+        self.profile = point_profile(point_type)
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.lidar_frame = lidar_frame
@@ -431,18 +431,18 @@ class BagWriter:
         Parameters
         ----------
         stamp_ns : int
-            Header stamp, ns (``point_types.header_stamp_ns``).
-        cloud : (height, width) structured array of the writer's point type
-            ``layouts.point_cloud(scan, point_type, stamp_ns)``.
+            Header stamp, ns (``PointProfile.header_stamp_ns``).
+        cloud : (height, width) structured array of the writer's profile
+            ``layouts.point_cloud(scan, profile, stamp_ns)``.
         log_time_ns : int, optional
             Bag receive time, ns, e.g. when the scan was released (stamp + processing);
             default ``stamp_ns``.
         """
         cloud = np.asarray(cloud)
-        if cloud.dtype not in (self.point_dtype, SPHERICAL_POINT_TYPES.get(self.point_type)):
+        if cloud.dtype not in (self.profile.dtype, self.profile.spherical):
             raise OutputError(
-                f"cloud dtype {cloud.dtype} is not the bag's point type {self.point_type} ({self.point_dtype}, or its "
-                "spherical layout)"
+                f"cloud dtype {cloud.dtype} is not the bag's point type {self.profile.name} ({self.profile.dtype}, or "
+                "its spherical layout)"
             )
         frame = self.lidar_frame if frame_id is None else frame_id
         message = pointcloud2_message(cloud, frame, stamp_ns, self.typestore)
@@ -454,5 +454,5 @@ class BagWriter:
         ``stamp_ns`` is the header stamp; default ``layouts.default_stamp_ns``.
         """
         if stamp_ns is None:
-            stamp_ns = default_stamp_ns(scan, self.point_type)
-        self.write_cloud(stamp_ns, point_cloud(scan, self.point_type, stamp_ns), log_time_ns=log_time_ns)
+            stamp_ns = default_stamp_ns(scan, self.profile)
+        self.write_cloud(stamp_ns, point_cloud(scan, self.profile, stamp_ns), log_time_ns=log_time_ns)

@@ -1,10 +1,10 @@
 """The clouds of a scan in the layouts of ``outputs.point_types``, as each consumer's driver
 publishes them, and the spec's all-returns point records.
 
-``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype: the organised
-rslidar_sdk layouts and the labelled one (``organised_cloud``), ouster_ros's rings-by-columns
-grid, or the dense velodyne, nebula and Hesai lists. ``all_returns`` gives the PLY records (with
-``labels``, their instance too).
+``point_cloud(scan, point_type, stamp_ns)`` fills one ``PointProfile``'s dtype (given a name, it
+resolves it once and passes the profile on): the organised rslidar_sdk layouts and the labelled
+one (``organised_cloud``), ouster_ros's rings-by-columns grid, or the dense velodyne, nebula and
+Hesai lists. ``all_returns`` gives the PLY records (with ``labels``, their instance too).
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import numpy as np
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
     CARTESIAN_FIELDS,
-    NEBULA,
-    OUSTER,
     PLY_POINT,
     PLY_POINT_LABELS,
     SPHERICAL_FIELDS,
     XYZIRT_LABELS,
-    point_dtype,
+    PointProfile,
     point_profile,
     spherical_dtype,
 )
@@ -77,15 +75,16 @@ _RETURN_TYPE_OF_FLAGS = _return_type_table()
 _UINT32_MAX = 2**32 - 1
 
 
-def default_stamp_ns(scan: Scan | ShapedScan, point_type: str) -> int:
-    """The header stamp of a scan's cloud when none is given: the start of what it covers for a
-    profile stamped at the sweep start (a ``Scan``: its first firing time), else its end
-    (``scan.stamp_ns`` for a whole scan: the end of the sweep)."""
-    shaped = as_shaped(scan)
-    return shaped.header_stamp_ns(point_profile(point_type).stamp == "sweep_start")
+def default_stamp_ns(scan: Scan | ShapedScan, profile: PointProfile) -> int:
+    """The header stamp of a scan's cloud in ``profile`` when none is given: the start of what it
+    covers for a profile stamped at the sweep start (a ``Scan``: its first firing time), else its
+    end (``scan.stamp_ns`` for a whole scan: the end of the sweep)."""
+    return as_shaped(scan).header_stamp_ns(profile.stamps_sweep_start(False))
 
 
-def point_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI", stamp_ns: int | None = None) -> np.ndarray:
+def point_cloud(
+    scan: Scan | ShapedScan, point_type: PointProfile | str = "XYZI", stamp_ns: int | None = None
+) -> np.ndarray:
     """The scan's cloud in a point type's layout, as that consumer's driver publishes it.
 
     Parameters
@@ -95,15 +94,16 @@ def point_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI", stamp_ns: int
         is); a ``ShapedScan`` (``shaping.shape_scan``, a slice of ``shaping.slice_scan``) in its
         frame and coordinates (``spherical_dtype`` of the profile's dtype), dense when it leaves
         out invalid points (height 1, the cells with a return, in the organised grid's order).
-    point_type : str
-        A key of ``PROFILES``.
+    point_type : PointProfile or str
+        One of ``PROFILES``, or its name (a key of ``PROFILES``).
     stamp_ns : int, optional
         The header stamp the relative point times count from (``velodyne`` time, ``ouster`` t,
-        ``nebula`` time_stamp), e.g. ``header_stamp_ns(...)``; default ``default_stamp_ns``.
+        ``nebula`` time_stamp), e.g. ``PointProfile.header_stamp_ns(...)``; default
+        ``default_stamp_ns``.
 
     Returns
     -------
-    (height, width) structured array of ``point_dtype(point_type)``
+    (height, width) structured array of the profile's ``dtype_in(coordinates)``
         See ``PointProfile.grid``.
 
     Raises
@@ -116,9 +116,9 @@ def point_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI", stamp_ns: int
     """
     profile = point_profile(point_type)
     shaped = as_shaped(scan)
-    point_dtype(point_type, shaped.coordinates)  # ConfigError for a profile without spherical coordinates
-    stamp_ns = shaped.header_stamp_ns(profile.stamp == "sweep_start") if stamp_ns is None else stamp_ns
-    cloud = _BUILDERS[profile.name](shaped, int(stamp_ns))
+    dtype = profile.dtype_in(shaped.coordinates)  # ConfigError for a profile without spherical coordinates
+    stamp_ns = default_stamp_ns(shaped, profile) if stamp_ns is None else stamp_ns
+    cloud = _BUILDERS[profile.name](shaped, profile, dtype, int(stamp_ns))
     if profile.organised and not shaped.include_invalid_points:
         flat = cloud.reshape(-1)
         first = (SPHERICAL_FIELDS if shaped.coordinates == "spherical" else CARTESIAN_FIELDS)[0]
@@ -137,7 +137,7 @@ def _coordinate_fields(shaped: ShapedScan) -> tuple[str, str, str]:
     return SPHERICAL_FIELDS if shaped.coordinates == "spherical" else CARTESIAN_FIELDS
 
 
-def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.ndarray:
+def organised_cloud(scan: Scan | ShapedScan, point_type: PointProfile | str = "XYZI") -> np.ndarray:
     """The organised cloud of a scan in rslidar_sdk's layout, one cell per beam, as the driver
     publishes it.
 
@@ -147,8 +147,9 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
 
     Parameters
     ----------
-    scan : Scan
-    point_type : {"XYZI", "XYZIRT", "XYZIRT_labels"}
+    scan : Scan or ShapedScan
+    point_type : PointProfile or {"XYZI", "XYZIRT", "XYZIRT_labels"}
+        One of rslidar_sdk's profiles, or its name.
 
     Returns
     -------
@@ -163,13 +164,23 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
         ``NO_INSTANCE`` in cells without a return. Always organised: the dense form is
         ``point_cloud``'s.
     """
-    if point_type not in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+    profile = point_profile(point_type)
+    if profile.name not in _RSLIDAR:
         raise ConfigError(
-            f"point_type {point_type!r} is not an rslidar_sdk point type; allowed: XYZI, XYZIRT, XYZIRT_labels"
+            f"point_type {profile.name!r} is not an rslidar_sdk point type; allowed: {', '.join(_RSLIDAR)}"
         )
     shaped = as_shaped(scan)
-    dtype = point_dtype(point_type, shaped.coordinates)
-    if point_type == "XYZIRT_labels":
+    return _organised(shaped, profile, profile.dtype_in(shaped.coordinates))
+
+
+_RSLIDAR = ("XYZI", "XYZIRT", "XYZIRT_labels")
+"""The profiles of rslidar_sdk's organised layout (``organised_cloud``)."""
+
+
+def _organised(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype) -> np.ndarray:
+    """``organised_cloud`` of a shaped scan in one of the ``_RSLIDAR`` profiles, ``dtype`` its
+    layout in the scan's coordinates."""
+    if profile.name == "XYZIRT_labels":
         # One compiled pass into XYZIRT_LABELS records; the spherical twin has the same bytes.
         returns = shaped.returns
         labelled = np.empty(shaped.columns * shaped.rings, dtype=XYZIRT_LABELS)
@@ -191,7 +202,7 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
     cell_time_s = shaped.stamp_ns * 1e-9 + np.asarray(shaped.time_offset_s, dtype=np.float64)
     # The three coordinates and intensity as one contiguous float32 block: XYZI is exactly its view.
     xyzi = _primary_xyzi(_coordinates(shaped), shaped.returns.valid, shaped.returns.intensity, _primary(shaped))
-    if point_type == "XYZI":
+    if profile.name == "XYZI":
         return xyzi.view(dtype).reshape(shaped.columns, shaped.rings)
     cloud = np.empty(shaped.columns * shaped.rings, dtype=dtype)
     for axis, name in enumerate((*_coordinate_fields(shaped), "intensity")):
@@ -202,17 +213,13 @@ def organised_cloud(scan: Scan | ShapedScan, point_type: str = "XYZI") -> np.nda
     return cloud
 
 
-def _rslidar(point_type: str) -> Callable[[ShapedScan, int], np.ndarray]:
-    return lambda shaped, _stamp_ns: organised_cloud(shaped, point_type)
-
-
 def _primary(shaped: ShapedScan) -> np.ndarray:
     """(n_beams,) int64 slot of each beam's primary return."""
     slots = shaped.returns.valid.shape[1]
     return np.zeros(shaped.columns * shaped.rings, np.int64) if slots == 1 else shaped.returns.primary_index()
 
 
-def _cell_time_ns(shaped: ShapedScan, stamp_ns: int, point_type: str, unsigned: bool) -> np.ndarray:
+def _cell_time_ns(shaped: ShapedScan, stamp_ns: int, profile: PointProfile, unsigned: bool) -> np.ndarray:
     """(cells,) int64: each cell's own firing time minus the header stamp, ns."""
     offset_ns = np.rint(np.asarray(shaped.time_offset_s, dtype=np.float64) * 1e9).astype(np.int64)
     relative_ns = (shaped.stamp_ns - stamp_ns) + offset_ns
@@ -223,7 +230,7 @@ def _cell_time_ns(shaped: ShapedScan, stamp_ns: int, point_type: str, unsigned: 
             column, ring = int(shaped.column_ids[i // shaped.rings]), i % shaped.rings
             when = f"{-relative_ns[i]} ns before" if i == early else f"{relative_ns[i]} ns after"
             raise OutputError(
-                f"point_type {point_type}: column {column} fires {when} the header stamp {stamp_ns} (ring {ring}); "
+                f"point_type {profile.name}: column {column} fires {when} the header stamp {stamp_ns} (ring {ring}); "
                 f"its time field counts uint32 ns from the stamp (0 to {_UINT32_MAX}): stamp the cloud at the "
                 "sweep start"
             )
@@ -236,11 +243,11 @@ def _returns_in_cell_order(shaped: ShapedScan) -> tuple[np.ndarray, np.ndarray]:
     return beam, slot
 
 
-def _velodyne(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+def _velodyne(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype, stamp_ns: int) -> np.ndarray:
     beam, slot = _returns_in_cell_order(shaped)
     ring = beam % shaped.rings
-    time_ns = _cell_time_ns(shaped, stamp_ns, "velodyne", unsigned=False)
-    cloud = np.empty(beam.size, dtype=point_dtype("velodyne", shaped.coordinates))
+    time_ns = _cell_time_ns(shaped, stamp_ns, profile, unsigned=False)
+    cloud = np.empty(beam.size, dtype=dtype)
     coordinates = _coordinates(shaped)
     for axis, name in enumerate(_coordinate_fields(shaped)):
         cloud[name] = coordinates[beam, slot, axis]
@@ -250,13 +257,13 @@ def _velodyne(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
     return cloud.reshape(1, -1)
 
 
-def _ouster(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+def _ouster(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype, stamp_ns: int) -> np.ndarray:
     returns = shaped.returns
     columns, rings = shaped.columns, shaped.rings
     beams = np.arange(columns * rings)
     slot = _primary(shaped)
     valid = returns.valid[beams, slot]
-    time_ns = _cell_time_ns(shaped, stamp_ns, "ouster", unsigned=True)
+    time_ns = _cell_time_ns(shaped, stamp_ns, profile, unsigned=True)
     rank = np.asarray(shaped.ring_rank, dtype=np.int64)
     ring_of_row = np.argsort(rings - 1 - rank)  # row 0 = the highest beam
 
@@ -264,7 +271,7 @@ def _ouster(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
         """(columns * rings,) in cell order -> (rings, columns) in ouster_ros's rows."""
         return values.reshape(columns, rings)[:, ring_of_row].T
 
-    cloud = np.zeros((rings, columns), dtype=OUSTER)  # padding bytes stay 0
+    cloud = np.zeros((rings, columns), dtype=dtype)  # padding bytes stay 0
     for axis, name in enumerate("xyz"):
         cloud[name] = grid(np.where(valid, shaped.points[beams, slot, axis], np.nan))
     cloud["intensity"] = grid(np.where(valid, returns.signal[beams, slot], 0))
@@ -291,12 +298,12 @@ def _beam_origin_distance_m(shaped: ShapedScan) -> np.ndarray:
     return np.linalg.norm(origin, axis=-1).reshape(-1)
 
 
-def _nebula(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+def _nebula(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype, stamp_ns: int) -> np.ndarray:
     beam, slot = _returns_in_cell_order(shaped)
     ring = beam % shaped.rings
-    time_ns = _cell_time_ns(shaped, stamp_ns, "nebula", unsigned=True)
+    time_ns = _cell_time_ns(shaped, stamp_ns, profile, unsigned=True)
     p = np.asarray(shaped.points, dtype=np.float64)[beam, slot]
-    cloud = np.empty(beam.size, dtype=NEBULA)
+    cloud = np.empty(beam.size, dtype=dtype)
     for axis, name in enumerate("xyz"):
         cloud[name] = p[:, axis]
     cloud["intensity"] = shaped.returns.intensity[beam, slot]
@@ -321,7 +328,7 @@ def cell_channel_ids(shaped: ShapedScan) -> np.ndarray:
     return np.tile(np.arange(shaped.rings, dtype=np.uint32), len(shaped.column_ids))
 
 
-def _hesai(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
+def _hesai(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype, stamp_ns: int) -> np.ndarray:
     """HesaiLidar_ROS_2.0's dense cloud: every return, ``ring`` the channel index (the vendor's
     channel id), ``timestamp`` the point's absolute firing time in s."""
     beam, slot = _returns_in_cell_order(shaped)
@@ -329,9 +336,10 @@ def _hesai(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
     if channel.size and int(channel.max()) > np.iinfo(np.uint16).max:
         e = int(np.argmax(channel))
         raise OutputError(
-            f"point_type hesai: cell {e} has channel id {int(channel[e])}, beyond its ring field (uint16, 0 to 65535)"
+            f"point_type {profile.name}: cell {e} has channel id {int(channel[e])}, beyond its ring field "
+            "(uint16, 0 to 65535)"
         )
-    cloud = np.empty(beam.size, dtype=point_dtype("hesai", shaped.coordinates))
+    cloud = np.empty(beam.size, dtype=dtype)
     coordinates = _coordinates(shaped)
     for axis, name in enumerate(_coordinate_fields(shaped)):
         cloud[name] = coordinates[beam, slot, axis]
@@ -341,10 +349,9 @@ def _hesai(shaped: ShapedScan, stamp_ns: int) -> np.ndarray:
     return cloud.reshape(1, -1)
 
 
-_BUILDERS: dict[str, Callable[[ShapedScan, int], np.ndarray]] = {
-    "XYZI": _rslidar("XYZI"),
-    "XYZIRT": _rslidar("XYZIRT"),
-    "XYZIRT_labels": _rslidar("XYZIRT_labels"),
+_BUILDERS: dict[str, Callable[[ShapedScan, PointProfile, np.dtype, int], np.ndarray]] = {
+    # rslidar_sdk's timestamps are absolute: they need no header stamp
+    **dict.fromkeys(_RSLIDAR, lambda shaped, profile, dtype, _stamp_ns: _organised(shaped, profile, dtype)),
     "velodyne": _velodyne,
     "ouster": _ouster,
     "nebula": _nebula,

@@ -5,6 +5,8 @@ PointCloud2 ``PointField`` lists, PCD headers and PLY headers are derived from t
 ``point_type`` of the node and the CLI is a ``PointProfile``: its dtype, the cloud's shape, its
 header-stamp convention and what a beam without a return becomes (docs/outputs.md gives the
 consumers' sources: repository, file and commit). ``outputs.layouts`` fills them from a scan.
+A name is resolved once where it comes in (``point_profile``: the CLI's options, the node's
+parameter, a dataset file, ``layouts.point_cloud``) and the profile is passed on from there.
 This module needs numpy only, so the CLI and the node's parameters list the profiles cheaply.
 
 * ``XYZI``: rslidar_sdk's ``PointXYZI`` (x, y, z, intensity as float32; 16 bytes).
@@ -200,6 +202,44 @@ class PointProfile:
     def organised(self) -> bool:
         return self.grid != "dense"
 
+    @property
+    def spherical(self) -> np.dtype | None:
+        """The spherical twin of ``dtype`` (``SPHERICAL_POINT_TYPES``), or None for a profile
+        without one (ouster, nebula)."""
+        return SPHERICAL_POINT_TYPES.get(self.name)
+
+    def dtype_in(self, coordinates: str = "cartesian") -> np.dtype:
+        """The layout in ``coordinates``: ``dtype``, or with ``spherical`` its spherical twin.
+
+        Raises
+        ------
+        ConfigError
+            ``spherical`` for a profile without a spherical twin, or ``coordinates`` neither.
+        """
+        if coordinates == "cartesian":
+            return self.dtype
+        if coordinates == "spherical" and self.spherical is not None:
+            return self.spherical
+        if coordinates == "spherical":
+            raise ConfigError(
+                f"lidar.coordinates = 'spherical' with point_type {self.name!r}: allowed with "
+                f"{', '.join(SPHERICAL_POINT_TYPES)} (ouster's range is its own uint32 field and nebula carries "
+                "azimuth, elevation and distance beside x, y, z)"
+            )
+        raise ConfigError(f"lidar.coordinates = {coordinates!r}: expected one of cartesian, spherical")
+
+    def stamps_sweep_start(self, ts_first_point: bool) -> bool:
+        """Whether the cloud's header stamp is the start of the sweep: always for the profiles with
+        relative point times (``stamp == "sweep_start"``), with ``ts_first_point`` for the others."""
+        return self.stamp == "sweep_start" or bool(ts_first_point)
+
+    def header_stamp_ns(self, sweep_end_ns: int, period_s: float, ts_first_point: bool = False) -> int:
+        """Header stamp of a scan's cloud, ns: ``sweep_end_ns``, or one period before it when the
+        cloud is stamped at the sweep start (``stamps_sweep_start``), as the node's scheduler does."""
+        if self.stamps_sweep_start(ts_first_point):
+            return int(sweep_end_ns) - int(round(period_s * 1e9))
+        return int(sweep_end_ns)
+
 
 PROFILES: dict[str, PointProfile] = {
     p.name: p
@@ -239,13 +279,15 @@ PROFILES: dict[str, PointProfile] = {
 POINT_TYPES: dict[str, np.dtype] = {name: p.dtype for name, p in PROFILES.items()}
 
 
-def point_profile(point_type: str, where: str = "point_type") -> PointProfile:
-    """The profile of a ``point_type`` name; ``ConfigError`` naming ``where`` (the option or key)
-    and listing the profiles otherwise."""
-    try:
+def point_profile(point_type: PointProfile | str, where: str = "point_type") -> PointProfile:
+    """The profile of a ``point_type``: a name (a key of ``PROFILES``) resolved, or one of the
+    profiles as it is; ``ConfigError`` naming ``where`` (the option or key) and listing the
+    profiles otherwise. The entry points that take a name call it once and pass the profile on."""
+    if isinstance(point_type, str) and point_type in PROFILES:
         return PROFILES[point_type]
-    except (KeyError, TypeError):
-        raise ConfigError(f"{where} {point_type!r} is not a point type; allowed: {', '.join(PROFILES)}") from None
+    if isinstance(point_type, PointProfile) and PROFILES.get(point_type.name) == point_type:
+        return point_type
+    raise ConfigError(f"{where} {point_type!r} is not a point type; allowed: {', '.join(PROFILES)}")
 
 
 LABELLED_POINT_TYPE = "XYZIRT_labels"
@@ -254,52 +296,20 @@ LABELLED_FROM = ("XYZI", "XYZIRT", LABELLED_POINT_TYPE)
 """The point types ``labels`` turns into ``LABELLED_POINT_TYPE`` (rslidar_sdk's layouts)."""
 
 
-def labelled_point_type(point_type: str, labels: bool, what: str = "point_type") -> str:
-    """The point type a run publishes: ``point_type``, or with ``labels`` the labelled profile.
+def labelled_point_type(profile: PointProfile, labels: bool, what: str = "point_type") -> PointProfile:
+    """The profile a run publishes: ``profile``, or with ``labels`` the labelled one.
 
     Raises
     ------
     ConfigError
-        ``point_type`` is no profile, or ``labels`` is on with a consumer's layout that has no room
-        for labels (velodyne, ouster, nebula); ``what`` names the setting in the message.
+        ``labels`` is on with a consumer's layout that has no room for labels (velodyne, ouster,
+        nebula, hesai); ``what`` names the setting in the message.
     """
-    point_profile(point_type)
-    if not labels or point_type == LABELLED_POINT_TYPE:
-        return point_type
-    if point_type not in LABELLED_FROM:
+    if not labels or profile.name == LABELLED_POINT_TYPE:
+        return profile
+    if profile.name not in LABELLED_FROM:
         raise ConfigError(
-            f"{what} {point_type!r} with labels: labels publish the {LABELLED_POINT_TYPE} layout (XYZIRT + class + "
+            f"{what} {profile.name!r} with labels: labels publish the {LABELLED_POINT_TYPE} layout (XYZIRT + class + "
             f"instance); allowed with labels: {', '.join(LABELLED_FROM)}"
         )
-    return LABELLED_POINT_TYPE
-
-
-def point_dtype(point_type: str, coordinates: str = "cartesian") -> np.dtype:
-    """The dtype of a point type name (a key of ``PROFILES``) in ``coordinates``
-    (``spherical``: ``SPHERICAL_POINT_TYPES``; ``ConfigError`` for a profile without one)."""
-    profile = point_profile(point_type)
-    if coordinates == "cartesian":
-        return profile.dtype
-    if coordinates == "spherical" and point_type in SPHERICAL_POINT_TYPES:
-        return SPHERICAL_POINT_TYPES[point_type]
-    if coordinates == "spherical":
-        raise ConfigError(
-            f"lidar.coordinates = 'spherical' with point_type {point_type!r}: allowed with "
-            f"{', '.join(SPHERICAL_POINT_TYPES)} (ouster's range is its own uint32 field and nebula carries azimuth, "
-            "elevation and distance beside x, y, z)"
-        )
-    raise ConfigError(f"lidar.coordinates = {coordinates!r}: expected one of cartesian, spherical")
-
-
-def stamps_sweep_start(point_type: str, ts_first_point: bool) -> bool:
-    """Whether the cloud's header stamp is the start of the sweep: always for the profiles with
-    relative point times (``stamp == "sweep_start"``), with ``ts_first_point`` for the others."""
-    return point_profile(point_type).stamp == "sweep_start" or bool(ts_first_point)
-
-
-def header_stamp_ns(point_type: str, sweep_end_ns: int, period_s: float, ts_first_point: bool = False) -> int:
-    """Header stamp of a scan's cloud, ns: ``sweep_end_ns``, or one period before it when the
-    cloud is stamped at the sweep start (``stamps_sweep_start``), as the node's scheduler does."""
-    if stamps_sweep_start(point_type, ts_first_point):
-        return int(sweep_end_ns) - int(round(period_s * 1e9))
-    return int(sweep_end_ns)
+    return PROFILES[LABELLED_POINT_TYPE]

@@ -47,7 +47,7 @@ from visualization_msgs.msg import MarkerArray
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
-from acres_lidar_ros.outputs.point_types import labelled_point_type, point_dtype, stamps_sweep_start
+from acres_lidar_ros.outputs.point_types import PointProfile, labelled_point_type, point_profile
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.packet_sink import packet_feed
@@ -143,12 +143,13 @@ def import_tf2_ros() -> Any | None:
 @dataclass
 class Channel:
     """One sensor of the node: its loop's index, name (the log lines' prefix in a set), cloud topic
-    and layout, publishers, and whether its mount came from TF."""
+    and profile (the published layout, resolved once at start), publishers, and whether its mount
+    came from TF."""
 
     index: int
     name: str
     topic: str
-    point_type: str
+    profile: PointProfile
     cloud_pub: Any = None
     truth_pub: Any = None
     mount_from_tf: bool = False
@@ -205,10 +206,10 @@ class LidarNode(Node):
         for i, (scanner, name) in enumerate(zip(scanners, names)):
             # An empty topic or point type is the sensors file's: its driver's defaults; labels: the
             # labelled profile is the published point type (ConfigError for ouster & co.)
-            point_type = labelled_point_type(s["point_type"] or scanner.config.point_type, s["labels"])
-            point_dtype(point_type, scanner.config.outputs.coordinates)  # spherical: a layout that has it
-            self.channels.append(Channel(i, name, s["topic"] or scanner.config.topic, point_type))
-        self.settings["topic"], self.settings["point_type"] = self.channels[0].topic, self.channels[0].point_type
+            profile = labelled_point_type(point_profile(s["point_type"] or scanner.config.point_type), s["labels"])
+            profile.dtype_in(scanner.config.outputs.coordinates)  # spherical: a layout that has it
+            self.channels.append(Channel(i, name, s["topic"] or scanner.config.topic, profile))
+        self.settings["topic"], self.settings["point_type"] = self.channels[0].topic, self.channels[0].profile.name
         self.get_logger().info("preparing the compiled kernels (a first run compiles them, about 10 s)")
         self.get_logger().info(f"kernels ready in {sum(scanner.warm_up() for scanner in scanners):.1f} s")
         freeze_startup_objects()  # no full garbage collection walks the start-up objects mid-scan
@@ -223,7 +224,7 @@ class LidarNode(Node):
             job_inputs=lambda i, job: self._job_inputs(job, i),
             executor=executors,
             ground=None if scene is None else GroundWatch(scene, T_scene_odom),
-            ts_first_point=[stamps_sweep_start(c.point_type, s["ts_first_point"]) for c in self.channels],
+            ts_first_point=[c.profile.stamps_sweep_start(s["ts_first_point"]) for c in self.channels],
             pose_timeout_s=s["pose_timeout_s"],
             max_extrapolation_s=s["max_extrapolation_s"],
             max_pose_speed_mps=s["max_pose_speed_mps"],
@@ -271,7 +272,7 @@ class LidarNode(Node):
                 )
             self.get_logger().info(
                 f"{self._prefix(c)}{cfg.columns} x {cfg.rings} at {cfg.hz:g} Hz from {cfg.source}, "
-                f"publishing {c.point_type} on {c.topic} in frame {cfg.frame_id!r}, "
+                f"publishing {c.profile.name} on {c.topic} in frame {cfg.frame_id!r}, "
                 f"delay {cfg.delay_s * 1e3:.0f} ms, poses from {s['pose_source']}"
             )
 
@@ -370,11 +371,11 @@ class LidarNode(Node):
         """In a worker: the scan's (or a slice's) cloud in its sensor's point type as a
         PointCloud2, in its output frame, stamped at the start or the end of what it covers, and
         with the truth on the scan's truth cloud beside its last slice (``runtime.messages``)."""
-        point_type = self.channels[channel].point_type
+        profile = self.channels[channel].profile
         if self._packet_feed is not None and shaped.last_slice:
             self._packet_feed.put(shaped.scan)  # its packets, in the feed's own thread
-        stamp = shaped.header_stamp_ns(stamps_sweep_start(point_type, self.settings["ts_first_point"]))
-        return pack_scan(shaped, point_type, stamp, cloud_message)
+        stamp = shaped.header_stamp_ns(profile.stamps_sweep_start(self.settings["ts_first_point"]))
+        return pack_scan(shaped, profile, stamp, cloud_message)
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -487,7 +488,7 @@ class LidarNode(Node):
         ok, reason = check_changes(changes, self._decls, self.config)
         if ok and changes.get("lidar.coordinates") == "spherical":
             try:
-                point_dtype(self.channels[0].point_type, "spherical")
+                self.channels[0].profile.dtype_in("spherical")
             except ConfigError as exc:
                 ok, reason = False, str(exc)
         lidar, options = split_changes(changes, self._decls) if ok else ({}, {})

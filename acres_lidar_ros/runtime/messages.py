@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from acres_lidar_ros.outputs.layouts import point_cloud
+from acres_lidar_ros.outputs.point_types import PointProfile
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.outputs.truth_cloud import truth_cloud
 
@@ -31,7 +32,7 @@ class ScanMessages:
     Attributes
     ----------
     points : message
-        The cloud in the point type's layout (``layouts.point_cloud``), in the output frame.
+        The cloud in the profile's layout (``layouts.point_cloud``), in the output frame.
     truth : message or None
         The scan's ``outputs.truth.TRUTH_POINT`` cloud (columns x rings, lidar frame) beside its
         last slice when the scan has its truth; None otherwise.
@@ -41,9 +42,10 @@ class ScanMessages:
     truth: Any | None = None
 
 
-def pack_scan(shaped: ShapedScan, point_type: str, stamp_ns: int, message: MessageBuilder) -> ScanMessages:
-    """The messages of a shaped scan or slice (``shaping.shaped_outputs``), stamped ``stamp_ns``."""
-    points = message(point_cloud(shaped, point_type, stamp_ns), shaped.frame_id, stamp_ns)
+def pack_scan(shaped: ShapedScan, profile: PointProfile, stamp_ns: int, message: MessageBuilder) -> ScanMessages:
+    """The messages of a shaped scan or slice (``shaping.shaped_outputs``) in ``profile``'s
+    layout, stamped ``stamp_ns``."""
+    points = message(point_cloud(shaped, profile, stamp_ns), shaped.frame_id, stamp_ns)
     scan = shaped.scan
     last = shaped.last_slice
     truth = message(truth_cloud(scan), scan.frame_id, stamp_ns) if last and scan.truth is not None else None

@@ -24,6 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from acres_lidar_ros.errors import AcresLidarError
+from acres_lidar_ros.outputs.point_types import PROFILES, PointProfile
 from acres_lidar_ros.runtime.loop import LoopOutput, NodeLoop, SliceOut
 from acres_lidar_ros.runtime.scheduler import ScanJob
 from acres_lidar_ros.runtime.startup import freeze_startup_objects, gil_switch_interval
@@ -252,7 +253,7 @@ def run_schedule_benchmark(
     n_scans: int = 600,
     sensors: str = "polaris",
     seed: int = 0,
-    point_type: str = "XYZI",
+    profile: PointProfile = PROFILES["XYZI"],
     odom_hz: float = 50.0,
     odom_latency_s: float = 0.001,
     options: dict[str, Any] | None = None,
@@ -260,7 +261,8 @@ def run_schedule_benchmark(
 ) -> dict[str, Any]:
     """The figures of ``acres-lidar bench --schedule``: ``n_scans`` scans of the real ``Scanner``
     on the built-in farm along its tour, run by the node's loop (``NodeLoop``, two workers) on a
-    ``WallPacedClock``, with odometry at ``odom_hz`` arriving ``odom_latency_s`` after its stamp.
+    ``WallPacedClock``, with odometry at ``odom_hz`` arriving ``odom_latency_s`` after its stamp,
+    packed in ``profile``'s layout.
 
     Takes about ``n_scans / hz`` seconds of wall time plus the scene build. ``options`` are extra
     ``ScanOptions`` (e.g. ``{"radiometry": False}`` to time the geometry alone).
@@ -269,7 +271,6 @@ def run_schedule_benchmark(
     from acres_lidar_ros.body.self_returns import sensor_self_table
     from acres_lidar_ros.config.sensors import load_sensor_config
     from acres_lidar_ros.outputs.layouts import point_cloud
-    from acres_lidar_ros.outputs.point_types import stamps_sweep_start
     from acres_lidar_ros.outputs.pointcloud2 import default_typestore, pointcloud2_message
     from acres_lidar_ros.scan.scan_types import ScanOptions
     from acres_lidar_ros.scene.farm_v1 import build_default_farm
@@ -289,7 +290,7 @@ def run_schedule_benchmark(
     freeze_startup_objects()  # as the node does after its warm-up
 
     def pack(scan: Any, job: ScanJob) -> Any:
-        return pointcloud2_message(point_cloud(scan, point_type, job.stamp_ns), scan.frame_id, job.stamp_ns, typestore)
+        return pointcloud2_message(point_cloud(scan, profile, job.stamp_ns), scan.frame_id, job.stamp_ns, typestore)
 
     odometry = odometry_stream(
         tour, start_ns - period_ns, start_ns + (n_scans + 2) * period_ns, rate_hz=odom_hz, latency_s=odom_latency_s
@@ -302,7 +303,7 @@ def run_schedule_benchmark(
             pack=pack,
             clock=WallPacedClock(start_ns - period_ns // 2),
             pretrace=pretrace_columns,
-            ts_first_point=stamps_sweep_start(point_type, False),
+            ts_first_point=profile.stamps_sweep_start(False),
         )
     result.update(
         sensors=sensors,

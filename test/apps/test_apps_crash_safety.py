@@ -367,9 +367,9 @@ def test_bag_writer_on_a_full_disk_keeps_its_flushed_clouds(small_disk):
     temporary file; after repair the clouds flushed before are all there."""
     from acres_lidar_ros.errors import OutputError
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.point_types import point_dtype
+    from acres_lidar_ros.outputs.point_types import XYZI
 
-    cloud = np.zeros(SHAPE, point_dtype("XYZI"))
+    cloud = np.zeros(SHAPE, XYZI)
     cloud["x"] = np.arange(cloud.size, dtype=np.float32).reshape(SHAPE)
     flushed = []
     bag = BagWriter(small_disk / "bag")

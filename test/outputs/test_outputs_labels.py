@@ -12,6 +12,7 @@ import plyfile
 import pytest
 from test_outputs_synthetic import make_scan
 
+from acres_lidar_ros.apps.labels_cli import run_point_type
 from acres_lidar_ros.errors import ConfigError
 from acres_lidar_ros.outputs import layouts
 from acres_lidar_ros.outputs.pcd import encode_pcd, read_pcd
@@ -19,9 +20,9 @@ from acres_lidar_ros.outputs.ply import read_ply, write_ply
 from acres_lidar_ros.outputs.point_types import (
     PLY_POINT,
     PLY_POINT_LABELS,
+    PROFILES,
     XYZIRT_LABELS,
     labelled_point_type,
-    point_dtype,
 )
 from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, point_fields
 from acres_lidar_ros.outputs.records import episode_dict
@@ -37,7 +38,7 @@ LABELLED_FIELDS = [
 
 
 def test_the_labelled_profile_is_one_packed_dtype_with_class_and_instance():
-    assert point_dtype("XYZIRT_labels") == XYZIRT_LABELS
+    assert PROFILES["XYZIRT_labels"].dtype_in("cartesian") == XYZIRT_LABELS
     got = [(name, XYZIRT_LABELS.fields[name][1], XYZIRT_LABELS.fields[name][0].str) for name in XYZIRT_LABELS.names]
     assert got == [(n, o, np.dtype(t).str) for n, o, t in LABELLED_FIELDS]
     assert XYZIRT_LABELS.itemsize == 31
@@ -116,14 +117,23 @@ def test_the_ply_stays_31_bytes_and_with_labels_adds_the_instance(tmp_path):
 
 
 def test_labels_select_the_labelled_profile_for_the_rslidar_layouts_only():
-    assert labelled_point_type("XYZI", True) == labelled_point_type("XYZIRT", True) == "XYZIRT_labels"
-    assert labelled_point_type("XYZIRT_labels", False) == "XYZIRT_labels"
-    assert labelled_point_type("ouster", False) == "ouster"
-    for other in ("velodyne", "ouster", "nebula"):
+    labelled = PROFILES["XYZIRT_labels"]
+    assert labelled_point_type(PROFILES["XYZI"], True) is labelled_point_type(PROFILES["XYZIRT"], True) is labelled
+    assert labelled_point_type(labelled, False) is labelled_point_type(labelled, True) is labelled
+    assert labelled_point_type(PROFILES["XYZI"], False) is PROFILES["XYZI"]
+    assert labelled_point_type(PROFILES["ouster"], False) is PROFILES["ouster"]
+    for other in ("velodyne", "ouster", "nebula", "hesai"):
         with pytest.raises(ConfigError, match=rf"--point-type '{other}' with labels: .*allowed with labels: XYZI"):
-            labelled_point_type(other, True, "--point-type")
-    with pytest.raises(ConfigError, match="is not a point type"):
-        labelled_point_type("XYZRGB", True)
+            labelled_point_type(PROFILES[other], True, "--point-type")
+
+
+def test_a_run_resolves_its_point_type_name_once_into_the_published_profile():
+    assert run_point_type("XYZI", True) is run_point_type("XYZIRT_labels", False) is PROFILES["XYZIRT_labels"]
+    assert run_point_type("velodyne", False) is PROFILES["velodyne"]
+    with pytest.raises(ConfigError, match=r"--point-type 'nebula' with labels: .*allowed with labels: XYZI"):
+        run_point_type("nebula", True)
+    with pytest.raises(ConfigError, match="point_type 'XYZRGB' is not a point type; allowed: XYZI, XYZIRT"):
+        run_point_type("XYZRGB", True)
 
 
 def test_the_episode_carries_the_instance_table_as_plain_json():

@@ -244,7 +244,7 @@ def test_profile_conforms_to_its_consumers_layout(point_type):
     table = TABLES[point_type]
     scan = make_scan(seed=11)
     header_ns = FIRST_POINT_NS if point_type in ("velodyne", "ouster", "nebula", "hesai") else STAMP_NS
-    assert layouts.default_stamp_ns(scan, point_type) == header_ns
+    assert layouts.default_stamp_ns(scan, point_types.PROFILES[point_type]) == header_ns
     cloud = layouts.point_cloud(scan, point_type)
     msg = _message(cloud, header_ns)
 
@@ -341,9 +341,10 @@ def test_velodyne_times_may_be_negative_from_a_later_stamp():
      ("ouster", False, True), ("nebula", True, True), ("hesai", False, True)],
 )  # fmt: skip
 def test_header_stamp_convention(point_type, ts_first_point, sweep_start):
-    assert point_types.stamps_sweep_start(point_type, ts_first_point) is sweep_start
+    profile = point_types.PROFILES[point_type]
+    assert profile.stamps_sweep_start(ts_first_point) is sweep_start
     expected = STAMP_NS - 100_000_000 if sweep_start else STAMP_NS
-    assert point_types.header_stamp_ns(point_type, STAMP_NS, 0.1, ts_first_point) == expected
+    assert profile.header_stamp_ns(STAMP_NS, 0.1, ts_first_point) == expected
 
 
 @pytest.mark.parametrize("point_type", ["velodyne", "ouster", "nebula", "hesai"])
@@ -372,6 +373,47 @@ def test_pcd_of_each_profile_names_its_fields(point_type):
 def test_unknown_point_type_lists_the_profiles(bad):
     with pytest.raises(ConfigError, match=r"allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne, ouster, nebula, hesai$"):
         point_types.point_profile(bad)
+
+
+@pytest.mark.parametrize("point_type", sorted(TABLES))
+def test_a_profile_passes_through_where_its_name_is_resolved(tmp_path, point_type):
+    """``point_cloud`` and ``BagWriter`` take the profile itself as they take its name: the same
+    profile, the same bytes (and ``organised_cloud`` for rslidar_sdk's)."""
+    profile = point_types.PROFILES[point_type]
+    assert point_types.point_profile(point_type) is point_types.point_profile(profile) is profile
+    scan = make_scan(seed=19)
+    by_name = layouts.point_cloud(scan, point_type)
+    by_profile = layouts.point_cloud(scan, profile)
+    assert by_profile.dtype == by_name.dtype == profile.dtype and by_profile.shape == by_name.shape
+    assert by_profile.tobytes() == by_name.tobytes()
+    later_ns = STAMP_NS + 10**9  # a given stamp too (velodyne's times go negative, the others' need none)
+    if point_type in ("XYZI", "XYZIRT", "XYZIRT_labels", "velodyne", "hesai"):
+        assert (
+            layouts.point_cloud(scan, profile, later_ns).tobytes()
+            == layouts.point_cloud(scan, point_type, later_ns).tobytes()
+        )
+    if point_type in ("XYZI", "XYZIRT", "XYZIRT_labels"):
+        assert layouts.organised_cloud(scan, profile).tobytes() == layouts.organised_cloud(scan, point_type).tobytes()
+    for name, given in (("name", point_type), ("profile", profile)):
+        with BagWriter(tmp_path / name, given) as bag:
+            assert bag.profile is profile
+            bag.write_scan(scan)
+    clouds = []
+    for name in ("name", "profile"):
+        with AnyReader([tmp_path / name]) as reader:
+            (connection,) = [c for c in reader.connections if c.topic == "/lidar/points"]
+            ((_, _, raw),) = list(reader.messages(connections=[connection]))
+            clouds.append(bytes(reader.deserialize(raw, connection.msgtype).data))
+    assert clouds[0] == clouds[1] == by_name.tobytes()
+
+
+def test_a_profile_that_is_none_of_the_profiles_is_refused_naming_them():
+    """A ``PointProfile`` built by hand (here ``XYZI`` with another dtype) is no profile the
+    layouts can fill: the ``ConfigError`` of an unknown name, not a wrong cloud."""
+    odd = dataclasses.replace(point_types.PROFILES["XYZI"], dtype=point_types.XYZIRT)
+    for fill in (layouts.point_cloud, layouts.organised_cloud):
+        with pytest.raises(ConfigError, match=r"is not a point type; allowed: XYZI, XYZIRT, XYZIRT_labels, velodyne"):
+            fill(make_scan(), odd)
 
 
 # Ouster's published lidar-range-to-XYZ (ouster-sdk ``ouster_core/src/xyzlut.cpp`` ``make_xyz_lut``;

@@ -12,7 +12,7 @@ import pytest
 from acres_lidar_ros.config.sensors import load_sensor_config
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.layouts import all_returns, organised_cloud, point_cloud
-from acres_lidar_ros.outputs.point_types import POINT_TYPES, SPHERICAL_POINT_TYPES, point_dtype
+from acres_lidar_ros.outputs.point_types import POINT_TYPES, PROFILES, SPHERICAL_POINT_TYPES
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense
 from acres_lidar_ros.outputs.shaping import shape_scan, shaped_outputs, slice_scan
 from acres_lidar_ros.scan.scan_types import ScanOptions
@@ -203,9 +203,14 @@ def test_spherical_fields_are_the_geometry_of_the_cartesian_point(polaris, plane
 def test_spherical_is_refused_for_the_layouts_without_it():
     assert set(SPHERICAL_POINT_TYPES) == {"XYZI", "XYZIRT", "XYZIRT_labels", "velodyne", "hesai"}
     for point_type in ("ouster", "nebula"):
+        assert PROFILES[point_type].spherical is None
         with pytest.raises(ConfigError, match=rf"lidar\.coordinates = 'spherical' with point_type '{point_type}'"):
-            point_dtype(point_type, "spherical")
-    assert point_dtype("ouster") == POINT_TYPES["ouster"]
+            PROFILES[point_type].dtype_in("spherical")
+    assert PROFILES["ouster"].dtype_in() == POINT_TYPES["ouster"]
+    for point_type, dtype in SPHERICAL_POINT_TYPES.items():
+        assert PROFILES[point_type].spherical == PROFILES[point_type].dtype_in("spherical") == dtype
+    with pytest.raises(ConfigError, match=r"lidar\.coordinates = 'polar': expected one of cartesian, spherical"):
+        PROFILES["XYZI"].dtype_in("polar")
 
 
 def test_ply_records_follow_the_frame_and_the_coordinates(polaris, plane_tracer):

@@ -304,6 +304,7 @@ def test_the_truth_layout_is_one_packed_dtype_its_fields_derive_from():
 def test_the_truth_topic_goes_out_with_its_cloud_through_the_node_loop(config, tracer):
     """The ROS-free loop with the node's packing (``runtime.messages.pack_scan``), messages built
     with rosbags and read back from their PointField lists alone."""
+    from acres_lidar_ros.outputs.point_types import PROFILES
     from acres_lidar_ros.outputs.pointcloud2 import decode_pointcloud2, pointcloud2_message
     from acres_lidar_ros.outputs.truth_cloud import TRUTH_POINT
     from acres_lidar_ros.runtime.events import LogThrottle
@@ -317,7 +318,7 @@ def test_the_truth_topic_goes_out_with_its_cloud_through_the_node_loop(config, t
     loop = NodeLoop(
         scanner,
         lambda: now["ns"],
-        lambda shaped, job: (shaped.scan, pack_scan(shaped, "XYZI", job.stamp_ns, pointcloud2_message)),
+        lambda shaped, job: (shaped.scan, pack_scan(shaped, PROFILES["XYZI"], job.stamp_ns, pointcloud2_message)),
         emitted.append,
         executor=InlineExecutor(),
         throttle=LogThrottle(5.0, lambda: now["ns"]),

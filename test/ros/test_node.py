@@ -389,7 +389,7 @@ def lidar_node(node_module, monkeypatch):
     monkeypatch.setattr(
         messages,
         "point_cloud",
-        lambda scan, point_type, stamp_ns: small_cloud(XYZI if point_type == "XYZI" else XYZIRT, 1800, 32),
+        lambda scan, profile, stamp_ns: small_cloud(XYZI if profile.name == "XYZI" else XYZIRT, 1800, 32),
     )
     FakeNode.overrides = {}
     made = []

@@ -41,7 +41,7 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 from acres_lidar_ros.body.self_returns import sensor_self_table  # noqa: E402
 from acres_lidar_ros.config.sensors import load_sensor_config  # noqa: E402
 from acres_lidar_ros.outputs.layouts import point_cloud  # noqa: E402
-from acres_lidar_ros.outputs.point_types import point_dtype  # noqa: E402
+from acres_lidar_ros.outputs.point_types import PROFILES  # noqa: E402
 from acres_lidar_ros.outputs.pointcloud2 import point_fields  # noqa: E402
 from acres_lidar_ros.outputs.shaping import shaped_outputs  # noqa: E402
 from acres_lidar_ros.outputs.truth_cloud import TRUTH_POINT, truth_cloud  # noqa: E402
@@ -309,7 +309,7 @@ def test_each_cloud_has_its_point_types_layout_and_stamp(session, name):
     organised, _ = TABLE[published]
     clouds = feed.clouds[name]
     assert len(clouds) >= CLOUDS, process_output(process)
-    dtype = point_dtype(published)
+    dtype = PROFILES[published].dtype
     for msg in clouds:
         assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == point_fields(dtype)
         assert msg.point_step == dtype.itemsize and msg.row_step == msg.point_step * msg.width

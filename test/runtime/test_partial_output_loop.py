@@ -205,6 +205,7 @@ def test_a_pattern_rebuild_mid_sweep_keeps_the_slices_out_and_publishes_the_rest
 def test_with_the_truth_on_the_scans_truth_goes_beside_its_last_slice(plane_tracer):
     """The truth is per scan: one truth cloud of every cell (columns x rings), beside the last
     slice, with that slice's stamp; the early slices carry none."""
+    from acres_lidar_ros.outputs.point_types import PROFILES
     from acres_lidar_ros.runtime.messages import pack_scan
 
     config = config_of()
@@ -218,7 +219,7 @@ def test_with_the_truth_on_the_scans_truth_goes_beside_its_last_slice(plane_trac
     loop = NodeLoop(
         scanner,
         clock,
-        lambda shaped, job: pack_scan(shaped, "XYZI", shaped.end_ns, message),
+        lambda shaped, job: pack_scan(shaped, PROFILES["XYZI"], shaped.end_ns, message),
         emitted.append,
         executor=InlineExecutor(),
         throttle=LogThrottle(5.0, clock),
