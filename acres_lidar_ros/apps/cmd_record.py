@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,15 +209,201 @@ def single_scan(
     return scan
 
 
-def _drive_imu(
-    config: Any, times_s: np.ndarray, positions_m: np.ndarray, quaternions_xyzw: np.ndarray, seed: int
-) -> tuple[Any, Any]:
-    """The drive's IMU samples (``sensor.imu``) for an ``ImuConfig``, or (None, None)."""
-    if config is None:
-        return None, None
-    from acres_lidar_ros.sensor.imu import imu_of_drive
+def drive_stamps_ns(
+    config: SensorConfig, trajectory: PoseHistory, duration_s: float | None, profile: PointProfile
+) -> tuple[list[int], int, float, float]:
+    """The stamps of a drive's scans (ns), how many due scans are left out before time zero, and
+    the drive's start and end on the trajectory (s).
 
-    return config, imu_of_drive(config, times_s, positions_m, quaternions_xyzw, int(seed))
+    Scans are due at t = 0 and each period from the trajectory's start, stamped on the first
+    physics step at or after (spec "Scan Stamp"). The scan at t = 0 sweeps the period before the
+    first pose: it holds that pose, as the spec says, and is flagged (pose_coverage) and counted.
+    A layout stamped at the sweep start (velodyne, ouster, ...) cannot stamp the scan due at a
+    trajectory start of 0 s, since ROS time has no negative stamps: that scan is left out (counted).
+    With ``partial_output`` the slices are stamped inside the sweep, so a sweep starting before 0
+    is left out too. ``lidar.enabled`` false gives no stamps (odometry, /tf and /clock only).
+    """
+    t_start, t_end = trajectory.start_s, trajectory.end_s
+    if duration_s is not None:
+        t_end = min(t_end, t_start + duration_s)
+    if not config.enabled:
+        return [], 0, t_start, t_end
+    start_ns = int(round(t_start * 1e9))
+    last_k = first_scan_at_or_after(int(round((t_end - t_start) * 1e9)) + 1, config.hz) - 1
+    stamps_ns = [start_ns + scan_stamp_ns(k, config.hz) for k in range(last_k + 1)]
+    period_s = config.period_s
+    sweep_ns = int(round(period_s * 1e9)) if config.outputs.partial_output else 0
+    before_zero = sum(profile.header_stamp_ns(s, period_s) < 0 or s - sweep_ns < 0 for s in stamps_ns)
+    return stamps_ns[before_zero:], before_zero, t_start, t_end
+
+
+@dataclass
+class DriveStreams:
+    """A drive's odometry samples (the trajectory's own times in the run) and, with an IMU, its
+    samples, written to the bag in time order as the scans go out.
+
+    ``samples_written`` and ``imu_written`` count what is in the bag so far (the writer thread
+    advances them; the trajectory file at the end has the odometry samples written).
+    """
+
+    times_s: np.ndarray
+    stamps_ns: np.ndarray
+    positions_m: np.ndarray
+    quaternions_xyzw: np.ndarray
+    linear_m_s: np.ndarray
+    angular_rad_s: np.ndarray
+    imu: Any = None  # sensor.imu's samples, or None
+    imu_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    samples_written: int = 0
+    imu_written: int = 0
+
+    @classmethod
+    def of_drive(
+        cls, trajectory: PoseHistory, t_start: float, t_end: float, imu_config: Any, seed: int
+    ) -> DriveStreams:
+        """The samples of ``trajectory`` in ``[t_start, t_end]`` with their body twist, and the IMU
+        samples of ``imu_config`` (an ``ImuConfig``, or None) made from them (``sensor.imu``)."""
+        times = trajectory.times_s
+        times_s = times[(times >= t_start) & (times <= t_end)]
+        positions, rotations = trajectory.interpolate(times_s)
+        quaternions = Rotation.from_matrix(rotations).as_quat()
+        linear, angular = body_twist(times_s, positions, quaternions)
+        streams = cls(times_s, np.rint(times_s * 1e9).astype(np.int64), positions, quaternions, linear, angular)
+        if imu_config is not None:
+            from acres_lidar_ros.sensor.imu import imu_of_drive
+
+            streams.imu = imu_of_drive(imu_config, times_s, positions, quaternions, int(seed))
+            streams.imu_ns = np.rint(streams.imu.times_s * 1e9).astype(np.int64)
+        return streams
+
+    def write_up_to(self, bag: Any, until_ns: int) -> None:
+        """The clock, odometry and IMU messages stamped up to ``until_ns`` not yet in ``bag``."""
+        i = self.samples_written
+        while i < len(self.stamps_ns) and self.stamps_ns[i] <= until_ns:
+            t_ns = int(self.stamps_ns[i])
+            bag.write_clock(t_ns)
+            bag.write_base_pose(
+                t_ns, self.positions_m[i], self.quaternions_xyzw[i], self.linear_m_s[i], self.angular_rad_s[i]
+            )
+            i += 1
+        self.samples_written = i
+        j, s = self.imu_written, self.imu
+        while s is not None and j < len(self.imu_ns) and self.imu_ns[j] <= until_ns:
+            bag.write_imu(
+                int(self.imu_ns[j]), s.orientation_xyzw[j], s.angular_velocity_rad_s[j], s.linear_acceleration_m_s2[j]
+            )
+            j += 1
+        self.imu_written = j
+
+
+@dataclass
+class ScanWriter:
+    """Writes one traced scan of a drive (``record_drive``'s writer thread calls it): the odometry
+    up to the cloud's release and the cloud (or, with ``partial_output``, each slice at its own
+    release) in the bag, flushed; then the sensor packets, the scan's files and its
+    ``lidar.jsonl`` row, and the summary's counts."""
+
+    scanner: Scanner
+    trajectory: PoseHistory
+    out_dir: Path
+    profile: PointProfile
+    files: str
+    labels: bool
+    preview_range_m: float
+    streams: DriveStreams
+    summary: RecordSummary
+    reserve: Any  # apps.disk_reserve.DiskReserve
+    packet_sink: Any = None
+    n_scans: int = 0
+    t_start_s: float = 0.0
+    progress: Callable[[int, int], None] | None = None
+
+    def __call__(self, bag: Any, scan: Scan, release_ns: int, pose_coverage: str) -> None:
+        from acres_lidar_ros.outputs.layouts import point_cloud
+        from acres_lidar_ros.outputs.shaping import slice_scan
+
+        config, summary = self.scanner.config, self.summary
+        # Messages in time order: the odometry up to the cloud's release, then the cloud.
+        if not config.outputs.partial_output:
+            self.streams.write_up_to(bag, release_ns)
+        shaped = whole_output(self.scanner, scan, self.trajectory)  # the output keys of the sensors file
+        sweep_start = self.profile.stamps_sweep_start(False)
+        cloud = point_cloud(shaped, self.profile, shaped.header_stamp_ns(sweep_start))  # the bag's and the PCD's
+        bag_bytes = bag.size_bytes
+        if config.outputs.partial_output:  # the slices on /lidar/points, the whole scan in the files
+            # Each slice when the node publishes it: at its own end + delay_s, while the sweep runs.
+            delay_ns = int(round(config.delay_s * 1e9))
+            for part in slice_scan(shaped, config.outputs.partial_slices, config.period_s):
+                part_ns = part.header_stamp_ns(sweep_start)
+                part_release_ns = part.end_ns + delay_ns
+                self.streams.write_up_to(bag, part_release_ns)
+                part_cloud = point_cloud(part, self.profile, part_ns)
+                bag.write_cloud(part_ns, part_cloud, log_time_ns=part_release_ns, frame_id=part.frame_id)
+        else:
+            bag.write_cloud(
+                shaped.header_stamp_ns(sweep_start), cloud, log_time_ns=release_ns, frame_id=shaped.frame_id
+            )
+        bag.flush()  # on the disk before the jsonl row says the scan is complete
+        if self.packet_sink is not None:
+            summary.packets += self.packet_sink.write_scan(scan, bag)
+            summary.scans_without_packets = self.packet_sink.scans_before_zero
+        row = write_scan_outputs(
+            scan,
+            self.out_dir,
+            self.files,
+            config,
+            cloud,
+            pose_coverage,
+            shaped=shaped,
+            labels=self.labels,
+            preview_range_m=self.preview_range_m,
+        )
+        file_bytes = sum((self.out_dir / name).stat().st_size for name in row["files"])
+        self.reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
+        summary.held_first_pose += pose_coverage == "before_first_pose"
+        summary.across_pose_gap += pose_coverage == "gap"
+        summary.scans += 1
+        summary.points += int(scan.returns.valid.sum())
+        summary.sim_seconds = scan.stamp_s - self.t_start_s
+        if self.progress is not None:
+            self.progress(summary.scans, self.n_scans)
+
+    def trace_all(
+        self,
+        bag: Any,
+        writer: ThreadPoolExecutor,
+        stamps_ns: Sequence[int],
+        boxes_at: Callable[[float], Iterable] | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> str | None:
+        """Trace the scan of each stamp and hand it to ``writer`` (at most two scans wait; a writer
+        error stops the drive here), then the odometry to the end. Before each scan ``should_stop()``
+        is asked and the disk reserve checked; either stops the drive (``summary.stopped``), and a
+        short reserve is returned as its message (None otherwise)."""
+        config, summary, streams = self.scanner.config, self.summary, self.streams
+        sweep_s = config.period_s if self.scanner.options.motion_on(config) else 0.0
+        delay_ns = int(round(config.delay_s * 1e9))
+        pending: deque = deque()
+        disk_full: str | None = None
+        for stamp_ns in stamps_ns:
+            if should_stop is not None and should_stop():
+                summary.stopped = True
+                break
+            disk_full = self.reserve.shortage(len(pending) + 1, summary.scans + len(pending), len(streams.stamps_ns))
+            if disk_full is not None:
+                summary.stopped = True
+                break
+            boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
+            scan = self.scanner.scan(self.trajectory, stamp_ns, boxes=boxes)
+            coverage = sweep_coverage(self.trajectory.times_s, stamp_ns * 1e-9 - sweep_s, stamp_ns * 1e-9)
+            pending.append(writer.submit(self, bag, scan, stamp_ns + delay_ns, coverage))
+            while len(pending) > 2 or (pending and pending[0].done()):
+                pending.popleft().result()
+        while pending:
+            pending.popleft().result()
+        if not summary.stopped:
+            streams.write_up_to(bag, int(streams.stamps_ns[-1]))
+        return disk_full
 
 
 def record_drive(
@@ -279,124 +465,40 @@ def record_drive(
     """
     from acres_lidar_ros.apps.disk_reserve import DiskReserve, scan_bytes
     from acres_lidar_ros.outputs.bag import BagWriter
-    from acres_lidar_ros.outputs.layouts import point_cloud
-    from acres_lidar_ros.outputs.shaping import slice_scan
 
     config = scanner.config
     # Spherical coordinates in a profile without them fail before the run dir exists.
     point_bytes = profile.dtype_in(config.outputs.coordinates).itemsize
     instances = run_instances(scanner, vehicle_object_ids) if labels else None  # bad ids fail before the run dir
+    imu_config = None
     if imu is not None:  # a bad IMU file fails before the run dir too
         from acres_lidar_ros.config.imu_file import load_imu_config
 
-        imu_file = load_imu_config(imu)
+        imu_config = load_imu_config(imu)
     out_dir = prepare_run_dir(out_dir)
     write_effective_config(out_dir, config, scanner.options, run or {})
     packet_sink = packets(out_dir) if packets is not None else None
-    t_start, t_end = trajectory.start_s, trajectory.end_s
-    if duration_s is not None:
-        t_end = min(t_end, t_start + duration_s)
-    period_s = config.period_s
-    # Due at t = 0 and each T from the trajectory's start, stamped on the first physics step at or
-    # after (spec "Scan Stamp"). The scan at t = 0 sweeps the period before the first pose: it
-    # holds that pose, as the spec says, and is flagged (pose_coverage) and counted.
-    start_ns = int(round(t_start * 1e9))
-    last_k = first_scan_at_or_after(int(round((t_end - t_start) * 1e9)) + 1, config.hz) - 1
-    stamps_ns = [start_ns + scan_stamp_ns(k, config.hz) for k in range(last_k + 1)]
-    if not config.enabled:  # lidar.enabled false: the drive records odometry, /tf and /clock, no LiDAR
-        stamps_ns = []
-    # A layout stamped at the sweep start (velodyne, ouster, ...) cannot stamp the scan due at a
-    # trajectory start of 0 s: ROS time has no negative stamps. That scan is left out (counted).
-    # With partial_output the slices are stamped inside the sweep: a sweep starting before 0 is left out.
-    sweep_ns = int(round(period_s * 1e9)) if config.outputs.partial_output else 0
-    before_zero = sum(profile.header_stamp_ns(s, period_s) < 0 or s - sweep_ns < 0 for s in stamps_ns)
-    stamps_ns = stamps_ns[before_zero:]
-    n_scans = len(stamps_ns)
-    sweep_s = period_s if scanner.options.motion_on(config) else 0.0
-    pose_times = trajectory.times_s
-
-    times = trajectory.times_s
-    in_run = (times >= t_start) & (times <= t_end)
-    sample_times = times[in_run]
-    positions, rotations = trajectory.interpolate(sample_times)
-    quaternions = Rotation.from_matrix(rotations).as_quat()
-    linear, angular = body_twist(sample_times, positions, quaternions)
-    sample_ns = np.rint(sample_times * 1e9).astype(np.int64)
-
-    imu_config, imu_samples = _drive_imu(
-        imu_file if imu is not None else None, sample_times, positions, quaternions, scanner.options.seed
-    )
-    imu_ns = np.zeros(0, np.int64) if imu_samples is None else np.rint(imu_samples.times_s * 1e9).astype(np.int64)
-    mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
+    stamps_ns, before_zero, t_start, t_end = drive_stamps_ns(config, trajectory, duration_s, profile)
+    streams = DriveStreams.of_drive(trajectory, t_start, t_end, imu_config, scanner.options.seed)
     summary = RecordSummary(scans=0, points=0, seconds=0.0, sim_seconds=0.0, before_time_zero=before_zero)
-    started = time.perf_counter()
-    written = {"samples": 0}  # odometry samples written so far (the writer thread advances it)
     reserve = DiskReserve(out_dir, scan_bytes(config.columns * config.rings, point_bytes, files))
-    disk_full: str | None = None
-
-    def write_poses_up_to(bag, until_ns: int) -> None:
-        i = written["samples"]
-        while i < len(sample_ns) and sample_ns[i] <= until_ns:
-            bag.write_clock(int(sample_ns[i]))
-            bag.write_base_pose(int(sample_ns[i]), positions[i], quaternions[i], linear[i], angular[i])
-            i += 1
-        written["samples"] = i
-        j = written.get("imu", 0)
-        while imu_samples is not None and j < len(imu_ns) and imu_ns[j] <= until_ns:
-            s = imu_samples
-            bag.write_imu(
-                int(imu_ns[j]), s.orientation_xyzw[j], s.angular_velocity_rad_s[j], s.linear_acceleration_m_s2[j]
-            )
-            j += 1
-        written["imu"] = j
-
-    delay_ns = int(round(config.delay_s * 1e9))
-
-    def write_scan(bag, scan: Scan, release_ns: int, pose_coverage: str) -> None:
-        # Messages in time order: the odometry up to the cloud's release, then the cloud.
-        if not config.outputs.partial_output:
-            write_poses_up_to(bag, release_ns)
-        shaped = whole_output(scanner, scan, trajectory)  # the output keys of the sensors file
-        sweep_start = profile.stamps_sweep_start(False)
-        cloud = point_cloud(shaped, profile, shaped.header_stamp_ns(sweep_start))  # the bag's and the PCD's
-        bag_bytes = bag.size_bytes
-        if config.outputs.partial_output:  # the slices on /lidar/points, the whole scan in the files
-            # Each slice when the node publishes it: at its own end + delay_s, while the sweep runs.
-            for part in slice_scan(shaped, config.outputs.partial_slices, period_s):
-                part_ns = part.header_stamp_ns(sweep_start)
-                part_release_ns = part.end_ns + delay_ns
-                write_poses_up_to(bag, part_release_ns)
-                part_cloud = point_cloud(part, profile, part_ns)
-                bag.write_cloud(part_ns, part_cloud, log_time_ns=part_release_ns, frame_id=part.frame_id)
-        else:
-            bag.write_cloud(
-                shaped.header_stamp_ns(sweep_start), cloud, log_time_ns=release_ns, frame_id=shaped.frame_id
-            )
-        bag.flush()  # on the disk before the jsonl row says the scan is complete
-        if packet_sink is not None:
-            summary.packets += packet_sink.write_scan(scan, bag)
-            summary.scans_without_packets = packet_sink.scans_before_zero
-        row = write_scan_outputs(
-            scan,
-            out_dir,
-            files,
-            config,
-            cloud,
-            pose_coverage,
-            shaped=shaped,
-            labels=labels,
-            preview_range_m=preview_range_m,
-        )
-        file_bytes = sum((out_dir / name).stat().st_size for name in row["files"])
-        reserve.note_scan(bag.size_bytes - bag_bytes + file_bytes + 4096)
-        summary.held_first_pose += pose_coverage == "before_first_pose"
-        summary.across_pose_gap += pose_coverage == "gap"
-        summary.scans += 1
-        summary.points += int(scan.returns.valid.sum())
-        summary.sim_seconds = scan.stamp_s - t_start
-        if progress is not None:
-            progress(summary.scans, n_scans)
-
+    scan_writer = ScanWriter(
+        scanner=scanner,
+        trajectory=trajectory,
+        out_dir=out_dir,
+        profile=profile,
+        files=files,
+        labels=labels,
+        preview_range_m=preview_range_m,
+        streams=streams,
+        summary=summary,
+        reserve=reserve,
+        packet_sink=packet_sink,
+        n_scans=len(stamps_ns),
+        t_start_s=t_start,
+        progress=progress,
+    )
+    started = time.perf_counter()
     try:
         # One writer thread writes scan k while scan k + 1 is traced; at most two scans wait.
         # Leaving the block (also on Ctrl-C) waits for the writes already handed over, then
@@ -413,39 +515,21 @@ def record_drive(
             ) as bag,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="lidar-writer") as writer,
         ):
+            mount_quaternion = Rotation.from_matrix(scanner.pattern.R_base_sensor).as_quat()
             imu_mount = None
             if imu_config is not None:
                 imu_mount = (
                     imu_config.position_flu_m,
                     Rotation.from_matrix(mount_rotation(imu_config.rpy_rad)).as_quat(),
                 )
-            bag.write_static_mount(int(sample_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion, imu_mount)
-            pending: deque = deque()
-            for stamp_ns in stamps_ns:
-                if should_stop is not None and should_stop():
-                    summary.stopped = True
-                    break
-                disk_full = reserve.shortage(len(pending) + 1, summary.scans + len(pending), len(sample_ns))
-                if disk_full is not None:
-                    summary.stopped = True
-                    break
-                release_ns = stamp_ns + int(round(config.delay_s * 1e9))
-                boxes = tuple(boxes_at(stamp_ns * 1e-9)) if boxes_at is not None else ()
-                scan = scanner.scan(trajectory, stamp_ns, boxes=boxes)
-                coverage = sweep_coverage(pose_times, stamp_ns * 1e-9 - sweep_s, stamp_ns * 1e-9)
-                pending.append(writer.submit(write_scan, bag, scan, release_ns, coverage))
-                while len(pending) > 2 or (pending and pending[0].done()):
-                    pending.popleft().result()  # a writer error stops the drive here
-            while pending:
-                pending.popleft().result()
-            if not summary.stopped:
-                write_poses_up_to(bag, int(sample_ns[-1]))
+            bag.write_static_mount(
+                int(streams.stamps_ns[0]), scanner.pattern.t_base_sensor_m, mount_quaternion, imu_mount
+            )
+            disk_full = scan_writer.trace_all(bag, writer, stamps_ns, boxes_at, should_stop)
     except BaseException as error:
         summary.seconds = time.perf_counter() - started
         try:
-            _write_run_end(
-                out_dir, summary, written["samples"], sample_times, positions, quaternions, config, instances
-            )
+            _write_run_end(out_dir, summary, streams, config, instances)
         except OutputError as late:
             error.add_note(f"writing the run's last files also failed: {late}")
         if isinstance(error, OutputError) and not (out_dir / "bag" / "metadata.yaml").exists():
@@ -455,7 +539,7 @@ def record_drive(
             )
         raise
     summary.seconds = time.perf_counter() - started
-    _write_run_end(out_dir, summary, written["samples"], sample_times, positions, quaternions, config, instances)
+    _write_run_end(out_dir, summary, streams, config, instances)
     if disk_full is not None:
         raise OutputError(disk_full)
     return summary
@@ -464,10 +548,7 @@ def record_drive(
 def _write_run_end(
     out_dir: Path,
     summary: RecordSummary,
-    n_samples: int,
-    sample_times: np.ndarray,
-    positions: np.ndarray,
-    quaternions: np.ndarray,
+    streams: DriveStreams,
     config: SensorConfig,
     instances: InstanceTable | None = None,
 ) -> None:
@@ -476,8 +557,8 @@ def _write_run_end(
     from acres_lidar_ros.outputs.records import episode_dict
     from acres_lidar_ros.outputs.tum import write_tum
 
-    n = n_samples
-    write_tum(out_dir / "trajectory_gt.tum", sample_times[:n], positions[:n], quaternions[:n])
+    n = streams.samples_written
+    write_tum(out_dir / "trajectory_gt.tum", streams.times_s[:n], streams.positions_m[:n], streams.quaternions_xyzw[:n])
     write_json(
         out_dir / "episode.json",
         episode_dict(
