@@ -23,6 +23,7 @@ RAY_BLOCK = 8  # rays per pass over the triangles
 NO_TRIANGLE = -1
 
 
+# 15 scalars (five 3-vectors), not records: inlined in _nearest's innermost loop, once per ray and triangle.
 @njit(cache=True, inline="always")
 def _mt(ox, oy, oz, dx, dy, dz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z):
     """Möller–Trumbore: the ray parameter of the hit, or inf where the ray misses the triangle."""

@@ -16,10 +16,22 @@ Argument groups as in ``trace_kernel``; ``SceneTables.neighbour``, ``box_lo_z`` 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-from acres_lidar_ros.tracing.trace_kernel import _fmax, _fmin, _maximum, _minimum, _slabs4, _write_ray
+from acres_lidar_ros.tracing.trace_kernel import (
+    CastHits,
+    SubRays,
+    WorkLists,
+    _fmax,
+    _fmin,
+    _maximum,
+    _minimum,
+    _slabs4,
+    _write_ray,
+)
 from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
 
 #: Clearance of a step to a neighbour patch: the crossing of its box face stays this far from the
@@ -30,6 +42,15 @@ LINK_MARGIN_M = 1e-4
 
 _SIDES = ((-1.0, 0.0), (1.0, 0.0), (0.0, -1.0), (0.0, 1.0))
 """Patch sides in the patch frame, in ``crop_links`` order: -x, +x, -y, +y."""
+
+
+class WalkCall(NamedTuple):
+    """One call of ``crop_walk``: whether its sub-rays start their walk, how many, and its bounds."""
+
+    start_walk: bool  # the sub-rays start their walk (no cast to take)
+    w: int  # the sub-rays are ``walk[:w]``
+    max_patches: int  # a sub-ray's walk ends without a crop hit after this many patches
+    shrink_m: float  # how much smaller Embree's crop boxes are at the sides, m
 
 
 def crop_links(
@@ -91,7 +112,7 @@ def crop_links(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _next_box(ol, d, g, patch, origin_t, end, tables, shrink_m, max_columns):
+def _next_box(sub, g, patch, origin_t, end, tables, shrink_m, max_columns):
     """The crop box a cast from ``origin_t`` along sub-ray ``g`` would meet after it left
     ``patch``, and the ray parameter where it enters it: ``(q, t_in)``; ``(-2, nan)`` where the
     ray reaches ``end`` (the walk's end) before any further box of the field could begin;
@@ -102,6 +123,7 @@ def _next_box(ol, d, g, patch, origin_t, end, tables, shrink_m, max_columns):
     side (clear of its corners, so no diagonal box is near), and enters the neighbour's shrunk
     box clearly, or clearly passes over (or under) it to the next column.
     """
+    ol, d = sub.origin_m, sub.direction
     patch_centre, patch_cos, patch_sin = tables.patch_centre, tables.patch_cos, tables.patch_sin
     size_x, size_y = tables.cell_xs[-1], tables.cell_ys[-1]
     neighbour, box_lo_z, box_hi_z = tables.neighbour, tables.box_lo_z, tables.box_hi_z
@@ -170,28 +192,20 @@ def _next_box(ol, d, g, patch, origin_t, end, tables, shrink_m, max_columns):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def crop_walk(
-    walk: np.ndarray,
-    w: int,
-    start_walk: bool,
-    t_hit: np.ndarray,
-    prim_ids: np.ndarray,
-    ol: np.ndarray,
-    d: np.ndarray,
+    call: WalkCall,
+    cast: CastHits,
+    sub: SubRays,
     state: tuple,
     tables: SceneTables,
     params: TraceParams,
-    rays: np.ndarray,
-    done: np.ndarray,
+    work: WorkLists,
     nd: int,
-    walked: np.ndarray,
-    max_patches: int,
-    shrink_m: float,
 ) -> tuple[int, int]:
     """Walk the crop patches of each sub-ray ``walk[:w]`` until a hit, the end, or a cast.
 
     ``start_walk``: the sub-rays start their walk; their first box is a crop box before the
     triangle ``t`` (``first_t``, ``first_patch``); the walk ends at the triangle or just past the
-    range limit. Otherwise ``t_hit``, ``prim_ids`` are the cast against the crop boxes that finds
+    range limit. Otherwise ``cast`` is the cast against the crop boxes that finds
     each one's next patch. In a patch, the first step point at or after ``walk_from`` that lies
     in a cell is the hit (``crop_t``, ``crop_patch``). A sub-ray that leaves the patch without one
     steps to the neighbour patch (module notes) or, where it cannot, is written to ``rays`` (a
@@ -200,6 +214,10 @@ def crop_walk(
     without a crop hit. ``shrink_m``: how much smaller Embree's crop boxes are at the sides.
     Returns ``(kept, nd)``.
     """
+    start_walk, w, max_patches, shrink_m = call.start_walk, call.w, call.max_patches, call.shrink_m
+    t_hit, prim_ids = cast.t_hit, cast.primitive_ids
+    ol, d = sub.origin_m, sub.direction
+    walk, rays, done, walked = work.walk, work.rays, work.done, work.walked
     (s, t, _p, _c, first_t, first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch) = state[:12]
     xs, ys, patch_centre, patch_cos, patch_sin = (
         tables.cell_xs,
@@ -287,7 +305,7 @@ def crop_walk(
             if not exit_t < end:
                 break
             walk_from[g] = exit_t
-            q, t_in = _next_box(ol, d, g, patch, exit_t + exit_step_m, end, tables, shrink_m, max_patches)
+            q, t_in = _next_box(sub, g, patch, exit_t + exit_step_m, end, tables, shrink_m, max_patches)
             if q == -2:
                 break  # as a cast would find: no box before the end
             if q >= 0:

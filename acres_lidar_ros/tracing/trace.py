@@ -45,8 +45,9 @@ from acres_lidar_ros.scene.grids import NO_POLYGON
 from acres_lidar_ros.scene.instances import NO_INSTANCE
 from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_PATCH_SIZE_M, WETNESS_DEPTH_M, Scene
 from acres_lidar_ros.tracing import trace_kernel as kernel
-from acres_lidar_ros.tracing.crop_walk import crop_links, crop_walk
+from acres_lidar_ros.tracing.crop_walk import WalkCall, crop_links, crop_walk
 from acres_lidar_ros.tracing.hits import Hits
+from acres_lidar_ros.tracing.trace_kernel import CastHits, SubRays, WorkLists
 from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
@@ -62,6 +63,8 @@ MIN_FINISH_PER_PART = 8192  # sub-rays per part of a round's finish pass (Tracer
 _MAX_ROUNDS = 64  # bound of the continuation loop (hits + proxy exits) per call
 _MAX_CROP_PATCHES = 256  # bound of the patch-to-patch crop walk of a sub-ray per round
 _CPU = o3d.core.Device("CPU:0")  # where the Embree scenes and their tensors live
+# The start of a crop walk has no cast to take (``crop_walk``): empty, never written.
+_NO_CAST = CastHits(np.zeros(0, np.float32), np.zeros(0, np.uint32), np.zeros((0, 3), np.float32))
 
 _GROUND = CLASS_ID["ground"]
 _MUD = CLASS_ID["mud_clod"]
@@ -195,25 +198,26 @@ class Tracer:
         )
         return rc
 
-    def _buffers(self, n: int) -> tuple:
+    def _buffers(self, n: int) -> tuple[tuple, np.ndarray, np.ndarray, WorkLists]:
         """Work arrays of a trace of ``n`` sub-rays, kept per thread and reused by later calls.
 
-        ``(state, rays, rows, next_rows, fresh, listed, walk, done, walked)``: ``state`` as in
-        ``trace_kernel`` (float64 / int64 / float32 / bool per sub-ray), ``rays`` (n, 6) float32,
-        six int64 lists of sub-rays and the crop walk's patch count per sub-ray. Their contents do not carry over between calls
+        ``(state, rows, next_rows, work)``: ``state`` as in ``trace_kernel`` (float64 / int64 /
+        float32 / bool per sub-ray), the int64 lists of the round's sub-rays and of those going
+        on, and the ``trace_kernel.WorkLists``. Their contents do not carry over between calls
         (``round_rays`` resets what is read before it is written).
         """
         buf = getattr(self._local, "buffers", None)
-        if buf is None or len(buf[2]) < n:
+        if buf is None or len(buf[1]) < n:
             f8, i8 = np.float64, np.int64
             dtypes = (f8, f8, i8, np.float32, f8, i8, f8, i8, f8, f8, f8, i8, f8, i8, np.float32, i8, bool, i8, bool)
             state = tuple(np.empty(n, dtype) for dtype in dtypes)
-            buf = (state, np.empty((n, 6), np.float32), *(np.empty(n, i8) for _ in range(7)))
+            work = WorkLists(np.empty((n, 6), np.float32), *(np.empty(n, i8) for _ in range(5)))
+            buf = (state, np.empty(n, i8), np.empty(n, i8), work)
             self._local.buffers = buf
         return buf
 
     # --- casts ----------------------------------------------------------------------------
-    def _cast_rays(self, rc, rays: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _cast_rays(self, rc, rays: np.ndarray) -> CastHits:
         """``cast_rays`` of ready float32 rays ``(m, 6)`` (C-contiguous; shared, not copied):
         ``t_hit (m,)``, ``primitive_ids (m,)`` and ``primitive_normals (m, 3)``.
 
@@ -226,7 +230,9 @@ class Tracer:
         m = len(rays)
         if m <= CAST_PIECE_RAYS:
             result = rc.cast_rays(o3d.core.Tensor.from_numpy(rays), nthreads=self._nthreads)
-            return result["t_hit"].numpy(), result["primitive_ids"].numpy(), result["primitive_normals"].numpy()
+            return CastHits(
+                result["t_hit"].numpy(), result["primitive_ids"].numpy(), result["primitive_normals"].numpy()
+            )
         t_hit = np.empty(m, np.float32)
         ids = np.empty(m, np.uint32)
         normals = np.empty((m, 3), np.float32)
@@ -236,7 +242,7 @@ class Tracer:
             t_hit[piece] = result["t_hit"].numpy()
             ids[piece] = result["primitive_ids"].numpy()
             normals[piece] = result["primitive_normals"].numpy()
-        return t_hit, ids, normals
+        return CastHits(t_hit, ids, normals)
 
     def _cast(self, rc, origins_local: np.ndarray, directions: np.ndarray, start=None) -> dict:
         """One ``cast_rays`` from ``origins_local + start directions`` (float32 rays)."""
@@ -275,14 +281,14 @@ class Tracer:
         return origins_world @ R.T + t, directions_world @ R.T
 
     @staticmethod
-    def _finish(done, nd, ol, d, state, tables, params, out, next_rows) -> int:
+    def _finish(done, nd, sub, state, tables, params, out, next_rows) -> int:
         """``trace_kernel.finish`` of the sub-rays ``done[:nd]``; a long list in parts side by side
         (each sub-ray writes only its own state and hits), each part's continuing sub-rays moved up
         behind the previous parts', so ``next_rows`` is what one pass gives."""
         bounds = split_bounds(nd, MIN_FINISH_PER_PART)
 
         def part(a: int, b: int) -> int:  # its continuing sub-rays go to next_rows[a:]
-            return kernel.finish(done[a:], b - a, ol, d, state, tables, params, out, next_rows[a:])
+            return kernel.finish(done[a:], b - a, sub, state, tables, params, out, next_rows[a:])
 
         n_next = 0
         for start, count in zip(bounds[:-1], map_parts(part, bounds), strict=True):
@@ -380,47 +386,33 @@ class Tracer:
             hits.wetness,
             hits.pond_depth_m,
         )
-        state, rays, rows, next_rows, fresh, listed, walk, done, walked = self._buffers(n)
+        sub = SubRays(origin_m=ol, direction=d)
+        state, rows, next_rows, work = self._buffers(n)
+        rays, walk, done = work.rays, work.walk, work.done
         n_rows = n
         for round_index in range(_MAX_ROUNDS):
             # One cast of every active sub-ray (a cached triangle hit behind a crop hit spares it),
             # a triangles-only cast of those that met a crop box first, their crop walk, the hits.
-            m, w = kernel.round_rays(rows, n_rows, round_index == 0, ol, d, state, params, rays, fresh, walk)
+            m, w = kernel.round_rays(rows, n_rows, round_index == 0, sub, state, params, work)
             nd = 0
             if m:
-                t_hit, ids, normals = self._cast_rays(self._rc, rays[:m])
-                r, nd = kernel.first_cast_results(
-                    fresh,
-                    m,
-                    t_hit,
-                    ids,
-                    normals,
-                    ol,
-                    d,
-                    state,
-                    params,
-                    rays,
-                    listed,
-                    done,
-                    nd,
-                )
+                cast = self._cast_rays(self._rc, rays[:m])
+                r, nd = kernel.first_cast_results(m, cast, sub, state, params, work, nd)
                 if r:
-                    t_hit, ids, normals = self._cast_rays(self._main_rc, rays[:r])
-                    w = kernel.triangle_cast_results(listed, r, t_hit, ids, normals, d, state, params, walk, w)
+                    cast = self._cast_rays(self._main_rc, rays[:r])
+                    w = kernel.triangle_cast_results(r, cast, sub, state, params, work, w)
             if w:
-                no_hit = np.zeros(0, np.float32)
-                bounds = (walked, _MAX_CROP_PATCHES, CROP_BOX_SHRINK_M)
-                w, nd = crop_walk(
-                    walk, w, True, no_hit, np.zeros(0, np.uint32), ol, d, state, tables, params, rays, done, nd, *bounds
-                )
+                call = WalkCall(start_walk=True, w=w, max_patches=_MAX_CROP_PATCHES, shrink_m=CROP_BOX_SHRINK_M)
+                w, nd = crop_walk(call, _NO_CAST, sub, state, tables, params, work, nd)
                 for _ in range(_MAX_CROP_PATCHES - 1):
                     if not w:
                         break
-                    t_hit, ids, _ = self._cast_rays(self._crop_rc, rays[:w])
-                    w, nd = crop_walk(walk, w, False, t_hit, ids, ol, d, state, tables, params, rays, done, nd, *bounds)
+                    cast = self._cast_rays(self._crop_rc, rays[:w])
+                    call = call._replace(start_walk=False, w=w)
+                    w, nd = crop_walk(call, cast, sub, state, tables, params, work, nd)
                 done[nd : nd + w] = walk[:w]  # the walk's bound: no crop hit
                 nd += w
-            n_rows = self._finish(done, nd, ol, d, state, tables, params, out, next_rows)
+            n_rows = self._finish(done, nd, sub, state, tables, params, out, next_rows)
             if n_rows == 0:
                 break
             rows, next_rows = next_rows, rows

@@ -29,14 +29,50 @@ Argument groups (built by ``trace.Tracer``):
 ``out``
     The ``Hits`` arrays ``range_m, valid, class_id, material_id, cos_incidence, instance,
     wetness, pond_depth_m`` (n, k).
+``sub``
+    The call's sub-rays about the tracer's local origin, a ``SubRays``.
+``cast``
+    One Embree cast's results, a ``CastHits``.
+``work``
+    The per-thread lists of sub-rays and the rays for Embree, a ``WorkLists``.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
+
+
+class SubRays(NamedTuple):
+    """The sub-rays of a trace call, (n, 3) float64 each, in the scene's frame."""
+
+    origin_m: np.ndarray  # origins about the tracer's local origin, m
+    direction: np.ndarray  # unit directions
+
+
+class CastHits(NamedTuple):
+    """One ``cast_rays`` of ``m`` rays (Open3D's names): the first primitive of each."""
+
+    t_hit: np.ndarray  # (m,) float32 ray parameter of the hit from the ray's start, m (inf: none)
+    primitive_ids: np.ndarray  # (m,) uint32, Embree's INVALID_ID where none
+    primitive_normals: np.ndarray  # (m, 3) float32
+
+
+class WorkLists(NamedTuple):
+    """The per-thread work arrays of a trace (``trace.Tracer._buffers``): lists of sub-rays (int64,
+    length >= n, each filled from its start), the rays for Embree and the crop walk's counts."""
+
+    rays: np.ndarray  # (n, 6) float32: rays of the next cast (module notes)
+    fresh: np.ndarray  # the sub-rays of the round's first cast
+    listed: np.ndarray  # those re-cast against the triangles alone
+    walk: np.ndarray  # those walking the crop patches
+    done: np.ndarray  # those whose round's hit is found (for ``finish``)
+    walked: np.ndarray  # per sub-ray: patches of its crop walk this round
+
 
 # --- numpy's scalar min / max ----------------------------------------------------------------
 
@@ -129,13 +165,10 @@ def round_rays(
     rows: np.ndarray,
     n_rows: int,
     first_round: bool,
-    ol: np.ndarray,
-    d: np.ndarray,
+    sub: SubRays,
     state: tuple,
     params: TraceParams,
-    rays: np.ndarray,
-    fresh: np.ndarray,
-    walk: np.ndarray,
+    work: WorkLists,
 ) -> tuple[int, int]:
     """Start a round: the rays of its first cast, and the crop walks of cached sub-rays.
 
@@ -144,6 +177,8 @@ def round_rays(
     in its cached patch (listed in ``walk``); the others are written to ``rays[:m]`` (sub-rays
     ``fresh[:m]``). Returns ``(m, w)``.
     """
+    ol, d = sub.origin_m, sub.direction
+    rays, fresh, walk = work.rays, work.fresh, work.walk
     (
         s,
         t,
@@ -198,18 +233,12 @@ def round_rays(
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def first_cast_results(
-    fresh: np.ndarray,
     m: int,
-    t_hit: np.ndarray,
-    prim_ids: np.ndarray,
-    normals: np.ndarray,
-    ol: np.ndarray,
-    d: np.ndarray,
+    cast: CastHits,
+    sub: SubRays,
     state: tuple,
     params: TraceParams,
-    rays: np.ndarray,
-    recast: np.ndarray,
-    done: np.ndarray,
+    work: WorkLists,
     nd: int,
 ) -> tuple[int, int]:
     """Take the first cast (triangles and crop boxes) of the sub-rays ``fresh[:m]``.
@@ -217,8 +246,11 @@ def first_cast_results(
     A sub-ray whose first primitive is a triangle is done (appended to ``done`` after its
     first ``nd``); one whose first primitive is a crop box keeps that box (``first_t``,
     ``first_patch``) and is written to ``rays`` for a cast against the triangles alone (listed
-    in ``recast``). Returns ``(r, nd)``: how many are re-cast, the new length of ``done``.
+    in ``listed``). Returns ``(r, nd)``: how many are re-cast, the new length of ``done``.
     """
+    t_hit, prim_ids, normals = cast.t_hit, cast.primitive_ids, cast.primitive_normals
+    ol, d = sub.origin_m, sub.direction
+    fresh, rays, recast, done = work.fresh, work.rays, work.listed, work.done
     s, t, prim, cos_signed, first_t, first_patch = state[0], state[1], state[2], state[3], state[4], state[5]
     miss = params.miss
     first_box = params.first_box
@@ -244,19 +276,19 @@ def first_cast_results(
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def triangle_cast_results(
-    recast: np.ndarray,
     r: int,
-    t_hit: np.ndarray,
-    prim_ids: np.ndarray,
-    normals: np.ndarray,
-    d: np.ndarray,
+    cast: CastHits,
+    sub: SubRays,
     state: tuple,
     params: TraceParams,
-    walk: np.ndarray,
+    work: WorkLists,
     w: int,
 ) -> int:
-    """Take the triangles-only cast of the sub-rays ``recast[:r]`` and list them in ``walk``
+    """Take the triangles-only cast of the sub-rays ``listed[:r]`` and list them in ``walk``
     after its first ``w``. Returns the new length of ``walk``."""
+    t_hit, prim_ids, normals = cast.t_hit, cast.primitive_ids, cast.primitive_normals
+    d = sub.direction
+    recast, walk = work.listed, work.walk
     s, t, prim, cos_signed = state[0], state[1], state[2], state[3]
     miss = params.miss
     for i in range(r):
@@ -276,8 +308,7 @@ def triangle_cast_results(
 def finish(
     done: np.ndarray,
     nd: int,
-    ol: np.ndarray,
-    d: np.ndarray,
+    sub: SubRays,
     state: tuple,
     tables: SceneTables,
     params: TraceParams,
@@ -293,6 +324,7 @@ def finish(
     and pond depth by the ground rules (``Scene.ground_properties``). Returns the number of
     sub-rays written to ``next_rows``.
     """
+    ol, d = sub.origin_m, sub.direction
     (
         s,
         t,
