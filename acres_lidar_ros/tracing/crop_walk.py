@@ -24,6 +24,7 @@ from numba import njit
 from acres_lidar_ros.tracing.trace_kernel import (
     CastHits,
     SubRays,
+    TraceState,
     WorkLists,
     _fmax,
     _fmin,
@@ -195,7 +196,7 @@ def crop_walk(
     call: WalkCall,
     cast: CastHits,
     sub: SubRays,
-    state: tuple,
+    state: TraceState,
     tables: SceneTables,
     params: TraceParams,
     work: WorkLists,
@@ -218,7 +219,9 @@ def crop_walk(
     t_hit, prim_ids = cast.t_hit, cast.primitive_ids
     ol, d = sub.origin_m, sub.direction
     walk, rays, done, walked = work.walk, work.rays, work.done, work.walked
-    (s, t, _p, _c, first_t, first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch) = state[:12]
+    s, t, first_t, first_patch = state.s, state.t, state.first_t, state.first_patch
+    crop_t, crop_patch = state.crop_t, state.crop_patch
+    walk_from, walk_end, walk_t_e, walk_patch = state.walk_from, state.walk_end, state.walk_t_e, state.walk_patch
     xs, ys, patch_centre, patch_cos, patch_sin = (
         tables.cell_xs,
         tables.cell_ys,

@@ -47,7 +47,7 @@ from acres_lidar_ros.scene.scene_model import CROP_CELLS, CROP_PATCH_SIZE_M, WET
 from acres_lidar_ros.tracing import trace_kernel as kernel
 from acres_lidar_ros.tracing.crop_walk import WalkCall, crop_links, crop_walk
 from acres_lidar_ros.tracing.hits import Hits
-from acres_lidar_ros.tracing.trace_kernel import CastHits, SubRays, WorkLists
+from acres_lidar_ros.tracing.trace_kernel import CastHits, SubRays, TraceState, WorkLists
 from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
 
 START_M = 0.005  # spec: the ray starts 0.5 cm from its origin
@@ -198,11 +198,10 @@ class Tracer:
         )
         return rc
 
-    def _buffers(self, n: int) -> tuple[tuple, np.ndarray, np.ndarray, WorkLists]:
+    def _buffers(self, n: int) -> tuple[TraceState, np.ndarray, np.ndarray, WorkLists]:
         """Work arrays of a trace of ``n`` sub-rays, kept per thread and reused by later calls.
 
-        ``(state, rows, next_rows, work)``: ``state`` as in ``trace_kernel`` (float64 / int64 /
-        float32 / bool per sub-ray), the int64 lists of the round's sub-rays and of those going
+        ``(state, rows, next_rows, work)``: the ``trace_kernel.TraceState``, the int64 lists of the round's sub-rays and of those going
         on, and the ``trace_kernel.WorkLists``. Their contents do not carry over between calls
         (``round_rays`` resets what is read before it is written).
         """
@@ -210,7 +209,7 @@ class Tracer:
         if buf is None or len(buf[1]) < n:
             f8, i8 = np.float64, np.int64
             dtypes = (f8, f8, i8, np.float32, f8, i8, f8, i8, f8, f8, f8, i8, f8, i8, np.float32, i8, bool, i8, bool)
-            state = tuple(np.empty(n, dtype) for dtype in dtypes)
+            state = TraceState(*(np.empty(n, dtype) for dtype in dtypes))
             work = WorkLists(np.empty((n, 6), np.float32), *(np.empty(n, i8) for _ in range(5)))
             buf = (state, np.empty(n, i8), np.empty(n, i8), work)
             self._local.buffers = buf
@@ -416,7 +415,7 @@ class Tracer:
             if n_rows == 0:
                 break
             rows, next_rows = next_rows, rows
-        slot, ended = state[-2][:n], state[-1][:n]
+        slot, ended = state.slot[:n], state.ended[:n]
         if boxes:
             box_rows = np.flatnonzero(np.isfinite(box_t) & (slot < k) & ~ended)
             cols = slot[box_rows]

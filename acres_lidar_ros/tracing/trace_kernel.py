@@ -19,9 +19,7 @@ Rays for Embree are float32 rows ``(x, y, z, dx, dy, dz)`` about the tracer's lo
 Argument groups (built by ``trace.Tracer``):
 
 ``state``
-    Per sub-ray arrays of the call (length >= n): ``s, t, prim, cos_signed, first_t,
-    first_patch, crop_t, crop_patch, walk_from, walk_end, walk_t_e, walk_patch, cache_t,
-    cache_prim, cache_cos, cache_patch, known, slot, ended`` (``trace.Tracer._buffers``).
+    Per sub-ray arrays of the call, a ``TraceState``.
 ``tables``
     The scene's lookups and the call's range limits, a ``trace_records.SceneTables``.
 ``params``
@@ -45,6 +43,31 @@ import numpy as np
 from numba import njit
 
 from acres_lidar_ros.tracing.trace_records import SceneTables, TraceParams
+
+
+class TraceState(NamedTuple):
+    """Per sub-ray arrays of a trace call (length >= n; ``trace.Tracer._buffers``), distances in m
+    along the sub-ray from the tracer's local origin."""
+
+    s: np.ndarray  # float64: start of the sub-ray's next cast
+    t: np.ndarray  # float64: the round's triangle hit
+    prim: np.ndarray  # int64: its primitive
+    cos_signed: np.ndarray  # float32: the ray's cosine with its normal, signed
+    first_t: np.ndarray  # float64: the round's first hit (a crop box or a triangle)
+    first_patch: np.ndarray  # int64: the crop patch of that box
+    crop_t: np.ndarray  # float64: the crop walk's hit
+    crop_patch: np.ndarray  # int64: its patch
+    walk_from: np.ndarray  # float64: where the walk goes on in its patch
+    walk_end: np.ndarray  # float64: where the walk ends (the triangle hit or the range limit)
+    walk_t_e: np.ndarray  # float64: where the walk enters its patch
+    walk_patch: np.ndarray  # int64: the patch it walks
+    cache_t: np.ndarray  # float64: a triangle hit behind a crop hit, kept for the next round
+    cache_prim: np.ndarray  # int64: its primitive
+    cache_cos: np.ndarray  # float32: its signed cosine
+    cache_patch: np.ndarray  # int64: the crop patch in front of it
+    known: np.ndarray  # bool: the cache holds this sub-ray's next triangle hit
+    slot: np.ndarray  # int64: the next hit slot of the sub-ray
+    ended: np.ndarray  # bool: the sub-ray ends this round
 
 
 class SubRays(NamedTuple):
@@ -166,7 +189,7 @@ def round_rays(
     n_rows: int,
     first_round: bool,
     sub: SubRays,
-    state: tuple,
+    state: TraceState,
     params: TraceParams,
     work: WorkLists,
 ) -> tuple[int, int]:
@@ -179,27 +202,19 @@ def round_rays(
     """
     ol, d = sub.origin_m, sub.direction
     rays, fresh, walk = work.rays, work.fresh, work.walk
-    (
-        s,
-        t,
-        prim,
-        cos_signed,
-        first_t,
-        first_patch,
-        _ct,
-        crop_patch,
-        _wf,
-        _we,
-        _wt,
-        _wp,
-        cache_t,
-        cache_prim,
-        cache_cos,
-        cache_patch,
-        known,
-        slot,
-        _ended,
-    ) = state
+    s = state.s
+    t = state.t
+    prim = state.prim
+    cos_signed = state.cos_signed
+    first_t = state.first_t
+    first_patch = state.first_patch
+    crop_patch = state.crop_patch
+    cache_t = state.cache_t
+    cache_prim = state.cache_prim
+    cache_cos = state.cache_cos
+    cache_patch = state.cache_patch
+    known = state.known
+    slot = state.slot
     start_m = params.start_m
     if first_round:  # every sub-ray, none cached: one straight pass
         for g in range(n_rows):
@@ -236,7 +251,7 @@ def first_cast_results(
     m: int,
     cast: CastHits,
     sub: SubRays,
-    state: tuple,
+    state: TraceState,
     params: TraceParams,
     work: WorkLists,
     nd: int,
@@ -251,7 +266,14 @@ def first_cast_results(
     t_hit, prim_ids, normals = cast.t_hit, cast.primitive_ids, cast.primitive_normals
     ol, d = sub.origin_m, sub.direction
     fresh, rays, recast, done = work.fresh, work.rays, work.listed, work.done
-    s, t, prim, cos_signed, first_t, first_patch = state[0], state[1], state[2], state[3], state[4], state[5]
+    s, t, prim, cos_signed, first_t, first_patch = (
+        state.s,
+        state.t,
+        state.prim,
+        state.cos_signed,
+        state.first_t,
+        state.first_patch,
+    )
     miss = params.miss
     first_box = params.first_box
     r = 0
@@ -279,7 +301,7 @@ def triangle_cast_results(
     r: int,
     cast: CastHits,
     sub: SubRays,
-    state: tuple,
+    state: TraceState,
     params: TraceParams,
     work: WorkLists,
     w: int,
@@ -289,7 +311,7 @@ def triangle_cast_results(
     t_hit, prim_ids, normals = cast.t_hit, cast.primitive_ids, cast.primitive_normals
     d = sub.direction
     recast, walk = work.listed, work.walk
-    s, t, prim, cos_signed = state[0], state[1], state[2], state[3]
+    s, t, prim, cos_signed = state.s, state.t, state.prim, state.cos_signed
     miss = params.miss
     for i in range(r):
         g = recast[i]
@@ -309,7 +331,7 @@ def finish(
     done: np.ndarray,
     nd: int,
     sub: SubRays,
-    state: tuple,
+    state: TraceState,
     tables: SceneTables,
     params: TraceParams,
     out: tuple,
@@ -325,27 +347,19 @@ def finish(
     sub-rays written to ``next_rows``.
     """
     ol, d = sub.origin_m, sub.direction
-    (
-        s,
-        t,
-        prim,
-        cos_signed,
-        _ft,
-        _fp,
-        crop_t,
-        crop_patch,
-        _wf,
-        _we,
-        _wt,
-        _wp,
-        cache_t,
-        cache_prim,
-        cache_cos,
-        cache_patch,
-        known,
-        slot,
-        ended,
-    ) = state
+    s = state.s
+    t = state.t
+    prim = state.prim
+    cos_signed = state.cos_signed
+    crop_t = state.crop_t
+    crop_patch = state.crop_patch
+    cache_t = state.cache_t
+    cache_prim = state.cache_prim
+    cache_cos = state.cache_cos
+    cache_patch = state.cache_patch
+    known = state.known
+    slot = state.slot
+    ended = state.ended
     (
         tri_class,
         tri_material,
