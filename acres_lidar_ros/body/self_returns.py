@@ -334,6 +334,33 @@ class SelfDecision(NamedTuple):
     blocked: np.ndarray
 
 
+class ReturnArrays(NamedTuple):
+    """The (n, R) arrays of a ``Returns`` as compiled code takes them (``Returns``' fields and names)."""
+
+    range_m: np.ndarray
+    valid: np.ndarray
+    reflectivity: np.ndarray
+    signal: np.ndarray
+    intensity: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    return_flags: np.ndarray
+
+
+class CellTruthArrays(NamedTuple):
+    """The (n,) arrays of a ``CellTruth`` as compiled code takes them (its fields and names)."""
+
+    range_m: np.ndarray
+    incidence_rad: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    signal_counts: np.ndarray
+    threshold_counts: np.ndarray
+    reason: np.ndarray
+
+
 def decide_self_returns(
     table: SelfReturnTable, scan_index: int, seed: int, std_m: float, noise_on: bool = True
 ) -> SelfDecision:
@@ -362,22 +389,8 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
             f"({table.columns} x {table.rings}); the scan has {returns.range_m.shape[0]}"
         )
     out = Returns(*(getattr(returns, f.name).copy() for f in dataclass_fields(Returns))) if copy else returns
-    _merge_body(
-        out.range_m,
-        out.valid,
-        out.reflectivity,
-        out.signal,
-        out.intensity,
-        out.class_id,
-        out.material_id,
-        out.instance,
-        out.return_flags,
-        decision.replaced_cells,
-        decision.body_cells,
-        decision.body_range_m,
-        table.body_reflectivity,
-        table.intensity_byte,
-    )
+    arrays = ReturnArrays(*(getattr(out, name) for name in ReturnArrays._fields))
+    _merge_body(arrays, decision, table.body_reflectivity, table.intensity_byte)
     return out
 
 
@@ -398,36 +411,31 @@ def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDec
     arrays = {f.name: getattr(truth, f.name) for f in dataclass_fields(CellTruth)}
     out = replace(truth, **{k: a.copy() for k, a in arrays.items() if a is not None}) if copy else truth
     _merge_truth(
-        np.asarray(decision.body_cells, dtype=np.int64),
-        np.asarray(decision.blocked, dtype=np.bool_),
+        CellTruthArrays(*(getattr(out, name) for name in CellTruthArrays._fields)),
+        decision._replace(
+            body_cells=np.asarray(decision.body_cells, dtype=np.int64),
+            blocked=np.asarray(decision.blocked, dtype=np.bool_),
+        ),
         table.range_m,
-        out.range_m,
-        out.incidence_rad,
-        out.signal_counts,
-        out.class_id,
-        out.material_id,
-        out.instance,
-        out.reason,
     )
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_truth(
-    body_cells, blocked, table_range_m, range_m, incidence, signal, class_id, material_id, instance, reason
-):
-    """``merge_self_truth``'s changes, in place: the blocked cells' reason, then the body cells'."""
-    for c in range(blocked.shape[0]):
-        if blocked[c]:
-            reason[c] = BLOCKED_BY_BODY
-    for c in body_cells:
-        range_m[c] = max(SELF_MIN_RANGE_M, table_range_m[c])
-        incidence[c] = np.nan
-        signal[c] = np.nan
-        class_id[c] = SELF_CLASS_ID
-        material_id[c] = SELF_MATERIAL_ID
-        instance[c] = BODY_INSTANCE
-        reason[c] = RETURNED
+def _merge_truth(truth, decision, table_range_m):
+    """``merge_self_truth``'s changes to ``truth`` (a ``CellTruthArrays``), in place: the blocked
+    cells' reason, then the body cells' (of ``decision``, a ``SelfDecision``)."""
+    for c in range(decision.blocked.shape[0]):
+        if decision.blocked[c]:
+            truth.reason[c] = BLOCKED_BY_BODY
+    for c in decision.body_cells:
+        truth.range_m[c] = max(SELF_MIN_RANGE_M, table_range_m[c])
+        truth.incidence_rad[c] = np.nan
+        truth.signal_counts[c] = np.nan
+        truth.class_id[c] = SELF_CLASS_ID
+        truth.material_id[c] = SELF_MATERIAL_ID
+        truth.instance[c] = BODY_INSTANCE
+        truth.reason[c] = RETURNED
 
 
 class SelfReturnResult(NamedTuple):
@@ -520,46 +528,31 @@ def apply_self_returns(
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_body(
-    range_m,
-    valid,
-    reflectivity,
-    signal,
-    intensity,
-    class_id,
-    material_id,
-    instance,
-    return_flags,
-    replaced_cells,
-    body_cells,
-    body_range_m,
-    body_reflectivity,
-    body_intensity,
-):
-    """Empty the replaced cells of the nine ``Returns`` fields and put one body return in slot
-    0 of the body cells, in place, in one compiled pass (nine numpy scatters cost ~1 ms)."""
-    out = (range_m, valid, reflectivity, signal, intensity, class_id, material_id, instance, return_flags)
-    slots = range_m.shape[1]
-    for i in replaced_cells:
+def _merge_body(out, decision, body_reflectivity, body_intensity):
+    """Empty the replaced cells of ``out`` (a ``ReturnArrays``, the nine ``Returns`` fields) and
+    put one body return in slot 0 of the body cells (of ``decision``, a ``SelfDecision``), in
+    place, in one compiled pass (nine numpy scatters cost ~1 ms)."""
+    slots = out.range_m.shape[1]
+    for i in decision.replaced_cells:
         for s in range(slots):
-            out[0][i, s] = np.nan
-            out[1][i, s] = False
-            out[2][i, s] = 0.0
-            out[3][i, s] = 0
-            out[4][i, s] = 0
-            out[5][i, s] = 0
-            out[6][i, s] = 0
-            out[7][i, s] = NO_INSTANCE
-            out[8][i, s] = 0
-    for i in body_cells:
-        out[0][i, 0] = body_range_m[i]
-        out[1][i, 0] = True
-        out[2][i, 0] = body_reflectivity[i]
-        out[4][i, 0] = body_intensity[i]
-        out[5][i, 0] = SELF_CLASS_ID
-        out[6][i, 0] = SELF_MATERIAL_ID
-        out[7][i, 0] = BODY_INSTANCE
-        out[8][i, 0] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
+            out.range_m[i, s] = np.nan
+            out.valid[i, s] = False
+            out.reflectivity[i, s] = 0.0
+            out.signal[i, s] = 0
+            out.intensity[i, s] = 0
+            out.class_id[i, s] = 0
+            out.material_id[i, s] = 0
+            out.instance[i, s] = NO_INSTANCE
+            out.return_flags[i, s] = 0
+    for i in decision.body_cells:
+        out.range_m[i, 0] = decision.body_range_m[i]
+        out.valid[i, 0] = True
+        out.reflectivity[i, 0] = body_reflectivity[i]
+        out.intensity[i, 0] = body_intensity[i]
+        out.class_id[i, 0] = SELF_CLASS_ID
+        out.material_id[i, 0] = SELF_MATERIAL_ID
+        out.instance[i, 0] = BODY_INSTANCE
+        out.return_flags[i, 0] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
 
 
 @numba.njit(cache=True, nogil=True)

@@ -10,10 +10,12 @@ Hesai lists. ``all_returns`` gives the PLY records (with ``labels``, their insta
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
+from acres_lidar_ros.body.self_returns import ReturnArrays
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
     CARTESIAN_FIELDS,
@@ -177,6 +179,15 @@ _RSLIDAR = ("XYZI", "XYZIRT", "XYZIRT_labels")
 """The profiles of rslidar_sdk's organised layout (``organised_cloud``)."""
 
 
+class _CellRingTime(NamedTuple):
+    """What a cell's ring and timestamp come from: the ring ranks, each cell's time offset (s), the stamp (s)."""
+
+    ring_rank: np.ndarray  # (rings,) uint16
+    time_offset_s: np.ndarray  # (cells,) float64
+    stamp_s: float
+    rings: int
+
+
 def _organised(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype) -> np.ndarray:
     """``organised_cloud`` of a shaped scan in one of the ``_RSLIDAR`` profiles, ``dtype`` its
     layout in the scan's coordinates."""
@@ -184,18 +195,18 @@ def _organised(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype) -> np
         # One compiled pass into XYZIRT_LABELS records; the spherical twin has the same bytes.
         returns = shaped.returns
         labelled = np.empty(shaped.columns * shaped.rings, dtype=XYZIRT_LABELS)
+        cells = _CellRingTime(
+            ring_rank=np.asarray(shaped.ring_rank, dtype=np.uint16),
+            time_offset_s=np.ascontiguousarray(np.asarray(shaped.time_offset_s, dtype=np.float64).reshape(-1)),
+            stamp_s=shaped.stamp_ns * 1e-9,
+            rings=shaped.rings,
+        )
         _fill_labelled(
             labelled,
             _coordinates(shaped),
-            returns.valid,
-            returns.intensity,
-            returns.class_id,
-            returns.instance,
+            ReturnArrays(*(getattr(returns, name) for name in ReturnArrays._fields)),
             _primary(shaped),
-            np.asarray(shaped.ring_rank, dtype=np.uint16),
-            np.ascontiguousarray(np.asarray(shaped.time_offset_s, dtype=np.float64).reshape(-1)),
-            shaped.stamp_ns * 1e-9,
-            shaped.rings,
+            cells,
             np.uint32(NO_INSTANCE),
         )
         return labelled.view(dtype).reshape(shaped.columns, shaped.rings)
@@ -400,25 +411,24 @@ def all_returns(scan: Scan | ShapedScan, labels: bool = False) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_labelled(
-    out, points, valid, intensity, class_id, instance, primary, ring_rank, time_offset_s, stamp_s, rings, none
-):
+def _fill_labelled(out, points, returns, primary, cells, none):
     """``XYZIRT_LABELS`` records of each beam's primary return in one pass (field by field numpy
     assignment into the packed records cost seven times as much): the ``XYZIRT``
-    values of ``organised_cloud`` (timestamp ``stamp_s + time_offset_s``) plus class and
-    instance; NaN coordinates, intensity 0, class 0 and ``none`` for a beam without a return.
-    ``points`` (n, R, 3) fill the three coordinate fields (x, y, z, or the spherical twin's
-    azimuth, elevation, range)."""
+    values of ``organised_cloud`` (timestamp ``stamp_s + time_offset_s`` of ``cells``, a
+    ``_CellRingTime``) plus class and instance of ``returns`` (a ``ReturnArrays``); NaN
+    coordinates, intensity 0, class 0 and ``none`` for a beam without a return. ``points`` (n,
+    R, 3) fill the three coordinate fields (x, y, z, or the spherical twin's azimuth, elevation,
+    range)."""
     for i in range(primary.size):
         j = primary[i]
         rec = out[i]
-        if valid[i, j]:
+        if returns.valid[i, j]:
             rec.x = points[i, j, 0]
             rec.y = points[i, j, 1]
             rec.z = points[i, j, 2]
-            rec.intensity = intensity[i, j]
-            rec["class"] = class_id[i, j]
-            rec.instance = instance[i, j]
+            rec.intensity = returns.intensity[i, j]
+            rec["class"] = returns.class_id[i, j]
+            rec.instance = returns.instance[i, j]
         else:
             rec.x = np.nan
             rec.y = np.nan
@@ -426,8 +436,8 @@ def _fill_labelled(
             rec.intensity = 0.0
             rec["class"] = 0
             rec.instance = none
-        rec.ring = ring_rank[i % rings]
-        rec.timestamp = stamp_s + time_offset_s[i]
+        rec.ring = cells.ring_rank[i % cells.rings]
+        rec.timestamp = cells.stamp_s + cells.time_offset_s[i]
 
 
 @numba.njit(cache=True, nogil=True)

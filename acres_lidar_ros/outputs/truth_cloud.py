@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
+from acres_lidar_ros.body.self_returns import CellTruthArrays
 from acres_lidar_ros.config.material_table import CLASS_NAMES, MATERIAL_NAMES
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
@@ -87,18 +88,8 @@ def truth_cloud(scan: Scan) -> np.ndarray:
     truth = scan_truth(scan)
     cloud = np.empty(scan.columns * scan.rings, TRUTH_POINT)
     points = truth.points_sensor if truth.points_sensor is not None else np.full((cloud.size, 3), np.nan)
-    _fill_truth(
-        cloud.view(_TRUTH_POINT_FILL),
-        points,
-        truth.range_m,
-        truth.incidence_rad,
-        truth.signal_counts,
-        truth.threshold_counts,
-        truth.instance,
-        truth.class_id,
-        truth.material_id,
-        truth.reason,
-    )
+    arrays = CellTruthArrays(*(getattr(truth, name) for name in CellTruthArrays._fields))
+    _fill_truth(cloud.view(_TRUTH_POINT_FILL), points, arrays)
     return cloud.reshape(scan.columns, scan.rings)
 
 
@@ -120,21 +111,22 @@ _TRUTH_POINT_FILL = _fill_dtype(TRUTH_POINT)
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_truth(cloud, points, range_m, incidence, signal, threshold, instance, class_id, material_id, reason):
-    """Every record of the truth cloud in one pass (float64 fields rounded to float32 as numpy casts)."""
+def _fill_truth(cloud, points, truth):
+    """Every record of the truth cloud from ``points`` and ``truth`` (a ``CellTruthArrays``) in one
+    pass (float64 fields rounded to float32 as numpy casts)."""
     for i in range(cloud.shape[0]):
         record = cloud[i]
         record.x = points[i, 0]
         record.y = points[i, 1]
         record.z = points[i, 2]
-        record.range_m = range_m[i]
-        record.incidence_rad = incidence[i]
-        record.signal_counts = signal[i]
-        record.threshold_counts = threshold[i]
-        record.instance = instance[i]
-        record.class_id = class_id[i]
-        record.material = material_id[i]
-        record.reason = reason[i]
+        record.range_m = truth.range_m[i]
+        record.incidence_rad = truth.incidence_rad[i]
+        record.signal_counts = truth.signal_counts[i]
+        record.threshold_counts = truth.threshold_counts[i]
+        record.instance = truth.instance[i]
+        record.class_id = truth.class_id[i]
+        record.material = truth.material_id[i]
+        record.reason = truth.reason[i]
 
 
 def truth_file_name(stem: str) -> str:

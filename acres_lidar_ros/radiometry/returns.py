@@ -12,6 +12,7 @@ produces the same ``Returns``; ``select_returns`` is its choice of echoes by the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -250,16 +251,10 @@ def nearest_hit_returns(
     near = np.ascontiguousarray(np.broadcast_to(np.asarray(min_range_m, dtype=np.float64), (beams,)))
     far = np.ascontiguousarray(np.broadcast_to(np.asarray(max_range_m, dtype=np.float64), (beams,)))
     columns = _nearest_in_window(
-        hits.range_m,
-        hits.valid,
-        hits.class_id,
-        hits.material_id,
-        hits.instance,
+        _WindowHits(*(getattr(hits, name) for name in _WindowHits._fields)),
         len(weights),
-        near,
-        far,
+        _RangeWindow(min_range_m=near, max_range_m=far, separation_m=float(separation_m)),
         np.asarray(reflectivity_by_material, dtype=np.float64),
-        float(separation_m),
     )
     n = len(columns[0])
     range_m, valid, rho, intensity, class_id, material_id, instance, flags = (c[:, None] for c in columns)
@@ -276,27 +271,34 @@ def nearest_hit_returns(
     )
 
 
+class _WindowHits(NamedTuple):
+    """The (n * S, K) arrays of a ``Hits`` that ``_nearest_in_window`` reads (``Hits``' names)."""
+
+    range_m: np.ndarray
+    valid: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+
+
+class _RangeWindow(NamedTuple):
+    """Each beam's range window, m: (n,) near and far limits and the separation near limit (0: off)."""
+
+    min_range_m: np.ndarray
+    max_range_m: np.ndarray
+    separation_m: float
+
+
 @numba.njit(cache=True, nogil=True)
-def _nearest_in_window(
-    range_m,
-    valid,
-    class_id,
-    material_id,
-    instance,
-    sub_rays,
-    min_range_m,
-    max_range_m,
-    reflectivity_by_material,
-    separation_m,
-):
+def _nearest_in_window(hits, sub_rays, window, reflectivity_by_material):
     """Per beam, its nearest hit within its window and that hit's fields, in one pass.
 
-    Hits of a sub-ray are sorted, so each sub-ray's first in-window hit is its nearest; the beam
-    keeps the nearest over its sub-rays (the first on a tie). A beam whose nearest hit of all
-    (a sub-ray's first) is nearer than ``separation_m`` keeps none. Beams without one get NaN
-    range, zeros and ``NO_INSTANCE``.
+    ``hits`` is a ``_WindowHits``, ``window`` a ``_RangeWindow``. Hits of a sub-ray are sorted, so
+    each sub-ray's first in-window hit is its nearest; the beam keeps the nearest over its
+    sub-rays (the first on a tie). A beam whose nearest hit of all (a sub-ray's first) is nearer
+    than ``separation_m`` keeps none. Beams without one get NaN range, zeros and ``NO_INSTANCE``.
     """
-    n_rows, k = range_m.shape
+    n_rows, k = hits.range_m.shape
     n = n_rows // sub_rays
     out_range = np.full(n, np.nan)
     out_valid = np.zeros(n, np.bool_)
@@ -311,27 +313,27 @@ def _nearest_in_window(
         best_row = -1
         best_slot = 0
         nearest = np.inf
-        near, far = min_range_m[b], max_range_m[b]
+        near, far = window.min_range_m[b], window.max_range_m[b]
         for row in range(b * sub_rays, (b + 1) * sub_rays):
-            if valid[row, 0] and range_m[row, 0] < nearest:
-                nearest = range_m[row, 0]
+            if hits.valid[row, 0] and hits.range_m[row, 0] < nearest:
+                nearest = hits.range_m[row, 0]
             for j in range(k):
-                r = range_m[row, j]
-                if valid[row, j] and r >= near:
+                r = hits.range_m[row, j]
+                if hits.valid[row, j] and r >= near:
                     if r <= far and r < best:
                         best = r
                         best_row = row
                         best_slot = j
                     break
-        if best_row >= 0 and nearest >= separation_m:
-            material = material_id[best_row, best_slot]
+        if best_row >= 0 and nearest >= window.separation_m:
+            material = hits.material_id[best_row, best_slot]
             rho = reflectivity_by_material[material]
             out_range[b] = best
             out_valid[b] = True
             out_rho[b] = rho
             out_intensity[b] = np.uint8(np.rint(100.0 * rho))
-            out_class[b] = class_id[best_row, best_slot]
+            out_class[b] = hits.class_id[best_row, best_slot]
             out_material[b] = material
-            out_instance[b] = instance[best_row, best_slot]
+            out_instance[b] = hits.instance[best_row, best_slot]
             out_flags[b] = FLAG_FIRST | FLAG_STRONGEST | FLAG_LAST
     return out_range, out_valid, out_rho, out_intensity, out_class, out_material, out_instance, out_flags
