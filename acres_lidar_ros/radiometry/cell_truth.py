@@ -37,6 +37,7 @@ code    name                       the cell ...
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -135,22 +136,25 @@ def truth_of_primary_slots(scan_echoes: ScanEchoes, primary_slot: np.ndarray, mo
         raise ValueError("the scan's echoes hold no truth: build the BeamModel with truth=True")
     echoes = t.echoes
     none = np.zeros(0, np.bool_)
+    echo_cos = echoes.cos_incidence
+    slots = _TruthSlots(
+        return_echo=t.return_echo,
+        primary_slot=primary_slot,
+        unformed=none if t.unformed is None else t.unformed,
+    )
+    truth_echoes = _TruthEchoes(
+        cell=echoes.cell,
+        range_m=echoes.range_m,
+        cos_incidence=echo_cos if echo_cos.size == echoes.cell.size else np.full(echoes.cell.size, np.nan),
+        class_id=echoes.class_id,
+        material_id=echoes.material_id,
+        instance=echoes.instance,
+        signal_counts=scan_echoes.signal_counts,
+        clear_air_detected=none if t.clear_air_detected is None else t.clear_air_detected,
+        outside_window=scan_echoes.outside_window,
+    )
     range_m, cos_incidence, class_id, material_id, instance, signal, reason = _cell_truth(
-        t.return_echo,
-        primary_slot,
-        none if t.unformed is None else t.unformed,
-        echoes.cell,
-        echoes.range_m,
-        echoes.cos_incidence if echoes.cos_incidence.size == echoes.cell.size else np.full(echoes.cell.size, np.nan),
-        echoes.class_id,
-        echoes.material_id,
-        echoes.instance,
-        scan_echoes.signal_counts,
-        none if t.clear_air_detected is None else t.clear_air_detected,
-        scan_echoes.outside_window,
-        float(model.config.min_range_m),
-        float(model.config.range_m),
-        PRECIPITATION_CLASS,
+        slots, truth_echoes, float(model.config.min_range_m), float(model.config.range_m), PRECIPITATION_CLASS
     )
     # arccos in numpy's SIMD loop, about 10x the scalar libm call of the compiled pass (NaN stays NaN).
     incidence = np.arccos(np.clip(cos_incidence, 0.0, 1.0, out=cos_incidence), out=cos_incidence)
@@ -159,32 +163,44 @@ def truth_of_primary_slots(scan_echoes: ScanEchoes, primary_slot: np.ndarray, mo
     return CellTruth(range_m, incidence, class_id, material_id, instance, signal, threshold, reason)
 
 
+class _TruthSlots(NamedTuple):
+    """Per cell, what picks its deciding echo first: its return slots' echoes and its primary slot (``EchoTruth``)."""
+
+    return_echo: np.ndarray  # (n, R) int64: the echo of each return slot (-1: empty)
+    primary_slot: np.ndarray  # (n,) int64: Returns.primary_index
+    unformed: np.ndarray  # (n,) bool: the cell's echoes were not formed (empty: none)
+
+
+class _TruthEchoes(NamedTuple):
+    """What the truth reads of each echo (cell order): (e,) arrays of ``Echoes``, ``ScanEchoes`` and ``EchoTruth``."""
+
+    cell: np.ndarray
+    range_m: np.ndarray  # R_e, m
+    cos_incidence: np.ndarray  # |cos theta| of its largest contribution (NaN where not kept)
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    signal_counts: np.ndarray  # S
+    clear_air_detected: np.ndarray  # bool: the signal test in clear air (empty: in clear air)
+    outside_window: np.ndarray  # uint8: the windows.WINDOW_* bits
+
+
 @numba.njit(cache=True, nogil=True)
-def _cell_truth(
-    return_echo,
-    primary_slot,
-    unformed,
-    cell,
-    range_m,
-    cos_incidence,
-    class_id,
-    material_id,
-    instance,
-    signal,
-    clear_air,
-    outside_window,
-    min_range_m,
-    max_range_m,
-    precipitation,
-):
+def _cell_truth(slots, echoes, min_range_m, max_range_m, precipitation):
     """The cell arrays of ``CellTruth`` (but ``S_T``, and the incidence as its cosine): each
-    cell's deciding echo in one pass over the echoes (cell order), then its fields and its reason
-    by the module's table (the first rule that holds) in one pass over the cells.
+    cell's deciding echo in one pass over the echoes (``echoes``, a ``_TruthEchoes``; cell order),
+    then its fields and its reason by the module's table (the first rule that holds) in one pass
+    over the cells.
 
     The deciding echo is the echo of the cell's primary return (``return_echo`` at
-    ``primary_slot``; -1 where none), else its non-clutter echo of the largest ``S`` (the first
-    on a tie), else none. The echoes of the cells where ``unformed`` is set (``EchoTruth``; empty:
-    none) are no candidates. ``clear_air`` empty: in clear air (never extinguished)."""
+    ``primary_slot`` of ``slots``, a ``_TruthSlots``; -1 where none), else its non-clutter echo of
+    the largest ``S`` (the first on a tie), else none. The echoes of the cells where ``unformed``
+    is set (``EchoTruth``; empty: none) are no candidates. ``clear_air_detected`` empty: in clear
+    air (never extinguished)."""
+    return_echo, primary_slot, unformed = slots.return_echo, slots.primary_slot, slots.unformed
+    cell, range_m, cos_incidence = echoes.cell, echoes.range_m, echoes.cos_incidence
+    class_id, material_id, instance = echoes.class_id, echoes.material_id, echoes.instance
+    signal, clear_air, outside_window = echoes.signal_counts, echoes.clear_air_detected, echoes.outside_window
     n = primary_slot.shape[0]
     primary = np.empty(n, np.int64)
     for c in range(n):

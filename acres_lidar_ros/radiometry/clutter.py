@@ -20,6 +20,7 @@ A slab's centre range, mean drop count and signal per unit reflectance depend on
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -138,24 +139,25 @@ def kept_slabs(
         energy = np.zeros(0)
     power_rm = np.ones(cells_rm.size) if model.power_ratio is None else model.power_ratio[cells_rm]
 
+    walk = _SlabWalk(per_beam=per_beam, power_ratio=power_rm, ring=cells_rm % config.rings)
+    drops = _SlabDrops(counts=counts, energy=energy)
+    terms = _SlabTerms(
+        mean_k=mean_k,
+        unit_signal_counts=unit_signal,
+        fog_term=np.pi * atm.beta_fog_per_m_sr * separation,
+        rain_factor=np.pi * atm.beta_rain_per_m_sr * separation,
+        ambient_counts=float(rad.ambient_counts),
+        threshold_counts=float(model.detection_threshold_counts),
+    )
+
     def keep(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return _kept_slabs(
-            per_beam,
-            bounds[lo],
-            bounds[hi],
-            first_slab[lo],
-            first_drop[lo],
-            counts,
-            energy,
-            mean_k,
-            unit_signal,
-            power_rm,
-            cells_rm % config.rings,
-            np.pi * atm.beta_fog_per_m_sr * separation,
-            np.pi * atm.beta_rain_per_m_sr * separation,
-            float(rad.ambient_counts),
-            float(model.detection_threshold_counts),
+        part = _SlabPart(
+            first_beam=int(bounds[lo]),
+            end_beam=int(bounds[hi]),
+            first_slab=int(first_slab[lo]),
+            first_drop=int(first_drop[lo]),
         )
+        return _kept_slabs(walk, part, drops, terms)
 
     parts = map_parts(keep, np.arange(bounds.size))
     position, k, rho = (np.concatenate([p[i] for p in parts]) for i in range(3))
@@ -181,28 +183,57 @@ def _draw_drop_counts(per_beam, first_beam, end_beam, first_slab, state, inc, cd
             at += 1
 
 
+class _SlabWalk(NamedTuple):
+    """The beams the passes walk, in the walk's (ring-major) order: (b,) arrays."""
+
+    per_beam: np.ndarray  # int64: the beam's slabs
+    power_ratio: np.ndarray  # its emitter's peak power ratio (``BeamModel.power_ratio``)
+    ring: np.ndarray  # int64: its ring
+
+
+class _SlabPart(NamedTuple):
+    """One part of the walk: the beams ``first_beam .. end_beam - 1``, their first slab and first drop."""
+
+    first_beam: int
+    end_beam: int
+    first_slab: int
+    first_drop: int
+
+
+class _SlabDrops(NamedTuple):
+    """The drawn drops: each slab's drop count (uint8) and each drop's energy ``E_i`` (passes 1 and 2)."""
+
+    counts: np.ndarray
+    energy: np.ndarray
+
+
+class _SlabTerms(NamedTuple):
+    """By slab number ``k`` its mean drop count and signal per unit reflectance; the slab law's and skip rule's scalars."""
+
+    mean_k: np.ndarray  # (k,) Lambda
+    unit_signal_counts: np.ndarray  # (rings, k) S per unit reflectance
+    fog_term: float  # pi beta_fog separation
+    rain_factor: float  # pi beta_rain separation
+    ambient_counts: float  # B
+    threshold_counts: float  # S_T
+
+
 @numba.njit(cache=True, nogil=True)
-def _kept_slabs(
-    per_beam,
-    first_beam,
-    end_beam,
-    first_slab,
-    first_drop,
-    counts,
-    energy,
-    mean_k,
-    unit_signal,
-    power_rm,
-    ring_of,
-    fog_term,
-    rain_factor,
-    ambient,
-    threshold,
-):
-    """Pass 3 over the beams ``first_beam .. end_beam - 1`` (their slabs from ``first_slab``, their
-    drops from ``first_drop``): (ring-major position, slab number, rho_slab) of the slabs the skip
-    rule keeps; ``power_rm`` is each beam's emitter power ratio (``BeamModel.power_ratio``) and
-    ``ring_of`` its ring, both in the walk's (ring-major) order."""
+def _kept_slabs(walk, part, drops, terms):
+    """Pass 3 over the beams of ``part`` (a ``_SlabPart``: their slabs from ``first_slab``, their
+    drops from ``first_drop``) of ``walk`` (a ``_SlabWalk``), with the ``drops`` drawn (a
+    ``_SlabDrops``) and the slab ``terms`` (a ``_SlabTerms``): (ring-major position, slab number,
+    rho_slab) of the slabs the skip rule keeps."""
+    per_beam, power_rm, ring_of = walk.per_beam, walk.power_ratio, walk.ring
+    first_beam, end_beam, first_slab, first_drop = part.first_beam, part.end_beam, part.first_slab, part.first_drop
+    counts, energy = drops.counts, drops.energy
+    mean_k, unit_signal, fog_term, rain_factor = (
+        terms.mean_k,
+        terms.unit_signal_counts,
+        terms.fog_term,
+        terms.rain_factor,
+    )
+    ambient, threshold = terms.ambient_counts, terms.threshold_counts
     n = 0
     for b in range(first_beam, end_beam):
         n += per_beam[b]

@@ -45,7 +45,7 @@ import numpy as np
 
 from acres_lidar_ros.config.material_table import CLASS_ID, MATERIAL_OF_CLASS
 from acres_lidar_ros.radiometry.clutter import kept_slabs
-from acres_lidar_ros.radiometry.echo_signals import EchoSignals, echo_signals, model_windows
+from acres_lidar_ros.radiometry.echo_signals import EchoSignals, EchoTerms, echo_signals, model_windows
 from acres_lidar_ros.radiometry.echoes import BeamBlock, Echoes, form_echoes
 from acres_lidar_ros.radiometry.equation_kernels import intensity_byte as intensity_byte_of
 from acres_lidar_ros.radiometry.equation_kernels import measured_signal_counts, measured_signal_counts_ufunc
@@ -278,29 +278,35 @@ def _draw_positions(cell, columns, rings):
     return out
 
 
+class _NoiseDraws(NamedTuple):
+    """The scan's noise pairs as drawn (``NoiseStreams.noise_pairs``) and each echo's place among them."""
+
+    noise: bool  # the noise is applied (off: drawn and not used)
+    n1: np.ndarray  # (e,) the pairs' first branch: the signal's normal
+    n2: np.ndarray  # (e,) their second branch: the range's normal
+    draw: np.ndarray  # (e,) int64: each echo's pair (``draw_positions``)
+
+
+class _NoisySignals(NamedTuple):
+    """What ``_noisy_signals`` writes of each echo: (e,) float64 arrays (NaN for a skipped cell's echoes)."""
+
+    clear_counts: np.ndarray  # S in clear air
+    signal_counts: np.ndarray  # S after the extinction
+    measured_counts: np.ndarray  # S'
+    range_meas_m: np.ndarray  # R_meas
+
+
 @numba.njit(cache=True, nogil=True)
-def _noisy_signals(
-    clear_in,
-    signal_in,
-    range_sigma_m,
-    range_m,
-    cell,
-    noise,
-    n1,
-    n2,
-    draw,
-    ambient_counts,
-    max_range_m,
-    skip,
-    clear,
-    signal,
-    measured,
-    range_meas,
-):
+def _noisy_signals(signals, echoes, draws, ambient_counts, max_range_m, skip, out):
     """Step 3 after the draws: each echo's ``S'`` and ``R_meas`` from its ``S`` and ``sigma_R``
-    (``echo_signals``) and its pair ``(n1, n2)[draw]``, and its ``S`` in clear air and after the
-    extinction, written into the four output arrays. Echoes of the cells where ``skip`` (cells,)
-    is set get NaN in all four (``skip`` empty: none skipped)."""
+    (``signals``, an ``EchoSignals``), its range and beam (``echoes``, an ``EchoTerms``) and its
+    pair ``(n1, n2)[draw]`` (``draws``, a ``_NoiseDraws``), and its ``S`` in clear air and after
+    the extinction, written into ``out`` (a ``_NoisySignals``). Echoes of the cells where ``skip``
+    (cells,) is set get NaN in all four (``skip`` empty: none skipped)."""
+    clear_in, signal_in, range_sigma_m = signals.clear_counts, signals.signal_counts, signals.range_sigma_m
+    range_m, cell = echoes.range_m, echoes.cell
+    noise, n1, n2, draw = draws.noise, draws.n1, draws.n2, draws.draw
+    clear, signal, measured, range_meas = out.clear_counts, out.signal_counts, out.measured_counts, out.range_meas_m
     any_skip = skip.shape[0] > 0
     for i in range(cell.shape[0]):
         if any_skip and skip[cell[i]]:
@@ -344,24 +350,21 @@ def detect(
         signals = echo_signals(echoes.cell, echoes.range_m, echoes.reflectance, echoes.peak, model, windows)
     n1_drawn, n2_drawn = streams.noise_pairs(n_echo)
     draw = draw_positions(echoes.cell, config.columns, config.rings)
-    clear, signal, measured, range_meas = (np.empty(n_echo) for _ in range(4))
+    noisy = _NoisySignals(*(np.empty(n_echo) for _ in range(4)))
     _noisy_signals(
-        signals.clear_counts,
-        signals.signal_counts,
-        signals.range_sigma_m,
-        echoes.range_m,
-        echoes.cell,
-        bool(model.noise),
-        n1_drawn,
-        n2_drawn,
-        draw,
+        signals,
+        EchoTerms(cell=echoes.cell, range_m=echoes.range_m, reflectance=echoes.reflectance, peak=echoes.peak),
+        _NoiseDraws(noise=bool(model.noise), n1=n1_drawn, n2=n2_drawn, draw=draw),
         float(rad.ambient_counts),
         float(config.range_m),
         np.zeros(0, np.bool_) if skip is None else skip,
-        clear,
-        signal,
-        measured,
-        range_meas,
+        noisy,
+    )
+    clear, signal, measured, range_meas = (
+        noisy.clear_counts,
+        noisy.signal_counts,
+        noisy.measured_counts,
+        noisy.range_meas_m,
     )
     seen = measured >= model.detection_threshold_counts
     if rad.detection_model == "reflectance_limit":  # the engine paper's detection replaces the spec's

@@ -18,7 +18,7 @@ here; what remains after the stamp is a square root per echo. Each equation is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -32,9 +32,9 @@ from acres_lidar_ros.radiometry.windows import CellWindows
 MIN_ECHOES_PER_PART = 4096
 
 
-@dataclass(frozen=True)
-class EchoSignals:
-    """Per echo (the order of its ``Echoes``), what the noise draws act on.
+class EchoSignals(NamedTuple):
+    """Per echo (the order of its ``Echoes``), what the noise draws act on; ``_mean_signals`` fills
+    it and ``detection._noisy_signals`` reads it by these names.
 
     Attributes
     ----------
@@ -59,13 +59,34 @@ class EchoSignals:
         """The signals of consecutive groups of echoes, one after the other."""
         if len(parts) == 1:
             return parts[0]
-        return EchoSignals(
-            *(np.concatenate([getattr(p, name) for p in parts]) for name in EchoSignals.__dataclass_fields__)
-        )
+        return EchoSignals(*(np.concatenate([getattr(p, name) for p in parts]) for name in EchoSignals._fields))
 
     def take(self, order: np.ndarray) -> EchoSignals:
         """The signals of the echoes ``order`` (indices)."""
-        return EchoSignals(*(getattr(self, name)[order] for name in EchoSignals.__dataclass_fields__))
+        return EchoSignals(*(getattr(self, name)[order] for name in EchoSignals._fields))
+
+
+class EchoTerms(NamedTuple):
+    """The echoes' fields the compiled signal passes read: (e,) arrays, named as in ``echoes.Echoes``."""
+
+    cell: np.ndarray  # int64: beam of each echo
+    range_m: np.ndarray  # R_e, m
+    reflectance: np.ndarray  # rho_e
+    peak: np.ndarray  # g_e
+
+
+class SignalTerms(NamedTuple):
+    """The sensor's terms of the range equation and of ``sigma_R`` (``scalar_physics``) for ``_mean_signals``."""
+
+    rings: int
+    signal_at_10pct_counts: float  # S_10
+    power_ratio: np.ndarray  # (cells,): each beam's emitter peak power ratio (BeamModel.power_ratio)
+    ring_range_at_10pct_m: np.ndarray  # (rings,): R10 of each ring, m
+    overlap_range_m: float
+    alpha_per_m: float  # the atmosphere's extinction
+    ambient_counts: float  # B
+    std_m: float  # sigma_0, the range noise at high SNR, m
+    range_std_low_snr_m: float  # the range noise's low-SNR term at SNR_spec, m
 
 
 def model_windows(model: BeamModel) -> CellWindows:
@@ -98,57 +119,43 @@ def echo_signals(
         Split many echoes between the cores (``cores``); False in a part that already runs on one.
     """
     n_echo = cell.size
-    clear, signal, sigma = np.empty(n_echo), np.empty(n_echo), np.empty(n_echo)
     config = model.config
     rad = config.radiometry
-    inputs = (
-        reflectance,
-        range_m,
-        peak,
-        cell,
-        config.rings,
-        float(rad.signal_at_10pct_counts),
-        np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
-        np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
-        float(rad.overlap_range_m),
-        float(model.atmosphere.alpha_per_m),
-        float(rad.ambient_counts),
-        float(config.std_m),
-        float(rad.range_std_low_snr_m),
+    windows = model_windows(model) if windows is None else windows
+    out = EchoSignals(np.empty(n_echo), np.empty(n_echo), np.empty(n_echo), windows.range_bits(cell, range_m))
+    echoes = EchoTerms(cell=cell, range_m=range_m, reflectance=reflectance, peak=peak)
+    terms = SignalTerms(
+        rings=config.rings,
+        signal_at_10pct_counts=float(rad.signal_at_10pct_counts),
+        power_ratio=np.ones(model.beams) if model.power_ratio is None else model.power_ratio,
+        ring_range_at_10pct_m=np.asarray(rad.ring_range_at_10pct_m, dtype=np.float64),
+        overlap_range_m=float(rad.overlap_range_m),
+        alpha_per_m=float(model.atmosphere.alpha_per_m),
+        ambient_counts=float(rad.ambient_counts),
+        std_m=float(config.std_m),
+        range_std_low_snr_m=float(rad.range_std_low_snr_m),
     )
 
     def part(lo: int, hi: int) -> None:
-        _mean_signals(*inputs, lo, hi, clear, signal, sigma)
+        _mean_signals(echoes, terms, lo, hi, out)
 
     map_parts(part, split_bounds(n_echo, MIN_ECHOES_PER_PART) if split else np.array([0, n_echo]))
-    windows = model_windows(model) if windows is None else windows
-    return EchoSignals(clear, signal, sigma, windows.range_bits(cell, range_m))
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _mean_signals(
-    reflectance,
-    range_m,
-    peak,
-    cell,
-    rings,
-    signal_at_10pct_counts,
-    power_ratio,
-    ring_range_at_10pct_m,
-    overlap_range_m,
-    alpha_per_m,
-    ambient_counts,
-    std_m,
-    range_std_low_snr_m,
-    lo,
-    hi,
-    clear,
-    signal,
-    sigma,
-):
-    """``S`` in clear air, ``S`` after the extinction and ``sigma_R`` of the echoes ``lo .. hi - 1``,
-    written into the three output arrays. ``power_ratio`` (cells,) scales each beam's ``S_10`` by
-    its emitter's peak power (``BeamModel.power_ratio``)."""
+def _mean_signals(echoes, terms, lo, hi, out):
+    """``S`` in clear air, ``S`` after the extinction and ``sigma_R`` of the echoes ``lo .. hi - 1``
+    of ``echoes`` (an ``EchoTerms``) under ``terms`` (a ``SignalTerms``), written into ``out`` (an
+    ``EchoSignals``: its ``clear_counts``, ``signal_counts`` and ``range_sigma_m``; its ``window``
+    is not touched). ``terms.power_ratio`` (cells,) scales each beam's ``S_10`` by its emitter's
+    peak power (``BeamModel.power_ratio``)."""
+    reflectance, range_m, peak, cell = echoes.reflectance, echoes.range_m, echoes.peak, echoes.cell
+    rings, power_ratio, ring_range_at_10pct_m = terms.rings, terms.power_ratio, terms.ring_range_at_10pct_m
+    signal_at_10pct_counts, overlap_range_m = terms.signal_at_10pct_counts, terms.overlap_range_m
+    alpha_per_m, ambient_counts = terms.alpha_per_m, terms.ambient_counts
+    std_m, range_std_low_snr_m = terms.std_m, terms.range_std_low_snr_m
+    clear, signal, sigma = out.clear_counts, out.signal_counts, out.range_sigma_m
     snr_spec = snr(signal_at_10pct_counts, ambient_counts)
     for i in range(lo, hi):
         r = range_m[i]

@@ -108,7 +108,7 @@ def test_the_split_between_cores_changes_no_bit(tmp_path, monkeypatch):
     whole = echo_signals(*args, model, split=False)
     monkeypatch.setattr(signals_module, "MIN_ECHOES_PER_PART", 1000)
     parts = echo_signals(*args, model)
-    for name in EchoSignals.__dataclass_fields__:
+    for name in EchoSignals._fields:
         assert np.array_equal(getattr(whole, name), getattr(parts, name))
     joined = EchoSignals.concatenate([whole.take(np.arange(0, 4000)), whole.take(np.arange(4000, n))])
-    assert all(np.array_equal(getattr(whole, f), getattr(joined, f)) for f in EchoSignals.__dataclass_fields__)
+    assert all(np.array_equal(getattr(whole, f), getattr(joined, f)) for f in EchoSignals._fields)
