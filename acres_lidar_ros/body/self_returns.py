@@ -334,33 +334,6 @@ class SelfDecision(NamedTuple):
     blocked: np.ndarray
 
 
-class ReturnArrays(NamedTuple):
-    """The (n, R) arrays of a ``Returns`` as compiled code takes them (``Returns``' fields and names)."""
-
-    range_m: np.ndarray
-    valid: np.ndarray
-    reflectivity: np.ndarray
-    signal: np.ndarray
-    intensity: np.ndarray
-    class_id: np.ndarray
-    material_id: np.ndarray
-    instance: np.ndarray
-    return_flags: np.ndarray
-
-
-class CellTruthArrays(NamedTuple):
-    """The (n,) arrays of a ``CellTruth`` as compiled code takes them (its fields and names)."""
-
-    range_m: np.ndarray
-    incidence_rad: np.ndarray
-    class_id: np.ndarray
-    material_id: np.ndarray
-    instance: np.ndarray
-    signal_counts: np.ndarray
-    threshold_counts: np.ndarray
-    reason: np.ndarray
-
-
 def decide_self_returns(
     table: SelfReturnTable, scan_index: int, seed: int, std_m: float, noise_on: bool = True
 ) -> SelfDecision:
@@ -389,8 +362,7 @@ def merge_self_returns(table: SelfReturnTable, returns: Returns, decision: SelfD
             f"({table.columns} x {table.rings}); the scan has {returns.range_m.shape[0]}"
         )
     out = Returns(*(getattr(returns, f.name).copy() for f in dataclass_fields(Returns))) if copy else returns
-    arrays = ReturnArrays(*(getattr(out, name) for name in ReturnArrays._fields))
-    _merge_body(arrays, decision, table.body_reflectivity, table.intensity_byte)
+    _merge_body(out.arrays(), decision, table.body_reflectivity, table.intensity_byte)
     return out
 
 
@@ -411,7 +383,7 @@ def merge_self_truth(table: SelfReturnTable, truth: CellTruth, decision: SelfDec
     arrays = {f.name: getattr(truth, f.name) for f in dataclass_fields(CellTruth)}
     out = replace(truth, **{k: a.copy() for k, a in arrays.items() if a is not None}) if copy else truth
     _merge_truth(
-        CellTruthArrays(*(getattr(out, name) for name in CellTruthArrays._fields)),
+        out.arrays(),
         decision._replace(
             body_cells=np.asarray(decision.body_cells, dtype=np.int64),
             blocked=np.asarray(decision.blocked, dtype=np.bool_),

@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from acres_lidar_ros.body.self_returns import ReturnArrays
 from acres_lidar_ros.errors import ConfigError, OutputError
 from acres_lidar_ros.outputs.point_types import (
     CARTESIAN_FIELDS,
@@ -204,7 +203,7 @@ def _organised(shaped: ShapedScan, profile: PointProfile, dtype: np.dtype) -> np
         _fill_labelled(
             labelled,
             _coordinates(shaped),
-            ReturnArrays(*(getattr(returns, name) for name in ReturnArrays._fields)),
+            returns.arrays(),
             _primary(shaped),
             cells,
             np.uint32(NO_INSTANCE),

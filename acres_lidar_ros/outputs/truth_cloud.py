@@ -33,7 +33,6 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
-from acres_lidar_ros.body.self_returns import CellTruthArrays
 from acres_lidar_ros.config.material_table import CLASS_NAMES, MATERIAL_NAMES
 from acres_lidar_ros.errors import OutputError
 from acres_lidar_ros.outputs.files import atomic_write
@@ -88,8 +87,7 @@ def truth_cloud(scan: Scan) -> np.ndarray:
     truth = scan_truth(scan)
     cloud = np.empty(scan.columns * scan.rings, TRUTH_POINT)
     points = truth.points_sensor if truth.points_sensor is not None else np.full((cloud.size, 3), np.nan)
-    arrays = CellTruthArrays(*(getattr(truth, name) for name in CellTruthArrays._fields))
-    _fill_truth(cloud.view(_TRUTH_POINT_FILL), points, arrays)
+    _fill_truth(cloud.view(_TRUTH_POINT_FILL), points, truth.arrays())
     return cloud.reshape(scan.columns, scan.rings)
 
 

@@ -400,7 +400,7 @@ def detect(
         float(min(rad.saturation_counts, MAX_SIGNAL_COUNTS)),
         slots,
         np.zeros(0, np.int64) if truth is None else truth.return_echo.reshape(-1),
-        _ReturnSlots(*(getattr(out, name).reshape(-1) for name in _ReturnSlots._fields)),
+        out.arrays(flat=True),
     )
     return out, scan_echoes
 
@@ -438,25 +438,10 @@ class _EchoFields(NamedTuple):
     instance: np.ndarray
 
 
-class _ReturnSlots(NamedTuple):
-    """The flat (n_beams * R,) views of a ``Returns``' fields that ``_write_returns`` fills; the
-    names are the ``Returns`` fields'."""
-
-    range_m: np.ndarray
-    valid: np.ndarray
-    reflectivity: np.ndarray
-    signal: np.ndarray
-    intensity: np.ndarray
-    class_id: np.ndarray
-    material_id: np.ndarray
-    instance: np.ndarray
-    return_flags: np.ndarray
-
-
 @numba.njit(cache=True, nogil=True)
 def _write_returns(det, lit_beams, chosen, return_flags, echo, max_signal_counts, slots, return_echo, out):
     """The fields of each return: slot ``j`` of lit beam ``lit_beams[i]`` (flat slot ``lit_beams[i]
-    slots + j`` of ``out``, a ``_ReturnSlots``) is the detected echo ``det[chosen[i, j]]`` of
+    slots + j`` of ``out``, ``Returns.arrays(flat=True)``) is the detected echo ``det[chosen[i, j]]`` of
     ``echo`` (an ``_EchoFields``; none where ``chosen`` is -1): ``rho_rep = rho_e max(0, S') /
     S_c``, the signal ``min(S', S_sat)`` rounded half up (negative gives 0), the intensity byte;
     with a ``return_echo`` (flat slots; empty: none) each slot's echo is noted there too."""

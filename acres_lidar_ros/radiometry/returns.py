@@ -29,6 +29,21 @@ FLAG_LAST = 4
 FLAG_SECOND_STRONGEST = 8
 
 
+class ReturnArrays(NamedTuple):
+    """The nine arrays of a ``Returns`` as compiled code takes them, under its field names: (n, R)
+    each, or their flat (n R,) views (``Returns.arrays``)."""
+
+    range_m: np.ndarray
+    valid: np.ndarray
+    reflectivity: np.ndarray
+    signal: np.ndarray
+    intensity: np.ndarray
+    class_id: np.ndarray
+    material_id: np.ndarray
+    instance: np.ndarray
+    return_flags: np.ndarray
+
+
 @dataclass(frozen=True)
 class Returns:
     """Returns of ``n`` beams, ``R`` slots each.
@@ -63,6 +78,12 @@ class Returns:
     material_id: np.ndarray
     instance: np.ndarray
     return_flags: np.ndarray
+
+    def arrays(self, flat: bool = False) -> ReturnArrays:
+        """These arrays as a ``ReturnArrays`` (no copies); ``flat``: their (n R,) views."""
+        return ReturnArrays(
+            *(getattr(self, name).reshape(-1) if flat else getattr(self, name) for name in ReturnArrays._fields)
+        )
 
     @property
     def num_returns(self) -> np.ndarray:
