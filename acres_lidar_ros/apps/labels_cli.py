@@ -33,6 +33,6 @@ def run_point_type(point_type: str, labels: bool, what: str = "--point-type") ->
     ``point_type``'s (``--point-type``, the sensors file's or a dataset shard's, named by
     ``what``), or the labelled profile with ``--labels`` (``ConfigError`` for an unknown profile or
     a layout that has no room for labels)."""
-    from acres_lidar_ros.outputs.point_types import labelled_point_type, point_profile
+    from acres_lidar_ros.outputs.point_types import labelled_point_type
 
-    return labelled_point_type(point_profile(point_type), labels, what)
+    return labelled_point_type(point_type, labels, what)

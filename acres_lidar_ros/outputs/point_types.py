@@ -296,15 +296,17 @@ LABELLED_FROM = ("XYZI", "XYZIRT", LABELLED_POINT_TYPE)
 """The point types ``labels`` turns into ``LABELLED_POINT_TYPE`` (rslidar_sdk's layouts)."""
 
 
-def labelled_point_type(profile: PointProfile, labels: bool, what: str = "point_type") -> PointProfile:
-    """The profile a run publishes: ``profile``, or with ``labels`` the labelled one.
+def labelled_point_type(point_type: PointProfile | str, labels: bool, what: str = "point_type") -> PointProfile:
+    """The profile a run publishes: ``point_type``'s (a name is resolved here, ``point_profile``),
+    or with ``labels`` the labelled one.
 
     Raises
     ------
     ConfigError
-        ``labels`` is on with a consumer's layout that has no room for labels (velodyne, ouster,
+        ``point_type`` is no profile, or ``labels`` is on with a consumer's layout that has no room for labels (velodyne, ouster,
         nebula, hesai); ``what`` names the setting in the message.
     """
+    profile = point_profile(point_type)
     if not labels or profile.name == LABELLED_POINT_TYPE:
         return profile
     if profile.name not in LABELLED_FROM:

@@ -47,7 +47,7 @@ from visualization_msgs.msg import MarkerArray
 from acres_lidar_ros.body.self_returns import sensor_self_table
 from acres_lidar_ros.config.sensors import SensorConfig, load_sensor_config
 from acres_lidar_ros.errors import AcresLidarError, ConfigError
-from acres_lidar_ros.outputs.point_types import PointProfile, labelled_point_type, point_profile
+from acres_lidar_ros.outputs.point_types import PointProfile, labelled_point_type
 from acres_lidar_ros.outputs.pointcloud2 import cloud_is_dense, point_fields, qos_profile_dict
 from acres_lidar_ros.outputs.shaping import ShapedScan
 from acres_lidar_ros.ros.packet_sink import packet_feed
@@ -206,7 +206,7 @@ class LidarNode(Node):
         for i, (scanner, name) in enumerate(zip(scanners, names)):
             # An empty topic or point type is the sensors file's: its driver's defaults; labels: the
             # labelled profile is the published point type (ConfigError for ouster & co.)
-            profile = labelled_point_type(point_profile(s["point_type"] or scanner.config.point_type), s["labels"])
+            profile = labelled_point_type(s["point_type"] or scanner.config.point_type, s["labels"])
             profile.dtype_in(scanner.config.outputs.coordinates)  # spherical: a layout that has it
             self.channels.append(Channel(i, name, s["topic"] or scanner.config.topic, profile))
         self.settings["topic"], self.settings["point_type"] = self.channels[0].topic, self.channels[0].profile.name
